@@ -1,0 +1,42 @@
+# Thin wrapper around CMake. `make test` is what CI runs.
+BUILD      ?= build
+BUILD_TYPE ?= RelWithDebInfo
+JOBS       ?= $(shell nproc)
+CMAKE_ARGS ?=
+
+.PHONY: all deps build test demo asan tsan certs format clean
+
+all: build
+
+deps:
+	@scripts/deps
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS)
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: deps
+	$(MAKE) --no-print-directory build
+	cd $(BUILD) && ctest --output-on-failure $(CTEST_ARGS)
+
+demo: deps
+	$(MAKE) --no-print-directory build
+	scripts/demo $(BUILD)
+
+# Sanitizer builds live in their own trees so they never mix with the default.
+asan: deps
+	$(MAKE) --no-print-directory test BUILD=build-asan BUILD_TYPE=Debug CMAKE_ARGS=-DQPG_SANITIZE=address
+
+tsan: deps
+	$(MAKE) --no-print-directory test BUILD=build-tsan BUILD_TYPE=Debug CMAKE_ARGS=-DQPG_SANITIZE=thread
+
+certs:
+	scripts/make-certs certs
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build build-asan build-tsan

@@ -1,0 +1,341 @@
+/* IB verbs boundary: every verbs call in qpgate goes through here, and every
+ * error comes out as a negative errno. */
+#include "qpgate/verbs.h"
+
+#include <errno.h>
+#include <openssl/rand.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+static int neg_errno_or(int fallback)
+{
+	return errno ? -errno : -fallback;
+}
+
+/* RoCE v2 GIDs for IPv4 addresses are IPv4-mapped (::ffff:a.b.c.d); rxe on lo
+ * only works with that one, and it is what a real RoCE NIC uses for IPv4. */
+static int pick_gid_index(struct ibv_context *ctx, uint8_t port, int table_len)
+{
+	for (int i = 0; i < table_len; i++) {
+		union ibv_gid g;
+		if (ibv_query_gid(ctx, port, i, &g))
+			continue;
+		static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+		if (memcmp(g.raw, v4mapped, sizeof(v4mapped)) == 0)
+			return i;
+	}
+	return 0;
+}
+
+int qpg_rdma_dev_open(struct qpg_rdma_dev *dev, const char *name, uint8_t port, int gid_index)
+{
+	struct ibv_device **list;
+	struct ibv_device *chosen = NULL;
+	int n = 0, rc;
+
+	memset(dev, 0, sizeof(*dev));
+	errno = 0;
+	list = ibv_get_device_list(&n);
+	if (!list)
+		return neg_errno_or(ENODEV);
+	for (int i = 0; i < n; i++) {
+		if (!name || strcmp(ibv_get_device_name(list[i]), name) == 0) {
+			chosen = list[i];
+			break;
+		}
+	}
+	if (!chosen) {
+		ibv_free_device_list(list);
+		return -ENODEV;
+	}
+	snprintf(dev->name, sizeof(dev->name), "%s", ibv_get_device_name(chosen));
+	errno = 0;
+	dev->ctx = ibv_open_device(chosen);
+	ibv_free_device_list(list);
+	if (!dev->ctx)
+		return neg_errno_or(ENODEV);
+
+	struct ibv_device_attr da;
+	struct ibv_port_attr pa;
+	rc = ibv_query_device(dev->ctx, &da);
+	if (rc)
+		goto err_close;
+	rc = ibv_query_port(dev->ctx, port, &pa);
+	if (rc)
+		goto err_close;
+	if (pa.state != IBV_PORT_ACTIVE) {
+		rc = ENETDOWN;
+		goto err_close;
+	}
+	dev->port = port;
+	dev->lid = pa.lid;
+	dev->active_mtu = pa.active_mtu;
+	dev->max_qp = da.max_qp;
+	dev->max_cqe = da.max_cqe;
+	dev->max_srq_wr = da.max_srq_wr;
+	dev->max_qp_wr = da.max_qp_wr;
+	if (gid_index < 0)
+		gid_index = pick_gid_index(dev->ctx, port, pa.gid_tbl_len);
+	if (gid_index >= pa.gid_tbl_len) {
+		rc = EINVAL;
+		goto err_close;
+	}
+	dev->gid_index = gid_index;
+	rc = ibv_query_gid(dev->ctx, port, gid_index, &dev->gid);
+	if (rc)
+		goto err_close;
+	errno = 0;
+	dev->pd = ibv_alloc_pd(dev->ctx);
+	if (!dev->pd) {
+		rc = errno ? errno : ENOMEM;
+		goto err_close;
+	}
+	return 0;
+
+err_close:
+	ibv_close_device(dev->ctx);
+	dev->ctx = NULL;
+	return -rc;
+}
+
+void qpg_rdma_dev_close(struct qpg_rdma_dev *dev)
+{
+	if (dev->pd) {
+		ibv_dealloc_pd(dev->pd);
+		dev->pd = NULL;
+	}
+	if (dev->ctx) {
+		ibv_close_device(dev->ctx);
+		dev->ctx = NULL;
+	}
+}
+
+void qpg_qp_opts_default(struct qpg_qp_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->max_send_wr = 16;
+	o->max_recv_wr = 16;
+	o->max_inline = 0;
+	/* 4.096 us * 2^14 = 67 ms per try, 7 tries: a dead peer shows up as a
+	 * retry-exceeded completion within about half a second instead of hanging. */
+	o->timeout = 14;
+	o->retry_cnt = 7;
+	/* 6, not 7: 7 means "retry RNR forever", and a stuck receiver must
+	 * surface as an error rather than a hang. */
+	o->rnr_retry = 6;
+}
+
+int qpg_qp_create(struct qpg_rdma_dev *dev, const struct qpg_qp_opts *o, struct ibv_qp **out)
+{
+	struct ibv_qp_init_attr a;
+	memset(&a, 0, sizeof(a));
+	a.send_cq = o->send_cq;
+	a.recv_cq = o->recv_cq;
+	a.srq = o->srq;
+	a.qp_type = IBV_QPT_RC;
+	a.sq_sig_all = 0;
+	a.cap.max_send_wr = o->max_send_wr;
+	a.cap.max_recv_wr = o->srq ? 0 : o->max_recv_wr;
+	a.cap.max_send_sge = 1;
+	a.cap.max_recv_sge = o->srq ? 0 : 1;
+	a.cap.max_inline_data = o->max_inline;
+	errno = 0;
+	*out = ibv_create_qp(dev->pd, &a);
+	if (!*out)
+		return neg_errno_or(ENOMEM);
+	return 0;
+}
+
+int qpg_qp_to_init(struct qpg_rdma_dev *dev, struct ibv_qp *qp, int access)
+{
+	struct ibv_qp_attr a;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = dev->port;
+	a.qp_access_flags = access;
+	return -ibv_modify_qp(qp, &a,
+			      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+}
+
+int qpg_qp_to_rtr(struct qpg_rdma_dev *dev, struct ibv_qp *qp, const struct qpg_qp_addr *peer)
+{
+	struct ibv_qp_attr a;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = (enum ibv_mtu)QPG_MIN(peer->mtu, (uint8_t)dev->active_mtu);
+	a.dest_qp_num = peer->qpn;
+	a.rq_psn = peer->psn; /* the peer's secret sq_psn is our expected rq_psn */
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12; /* 0.64 ms */
+	a.ah_attr.is_global = 1;
+	a.ah_attr.dlid = peer->lid;
+	a.ah_attr.port_num = dev->port;
+	memcpy(a.ah_attr.grh.dgid.raw, peer->gid, 16);
+	a.ah_attr.grh.sgid_index = (uint8_t)dev->gid_index;
+	a.ah_attr.grh.hop_limit = 64;
+	return -ibv_modify_qp(qp, &a,
+			      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				      IBV_QP_MIN_RNR_TIMER);
+}
+
+int qpg_qp_to_rts(struct ibv_qp *qp, uint32_t sq_psn, const struct qpg_qp_opts *o)
+{
+	struct ibv_qp_attr a;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = sq_psn;
+	a.timeout = o->timeout;
+	a.retry_cnt = o->retry_cnt;
+	a.rnr_retry = o->rnr_retry;
+	a.max_rd_atomic = 1;
+	return -ibv_modify_qp(qp, &a,
+			      IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				      IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+int qpg_qp_to_error(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_ERR;
+	return -ibv_modify_qp(qp, &a, IBV_QP_STATE);
+}
+
+void qpg_qp_destroy(struct ibv_qp **qp)
+{
+	if (*qp) {
+		ibv_destroy_qp(*qp);
+		*qp = NULL;
+	}
+}
+
+void qpg_qp_local_addr(const struct qpg_rdma_dev *dev, const struct ibv_qp *qp, uint32_t psn,
+		       struct qpg_qp_addr *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->qpn = qp->qp_num;
+	out->psn = psn;
+	out->lid = dev->lid;
+	out->mtu = (uint8_t)dev->active_mtu;
+	memcpy(out->gid, dev->gid.raw, 16);
+}
+
+int qpg_psn_random(uint32_t *psn)
+{
+	unsigned char b[3];
+	if (RAND_bytes(b, sizeof(b)) != 1)
+		return -EIO;
+	*psn = ((uint32_t)b[0] << 16) | ((uint32_t)b[1] << 8) | b[2];
+	return 0;
+}
+
+/* ---- registered slot pool ---- */
+
+struct qpg_pool_chunk {
+	struct qpg_pool_chunk *next;
+	void *mem;
+	struct ibv_mr *mr;
+	struct qpg_buf bufs[];
+};
+
+int qpg_pool_init(struct qpg_pool *p, struct ibv_pd *pd, size_t slot_size, size_t slots_per_chunk,
+		  size_t max_slots, int access)
+{
+	if (slot_size == 0 || slots_per_chunk == 0 || slot_size > UINT32_MAX)
+		return -EINVAL;
+	memset(p, 0, sizeof(*p));
+	p->pd = pd;
+	/* 64-byte slots keep one slot's DMA off its neighbour's cache lines. */
+	p->slot_size = (slot_size + 63) & ~(size_t)63;
+	p->slots_per_chunk = slots_per_chunk;
+	p->max_slots = max_slots;
+	p->access = access;
+	return 0;
+}
+
+static int pool_grow(struct qpg_pool *p)
+{
+	size_t n = p->slots_per_chunk;
+	if (p->max_slots && p->nslots + n > p->max_slots)
+		n = p->max_slots - p->nslots;
+	if (n == 0)
+		return -ENOSPC;
+	struct qpg_pool_chunk *c = calloc(1, sizeof(*c) + n * sizeof(struct qpg_buf));
+	if (!c)
+		return -ENOMEM;
+	size_t bytes = n * p->slot_size;
+	if (posix_memalign(&c->mem, 4096, bytes)) {
+		free(c);
+		return -ENOMEM;
+	}
+	if (p->pd) {
+		errno = 0;
+		c->mr = ibv_reg_mr(p->pd, c->mem, bytes, IBV_ACCESS_LOCAL_WRITE | p->access);
+		if (!c->mr) {
+			int rc = neg_errno_or(ENOMEM);
+			free(c->mem);
+			free(c);
+			return rc;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct qpg_buf *b = &c->bufs[i];
+		b->addr = (char *)c->mem + i * p->slot_size;
+		b->len = (uint32_t)p->slot_size;
+		b->lkey = c->mr ? c->mr->lkey : 0;
+		b->rkey = c->mr && p->access ? c->mr->rkey : 0;
+		b->next_free = p->free;
+		p->free = b;
+	}
+	c->next = p->chunks;
+	p->chunks = c;
+	p->nslots += n;
+	return 0;
+}
+
+struct qpg_buf *qpg_pool_get(struct qpg_pool *p)
+{
+	if (!p->free && pool_grow(p) < 0)
+		return NULL;
+	struct qpg_buf *b = p->free;
+	p->free = b->next_free;
+	b->next_free = NULL;
+	p->in_use++;
+	return b;
+}
+
+void qpg_pool_put(struct qpg_pool *p, struct qpg_buf *b)
+{
+	if (!b)
+		return;
+	b->owner = NULL;
+	b->next_free = p->free;
+	p->free = b;
+	p->in_use--;
+}
+
+void qpg_pool_destroy(struct qpg_pool *p)
+{
+	struct qpg_pool_chunk *c = p->chunks;
+	while (c) {
+		struct qpg_pool_chunk *next = c->next;
+		if (c->mr)
+			ibv_dereg_mr(c->mr);
+		free(c->mem);
+		free(c);
+		c = next;
+	}
+	p->chunks = NULL;
+	p->free = NULL;
+	p->nslots = 0;
+	p->in_use = 0;
+}
+
+size_t qpg_pool_bytes(const struct qpg_pool *p)
+{
+	return p->nslots * p->slot_size;
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The lab's contract: it shows the device, passes exit codes through, and
+# never hangs. Each step prints what it saw; any mismatch fails the test.
+set -u
+vm="$(cd "$(dirname "$0")/../.." && pwd -P)/scripts/rxe-vm"
+fail=0
+
+out=$("$vm" -- ibv_devinfo -d rxe0 2>&1); rc=$?
+if [ $rc -eq 0 ] && grep -q 'PORT_ACTIVE' <<<"$out" && grep -q 'hca_id:.*rxe0' <<<"$out"; then
+	echo "PASS ibv_devinfo shows rxe0 PORT_ACTIVE"
+else
+	echo "FAIL ibv_devinfo rc=$rc: $out"; fail=1
+fi
+
+"$vm" -- sh -c 'exit 7' >/dev/null 2>&1; rc=$?
+if [ $rc -eq 7 ]; then echo "PASS exit status 7 passed through"; else echo "FAIL exit status: got $rc, want 7"; fail=1; fi
+
+start=$SECONDS
+err=$("$vm" --timeout 15 -- sleep 1000 2>&1 >/dev/null); rc=$?
+took=$((SECONDS - start))
+if [ $rc -eq 124 ] && grep -q TIMEOUT <<<"$err"; then
+	echo "PASS timeout: exit 124 after ${took}s with '$err'"
+else
+	echo "FAIL timeout: rc=$rc after ${took}s: $err"; fail=1
+fi
+
+left=$(ls -d "${TMPDIR:-/tmp}"/rxe-vm.* 2>/dev/null | wc -l)
+echo "state dirs left behind: $left"
+exit $fail

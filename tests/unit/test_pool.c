@@ -1,0 +1,69 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "qpgate/verbs.h"
+
+/* The pool without a PD is the TCP transport's; the slot logic is shared. */
+static void test_pool_grows_by_chunks_and_caps(void **state)
+{
+	struct qpg_pool p;
+	assert_int_equal(qpg_pool_init(&p, NULL, 100, 4, 10, 0), 0);
+	assert_int_equal(p.slot_size, 128);
+	struct qpg_buf *b[10];
+	for (int i = 0; i < 10; i++) {
+		b[i] = qpg_pool_get(&p);
+		assert_non_null(b[i]);
+		memset(b[i]->addr, i, 128);
+	}
+	assert_int_equal(p.nslots, 10);
+	assert_int_equal(p.in_use, 10);
+	assert_null(qpg_pool_get(&p));
+	for (int i = 0; i < 10; i++)
+		for (int j = i + 1; j < 10; j++)
+			assert_ptr_not_equal(b[i]->addr, b[j]->addr);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(((unsigned char *)b[i]->addr)[127], i);
+	qpg_pool_put(&p, b[3]);
+	assert_ptr_equal(qpg_pool_get(&p), b[3]);
+	for (int i = 0; i < 10; i++)
+		qpg_pool_put(&p, b[i]);
+	assert_int_equal(p.in_use, 0);
+	assert_int_equal(qpg_pool_bytes(&p), 1280);
+	qpg_pool_destroy(&p);
+	qpg_pool_destroy(&p);
+}
+
+static void test_pool_rejects_bad_sizes(void **state)
+{
+	struct qpg_pool p;
+	assert_int_equal(qpg_pool_init(&p, NULL, 0, 4, 0, 0), -22);
+	assert_int_equal(qpg_pool_init(&p, NULL, 64, 0, 0, 0), -22);
+}
+
+static void test_psn_is_24_bit(void **state)
+{
+	uint32_t or_all = 0;
+	for (int i = 0; i < 1000; i++) {
+		uint32_t psn;
+		assert_int_equal(qpg_psn_random(&psn), 0);
+		assert_true(psn <= 0xffffff);
+		or_all |= psn;
+	}
+	/* 1000 draws leave a given bit unset with probability 2^-1000. */
+	assert_int_equal(or_all, 0xffffff);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pool_grows_by_chunks_and_caps),
+		cmocka_unit_test(test_pool_rejects_bad_sizes),
+		cmocka_unit_test(test_psn_is_24_bit),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
