@@ -1,0 +1,74 @@
+/* qpgate client library: many connections on one event loop, each a
+ * TLS-bootstrapped RC QP (or TCP) with authenticated messages. One
+ * qpg_client is used from one thread. */
+#ifndef QPGATE_CLIENT_H
+#define QPGATE_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qpgate/qpgate.h"
+
+struct qpg_client_opts {
+	const char *host;
+	uint16_t port;
+	const char *servername; /* checked against the server certificate */
+	const char *ca;         /* NULL: the system trust store */
+	const char *cert, *key; /* for mutual TLS */
+	int transport;
+	const char *ib_dev;
+	int ib_port;
+	int gid_index;
+	bool auth;
+	uint32_t max_msg;
+	uint16_t credits;
+	uint8_t service;
+	unsigned handshake_timeout_ms;
+	uint32_t pool_max; /* slots in the client's registered pool; 0: auto */
+	uint32_t srq_depth;
+	uint8_t test_mutation; /* test hook: break our own HELLO */
+};
+void qpg_client_opts_default(struct qpg_client_opts *o);
+
+struct qpg_client;
+struct qpg_client_conn;
+
+struct qpg_client_cbs {
+	void (*established)(struct qpg_client_conn *c, void *user);
+	void (*reply)(struct qpg_client_conn *c, void *user, uint8_t type, const uint8_t *payload,
+		      uint32_t len);
+	void (*closed)(struct qpg_client_conn *c, void *user, enum qpg_err_class err,
+		       const char *why);
+};
+
+int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
+		      const struct qpg_client_cbs *cbs, char *err, size_t err_len);
+void qpg_client_destroy(struct qpg_client *cl);
+int qpg_client_connect(struct qpg_client *cl, void *user, struct qpg_client_conn **out);
+/* Copy PAYLOAD into a registered buffer and send it. -EAGAIN: no credit. */
+int qpg_client_send(struct qpg_client_conn *c, uint8_t type, const void *payload, uint32_t len);
+/* Close gracefully; the closed callback follows with QPG_ERR_NONE. */
+void qpg_client_close(struct qpg_client_conn *c);
+/* One turn of the event loop. */
+int qpg_client_run(struct qpg_client *cl, int timeout_ms);
+size_t qpg_client_conn_count(const struct qpg_client *cl);
+
+struct qpg_conn_info {
+	uint64_t conn_id;
+	int transport;
+	bool auth;
+	uint32_t local_qpn, local_psn, peer_qpn, peer_psn;
+	uint32_t max_msg;
+	uint16_t credits;
+	uint32_t in_flight;
+	uint64_t phase_ns[QPG_PHASE_COUNT];
+	uint64_t setup_ns;
+};
+void qpg_client_conn_info(const struct qpg_client_conn *c, struct qpg_conn_info *out);
+/* Record the first-message phase (time since RTS) once. */
+void qpg_client_conn_mark_first_msg(struct qpg_client_conn *c);
+/* Test hook: flip a bit in the tag of the next message sent. */
+void qpg_client_conn_corrupt_next_tag(struct qpg_client_conn *c);
+
+#endif

@@ -1,0 +1,62 @@
+/* qpgate server: N event-loop threads, each with its own listener
+ * (SO_REUSEPORT), endpoint and shared RDMA resources. */
+#ifndef QPGATE_SERVER_H
+#define QPGATE_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "qpgate/qpgate.h"
+
+struct qpg_server_opts {
+	const char *bind_addr; /* default 127.0.0.1 */
+	uint16_t port;         /* 0: pick one (see qpg_server_port) */
+	const char *cert, *key;
+	const char *client_ca; /* set: mutual TLS required */
+	unsigned max_clients;
+	unsigned threads; /* 0: number of cores */
+	int transport;    /* enum qpg_transport_kind */
+	const char *ib_dev;
+	int ib_port;
+	int gid_index; /* < 0: auto */
+	unsigned handshake_timeout_ms;
+	unsigned max_pending;          /* unfinished handshakes, whole server */
+	unsigned max_pending_per_peer; /* unfinished handshakes per peer address */
+	unsigned max_conns_per_peer;   /* 0: no limit */
+	bool allow_no_auth;            /* accept clients that turn message auth off */
+	uint32_t max_msg;
+	uint32_t srq_depth;
+	uint8_t service; /* enum qpg_wire_service */
+	int verbose;
+};
+
+void qpg_server_opts_default(struct qpg_server_opts *o);
+
+struct qpg_server;
+
+/* On failure returns NULL and a reason for a person in ERR. */
+struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err, size_t err_len);
+uint16_t qpg_server_port(const struct qpg_server *s);
+/* Runs until qpg_server_stop(); returns 0 or a negative errno. */
+int qpg_server_run(struct qpg_server *s);
+/* Async-signal-safe. */
+void qpg_server_stop(struct qpg_server *s);
+void qpg_server_destroy(struct qpg_server *s);
+
+struct qpg_server_stats {
+	long long connected;
+	long long handshaking;
+	unsigned long long handshakes_ok, handshakes_failed;
+	unsigned long long rejected[16];
+	unsigned long long closed_by_reason[QPG_ERR_COUNT];
+	unsigned long long auth_failures, seq_failures;
+	unsigned long long msgs_in, msgs_out, bytes_in, bytes_out;
+	unsigned long long qps_created, qps_destroyed;
+	long long cq_depth_max;
+	unsigned long long refused_pending, refused_per_peer;
+	unsigned long long handshake_ns_bucket[24];
+	unsigned long long handshake_ns_sum;
+};
+void qpg_server_stats(struct qpg_server *s, struct qpg_server_stats *out);
+
+#endif

@@ -1,0 +1,41 @@
+/* Per-message authentication with keys exported from the TLS session.
+ *
+ * Each direction has its own AES-128-GCM key and 4-byte salt. A frame's tag
+ * is GMAC over header||payload with nonce = salt || seq, so the header's
+ * sequence number is bound to the tag: a replayed, reordered or forged frame
+ * fails. Payloads stay in clear (they are not secret in qpgate's threat model,
+ * and zero-copy paths need them as they are). */
+#ifndef QPG_AUTH_H
+#define QPG_AUTH_H
+
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <stdint.h>
+
+struct qpg__auth_dir {
+	EVP_CIPHER_CTX *ctx;
+	uint8_t salt[4];
+	uint64_t seq; /* next sequence number to send, or to expect */
+};
+
+struct qpg__auth {
+	int enabled;
+	struct qpg__auth_dir tx;
+	struct qpg__auth_dir rx;
+};
+
+/* Derive both directions from SSL. IS_SERVER picks which half is tx. */
+int qpg__auth_init_from_tls(struct qpg__auth *a, SSL *ssl, int is_server, int enabled);
+/* Deterministic keys, for fuzzers and unit tests. */
+int qpg__auth_init_raw(struct qpg__auth *a, const uint8_t tx_key[16], const uint8_t tx_salt[4],
+		       const uint8_t rx_key[16], const uint8_t rx_salt[4]);
+void qpg__auth_free(struct qpg__auth *a);
+
+/* Tag DATA[0..len) for sequence SEQ into TAG[16]. */
+int qpg__auth_tag(struct qpg__auth_dir *d, uint64_t seq, const uint8_t *data, size_t len,
+		  uint8_t tag[16]);
+/* 0 when TAG matches, -EBADMSG otherwise. Constant time. */
+int qpg__auth_verify(struct qpg__auth_dir *d, uint64_t seq, const uint8_t *data, size_t len,
+		     const uint8_t tag[16]);
+
+#endif

@@ -1,0 +1,269 @@
+#include "qpgate/client.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "endpoint.h"
+
+struct qpg_client {
+	struct qpg__endpoint ep; /* first */
+	struct qpg_client_opts o;
+	struct qpg_client_cbs cbs;
+	struct qpg_rdma_dev dev;
+	struct sockaddr_storage addr;
+	socklen_t addr_len;
+	char host[256], servername[256];
+};
+
+struct client_user {
+	void *user;
+	uint64_t rts_ns;
+	uint32_t outstanding; /* requests sent, reply not yet received */
+	bool first_done;
+};
+
+void qpg_client_opts_default(struct qpg_client_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->host = "127.0.0.1";
+	o->port = 7471;
+	o->transport = QPG_KIND_RDMA;
+	o->ib_port = 1;
+	o->gid_index = -1;
+	o->auth = true;
+	o->max_msg = 4096;
+	o->credits = 1;
+	o->service = QPG_SERVICE_ECHO;
+	o->handshake_timeout_ms = 10000;
+	o->srq_depth = 512;
+}
+
+static struct qpg_client *of(struct qpg__conn *c)
+{
+	return (struct qpg_client *)c->ep;
+}
+
+static void cl_established(struct qpg__conn *c)
+{
+	struct qpg_client *cl = of(c);
+	struct client_user *u = c->user;
+	u->rts_ns = qpg__now_ns();
+	if (cl->cbs.established)
+		cl->cbs.established((struct qpg_client_conn *)c, u->user);
+}
+
+static void cl_message(struct qpg__conn *c, const struct qpg_frame_hdr *h, struct qpg_buf *b)
+{
+	struct qpg_client *cl = of(c);
+	struct client_user *u = c->user;
+	if (u->outstanding == 0) {
+		qpg_pool_put(&c->ep->pool, b);
+		qpg__conn_close(c, QPG_ERR_PROTOCOL, "reply without a request");
+		return;
+	}
+	u->outstanding--;
+	if (cl->cbs.reply)
+		cl->cbs.reply((struct qpg_client_conn *)c, u->user, h->type, qpg__frame_payload(b),
+			      h->len);
+	qpg_pool_put(&c->ep->pool, b);
+}
+
+static void cl_closed(struct qpg__conn *c)
+{
+	struct qpg_client *cl = of(c);
+	struct client_user *u = c->user;
+	if (cl->cbs.closed)
+		cl->cbs.closed((struct qpg_client_conn *)c, u ? u->user : NULL, c->err, c->why);
+	free(u);
+	c->user = NULL;
+}
+
+int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
+		      const struct qpg_client_cbs *cbs, char *err, size_t err_len)
+{
+	struct qpg_client *cl = calloc(1, sizeof(*cl));
+	if (!cl)
+		return -ENOMEM;
+	cl->o = *o;
+	cl->cbs = *cbs;
+	snprintf(cl->host, sizeof(cl->host), "%s", o->host);
+	snprintf(cl->servername, sizeof(cl->servername), "%s", o->servername ? o->servername : o->host);
+	int rc;
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;
+	char ps[8];
+	snprintf(ps, sizeof(ps), "%u", o->port);
+	if ((rc = getaddrinfo(o->host, ps, &hints, &ai)) != 0) {
+		snprintf(err, err_len, "cannot resolve '%s': %s", o->host, gai_strerror(rc));
+		free(cl);
+		return -EINVAL;
+	}
+	memcpy(&cl->addr, ai->ai_addr, ai->ai_addrlen);
+	cl->addr_len = ai->ai_addrlen;
+	freeaddrinfo(ai);
+
+	const struct qpg__transport_ops *t = qpg__transport_by_kind(o->transport);
+	if (!t) {
+		snprintf(err, err_len, "unknown transport");
+		free(cl);
+		return -EINVAL;
+	}
+	if (t == &qpg__transport_rdma) {
+		rc = qpg_rdma_dev_open(&cl->dev, o->ib_dev, (uint8_t)o->ib_port, o->gid_index);
+		if (rc) {
+			snprintf(err, err_len,
+				 "no usable RDMA device%s%s (%s): run inside the lab "
+				 "(scripts/rxe-vm -- ...) or use --transport tcp",
+				 o->ib_dev ? " " : "", o->ib_dev ? o->ib_dev : "", strerror(-rc));
+			free(cl);
+			return rc;
+		}
+	}
+	struct qpg__ep_opts eo = {
+		.t = t,
+		.dev = t == &qpg__transport_rdma ? &cl->dev : NULL,
+		.max_msg = o->max_msg,
+		.srq_depth = o->srq_depth,
+		.pool_max = o->pool_max ? o->pool_max : 16384,
+		.qp_max_send_wr = o->credits,
+	};
+	rc = qpg__endpoint_init(&cl->ep, &eo);
+	if (rc) {
+		snprintf(err, err_len, "cannot set up %s resources: %s", t->name, strerror(-rc));
+		qpg_rdma_dev_close(&cl->dev);
+		free(cl);
+		return rc;
+	}
+	struct qpg__tls_files tf = {o->cert, o->key, o->ca};
+	cl->ep.ssl_ctx = qpg__tls_client_ctx(&tf, err, err_len);
+	if (!cl->ep.ssl_ctx) {
+		qpg__endpoint_fini(&cl->ep);
+		qpg_rdma_dev_close(&cl->dev);
+		free(cl);
+		return -EINVAL;
+	}
+	cl->ep.service = o->service;
+	cl->ep.handshake_timeout_ns = (uint64_t)o->handshake_timeout_ms * 1000000ull;
+	cl->ep.cbs = (struct qpg__endpoint_cbs){
+		.established = cl_established,
+		.message = cl_message,
+		.closed = cl_closed,
+	};
+	*out = cl;
+	return 0;
+}
+
+void qpg_client_destroy(struct qpg_client *cl)
+{
+	if (!cl)
+		return;
+	qpg__endpoint_fini(&cl->ep);
+	SSL_CTX_free(cl->ep.ssl_ctx);
+	qpg_rdma_dev_close(&cl->dev);
+	free(cl);
+}
+
+int qpg_client_connect(struct qpg_client *cl, void *user, struct qpg_client_conn **out)
+{
+	struct client_user *u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	u->user = user;
+	struct qpg__client_params p = {
+		.addr = (struct sockaddr *)&cl->addr,
+		.addr_len = cl->addr_len,
+		.servername = cl->servername,
+		.service = cl->o.service,
+		.auth = cl->o.auth,
+		.credits = cl->o.credits,
+		.max_msg = cl->o.max_msg,
+		.test_mutation = cl->o.test_mutation,
+	};
+	struct qpg__conn *c;
+	int rc = qpg__conn_connect(&cl->ep, &p, &c);
+	if (rc) {
+		free(u);
+		return rc;
+	}
+	/* The connection may already have failed (closed callback with a NULL
+	 * user): it is reported from the loop, not here. */
+	if (c->state >= QPG_CONN_CLOSING) {
+		free(u);
+	} else {
+		c->user = u;
+	}
+	*out = (struct qpg_client_conn *)c;
+	return 0;
+}
+
+int qpg_client_send(struct qpg_client_conn *cc, uint8_t type, const void *payload, uint32_t len)
+{
+	struct qpg__conn *c = (struct qpg__conn *)cc;
+	if (c->state != QPG_CONN_ESTABLISHED)
+		return -ENOTCONN;
+	if (len > c->max_msg)
+		return -EMSGSIZE;
+	struct client_user *u = c->user;
+	if (u->outstanding >= c->credits)
+		return -EAGAIN;
+	struct qpg_buf *b = qpg_pool_get(&c->ep->pool);
+	if (!b)
+		return -ENOBUFS;
+	memcpy(qpg__frame_payload(b), payload, len);
+	int rc = qpg__conn_send(c, b, type, len);
+	if (rc == 0)
+		u->outstanding++;
+	return rc;
+}
+
+void qpg_client_close(struct qpg_client_conn *cc)
+{
+	qpg__conn_close((struct qpg__conn *)cc, QPG_ERR_NONE, "closed by client");
+}
+
+int qpg_client_run(struct qpg_client *cl, int timeout_ms)
+{
+	return qpg__loop_run_once(&cl->ep.loop, timeout_ms);
+}
+
+size_t qpg_client_conn_count(const struct qpg_client *cl)
+{
+	return cl->ep.nconns;
+}
+
+void qpg_client_conn_info(const struct qpg_client_conn *cc, struct qpg_conn_info *out)
+{
+	const struct qpg__conn *c = (const struct qpg__conn *)cc;
+	memset(out, 0, sizeof(*out));
+	out->conn_id = c->conn_id;
+	out->transport = c->t->wire_id;
+	out->auth = c->auth.enabled;
+	out->local_qpn = c->local.qpn;
+	out->local_psn = c->local.psn;
+	out->peer_qpn = c->peer.qpn;
+	out->peer_psn = c->peer.psn;
+	out->max_msg = c->max_msg;
+	out->credits = c->credits;
+	out->in_flight = c->user ? ((const struct client_user *)c->user)->outstanding : 0;
+	memcpy(out->phase_ns, c->phase_ns, sizeof(out->phase_ns));
+	const struct client_user *u = c->user;
+	out->setup_ns = u && u->rts_ns ? u->rts_ns - c->started_ns : 0;
+}
+
+void qpg_client_conn_mark_first_msg(struct qpg_client_conn *cc)
+{
+	struct qpg__conn *c = (struct qpg__conn *)cc;
+	struct client_user *u = c->user;
+	if (u && !u->first_done) {
+		c->phase_ns[QPG_PHASE_FIRST_MSG] = qpg__now_ns() - u->rts_ns;
+		u->first_done = true;
+	}
+}
+
+void qpg_client_conn_corrupt_next_tag(struct qpg_client_conn *cc)
+{
+	qpg__conn_corrupt_next_tag((struct qpg__conn *)cc);
+}

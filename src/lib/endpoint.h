@@ -1,0 +1,220 @@
+/* Endpoints, connections and the transport ops table.
+ *
+ * An endpoint is one event loop plus the transport's per-loop resources (for
+ * RDMA: a CQ with its completion channel, an SRQ and a registered pool). A
+ * server runs one endpoint per thread; a client process runs one or more.
+ * Connections belong to exactly one endpoint and are only touched from its
+ * thread.
+ *
+ * The transport is chosen once, by ops table; the control channel, the
+ * bootstrap protocol, message authentication and the services above are
+ * the same for every transport. */
+#ifndef QPG_ENDPOINT_H
+#define QPG_ENDPOINT_H
+
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "auth.h"
+#include "loop.h"
+#include "qpgate/qpgate.h"
+#include "qpgate/verbs.h"
+#include "qpgate/wire.h"
+#include "tls.h"
+
+struct qpg__endpoint;
+struct qpg__conn;
+
+struct qpg__transport_ops {
+	const char *name;
+	uint8_t wire_id;
+	size_t conn_size; /* the transport's conn struct, which embeds qpg__conn first */
+	int (*ep_init)(struct qpg__endpoint *ep);
+	void (*ep_fini)(struct qpg__endpoint *ep);
+	/* Create the data path and describe it in LOCAL (QP to INIT, PSN drawn). */
+	int (*conn_prepare)(struct qpg__conn *c, struct qpg_wire_params *local);
+	/* Connect to the peer (RTR, RTS). */
+	int (*conn_establish)(struct qpg__conn *c, const struct qpg_wire_params *peer);
+	/* Post a frame of LEN bytes in B; B comes back through the pool. */
+	int (*send)(struct qpg__conn *c, struct qpg_buf *b, size_t len);
+	/* The control socket is readable after the bootstrap. */
+	void (*on_stream)(struct qpg__conn *c);
+	/* Stop traffic; busy() stays true while work is still in flight. */
+	void (*conn_shutdown)(struct qpg__conn *c);
+	bool (*conn_busy)(struct qpg__conn *c);
+	void (*conn_release)(struct qpg__conn *c);
+};
+
+extern const struct qpg__transport_ops qpg__transport_rdma;
+extern const struct qpg__transport_ops qpg__transport_tcp;
+const struct qpg__transport_ops *qpg__transport_by_kind(int kind);
+
+/* Counters an endpoint keeps. Relaxed atomics: the metrics thread reads them
+ * while the loop thread writes. */
+struct qpg__ep_stats {
+	atomic_ullong handshakes_ok;
+	atomic_ullong handshakes_failed;
+	atomic_ullong rejected[16]; /* by enum qpg_reject_code */
+	atomic_ullong closed_by_reason[QPG_ERR_COUNT];
+	atomic_ullong auth_failures; /* bad tag */
+	atomic_ullong seq_failures;  /* out-of-order sequence */
+	atomic_ullong msgs_in, msgs_out, bytes_in, bytes_out;
+	atomic_ullong qps_created, qps_destroyed;
+	atomic_llong connected;
+	atomic_llong handshaking;
+	atomic_llong cq_depth_max;
+	atomic_ullong handshake_ns_bucket[24]; /* log2 buckets from 1 us */
+	atomic_ullong handshake_ns_sum;
+};
+
+struct qpg__ep_opts {
+	const struct qpg__transport_ops *t;
+	struct qpg_rdma_dev *dev; /* shared by the process's endpoints (RDMA only) */
+	uint32_t max_msg;         /* payload bytes per frame */
+	uint32_t srq_depth;
+	uint32_t pool_max;        /* slots; bounds everything in flight */
+	uint32_t qp_max_send_wr;
+	uint32_t tick_ms;
+};
+
+enum qpg__conn_state {
+	QPG_CONN_CONNECTING, /* client: TCP connect in progress */
+	QPG_CONN_TLS,
+	QPG_CONN_BOOTSTRAP, /* server: waiting for HELLO; client: for ACCEPT */
+	QPG_CONN_ESTABLISHED,
+	QPG_CONN_REJECTING, /* server: REJECT queued, close once flushed */
+	QPG_CONN_CLOSING,   /* data path draining */
+	QPG_CONN_DEAD,
+};
+
+struct qpg__conn {
+	const struct qpg__transport_ops *t;
+	struct qpg__endpoint *ep;
+	struct qpg__io io; /* control socket */
+	SSL *ssl;
+	enum qpg__conn_state state;
+	bool is_server;
+	bool want_write;
+	bool counted_connected;
+	bool admitted;
+	bool handshake_done;
+	bool corrupt_next_tag; /* test hook */
+	uint8_t test_mutation;   /* test hook: enum qpg__hello_mutation */
+	uint64_t closing_since_ns;
+	struct qpg__conn *prev, *next; /* endpoint's list, in creation order */
+	struct qpg__conn *next_dead;
+	uint64_t started_ns;
+	uint64_t deadline_ns; /* 0: none */
+	uint64_t phase_ns[QPG_PHASE_COUNT];
+	uint64_t phase_start_ns;
+	struct sockaddr_storage peer_addr;
+	struct qpg_wire_params local, peer;
+	struct qpg__auth auth;
+	uint32_t max_msg;    /* payload limit agreed for frames to the peer */
+	uint16_t credits;    /* agreed requests in flight */
+	uint32_t in_flight;  /* sends posted, not completed */
+	uint64_t conn_id;
+	/* bootstrap input, then (tcp) frame reassembly is the transport's */
+	uint8_t boot_in[QPG_WIRE_MAX_BOOT_LEN];
+	size_t boot_in_len;
+	/* control channel output (bootstrap, and tcp frames) */
+	uint8_t *out;
+	size_t out_len, out_off, out_cap, out_retry;
+	enum qpg_err_class err;
+	char why[256];
+	void *user;
+};
+
+struct qpg__endpoint_cbs {
+	/* Server: HELLO is valid; return 0 to admit, or a reject code with TEXT. */
+	int (*admit)(struct qpg__conn *c, char *text, size_t text_len);
+	void (*established)(struct qpg__conn *c);
+	/* A verified frame. The callee owns B (send it back, or put it). */
+	void (*message)(struct qpg__conn *c, const struct qpg_frame_hdr *h, struct qpg_buf *b);
+	/* A send completed (B already returned to the pool). */
+	void (*sent)(struct qpg__conn *c);
+	/* Last call for C: it ended with C->err / C->why. */
+	void (*closed)(struct qpg__conn *c);
+};
+
+struct qpg__endpoint {
+	struct qpg__loop loop;
+	const struct qpg__transport_ops *t;
+	void *tep; /* the transport's per-endpoint state */
+	struct qpg_rdma_dev *dev;
+	struct qpg_pool pool;
+	uint32_t max_msg;
+	uint32_t srq_depth;
+	uint32_t qp_max_send_wr;
+	SSL_CTX *ssl_ctx;
+	bool is_server;
+	bool auth_required;   /* server: refuse HELLOs without the auth flag */
+	uint8_t service;
+	uint16_t credits_max;
+	uint64_t handshake_timeout_ns;
+	struct qpg__conn *head, *tail;
+	struct qpg__conn *dead;
+	size_t nconns;
+	struct qpg__endpoint_cbs cbs;
+	struct qpg__ep_stats stats;
+	void *user;
+};
+
+int qpg__endpoint_init(struct qpg__endpoint *ep, const struct qpg__ep_opts *o);
+void qpg__endpoint_fini(struct qpg__endpoint *ep);
+/* Free closed connections whose data path has drained; enforce deadlines. */
+void qpg__endpoint_tick(struct qpg__endpoint *ep);
+
+/* Server side: take over an accepted socket. */
+int qpg__conn_accept(struct qpg__endpoint *ep, int fd, const struct sockaddr_storage *peer,
+		     struct qpg__conn **out);
+/* Client side: start a connection to ADDR. */
+struct qpg__client_params {
+	const struct sockaddr *addr;
+	socklen_t addr_len;
+	const char *servername;
+	uint8_t service;
+	bool auth;
+	uint16_t credits;
+	uint32_t max_msg;
+	uint8_t test_mutation; /* enum qpg__hello_mutation */
+};
+
+/* Ways a test client breaks its own HELLO, to prove the server copes. */
+enum qpg__hello_mutation {
+	QPG_MUTATE_NONE,
+	QPG_MUTATE_VERSION,
+	QPG_MUTATE_PSN,
+	QPG_MUTATE_QPN,
+	QPG_MUTATE_TRUNCATED, /* half a HELLO, then silence */
+	QPG_MUTATE_LENGTH,    /* header claims the wrong body length */
+	QPG_MUTATE_STALL,     /* TLS, then nothing: the deadline must fire */
+};
+int qpg__conn_connect(struct qpg__endpoint *ep, const struct qpg__client_params *p,
+		      struct qpg__conn **out);
+
+/* Frame B (payload already at qpg__frame_payload(B)) and send it. */
+int qpg__conn_send(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, uint32_t payload_len);
+static inline uint8_t *qpg__frame_payload(struct qpg_buf *b)
+{
+	return (uint8_t *)b->addr + QPG_FRAME_HDR_LEN;
+}
+/* Deliver a received frame (transport -> core). Takes ownership of B. */
+void qpg__conn_on_frame(struct qpg__conn *c, struct qpg_buf *b, size_t len);
+/* A send completion (transport -> core). */
+void qpg__conn_on_sent(struct qpg__conn *c, bool ok, const char *why);
+/* End C with ERR and a reason. Idempotent. */
+void qpg__conn_close(struct qpg__conn *c, enum qpg_err_class err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Queue bytes on the control channel and try to flush. */
+int qpg__conn_write(struct qpg__conn *c, const void *data, size_t len);
+/* Test hook: flip a bit of the next tag sent. */
+void qpg__conn_corrupt_next_tag(struct qpg__conn *c);
+
+void qpg__phase_begin(struct qpg__conn *c);
+void qpg__phase_end(struct qpg__conn *c, enum qpg_phase p);
+
+#endif

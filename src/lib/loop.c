@@ -1,0 +1,126 @@
+#include "loop.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "common.h"
+
+static void wake_cb(struct qpg__io *io, uint32_t events)
+{
+	struct qpg__loop *l = qpg__container_of(io, struct qpg__loop, wake);
+	uint64_t v;
+	while (read(io->fd, &v, sizeof(v)) == sizeof(v))
+		;
+	if (l->on_wake)
+		l->on_wake(l);
+}
+
+static void tick_cb(struct qpg__io *io, uint32_t events)
+{
+	struct qpg__loop *l = qpg__container_of(io, struct qpg__loop, tick);
+	uint64_t v;
+	while (read(io->fd, &v, sizeof(v)) == sizeof(v))
+		;
+	if (l->on_tick)
+		l->on_tick(l);
+}
+
+int qpg__loop_init(struct qpg__loop *l, uint32_t tick_ms)
+{
+	memset(l, 0, sizeof(*l));
+	l->wake.fd = l->tick.fd = -1;
+	l->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (l->epfd < 0)
+		return -errno;
+	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (fd < 0 || qpg__loop_add(l, &l->wake, fd, EPOLLIN, wake_cb) < 0)
+		goto fail;
+	if (tick_ms) {
+		l->tick_ms = tick_ms;
+		fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+		if (fd < 0)
+			goto fail;
+		struct itimerspec its = {
+			.it_interval = {tick_ms / 1000, (long)(tick_ms % 1000) * 1000000L},
+			.it_value = {tick_ms / 1000, (long)(tick_ms % 1000) * 1000000L},
+		};
+		if (timerfd_settime(fd, 0, &its, NULL) < 0 ||
+		    qpg__loop_add(l, &l->tick, fd, EPOLLIN, tick_cb) < 0) {
+			close(fd);
+			goto fail;
+		}
+	}
+	return 0;
+fail : {
+	int rc = -errno;
+	qpg__loop_fini(l);
+	return rc ? rc : -ENOMEM;
+}
+}
+
+void qpg__loop_fini(struct qpg__loop *l)
+{
+	if (l->tick.fd >= 0) {
+		close(l->tick.fd);
+		l->tick.fd = -1;
+	}
+	if (l->wake.fd >= 0) {
+		close(l->wake.fd);
+		l->wake.fd = -1;
+	}
+	if (l->epfd >= 0) {
+		close(l->epfd);
+		l->epfd = -1;
+	}
+}
+
+int qpg__loop_add(struct qpg__loop *l, struct qpg__io *io, int fd, uint32_t events, qpg__io_cb cb)
+{
+	io->fd = fd;
+	io->events = events;
+	io->cb = cb;
+	struct epoll_event ev = {.events = events, .data.ptr = io};
+	return epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
+int qpg__loop_mod(struct qpg__loop *l, struct qpg__io *io, uint32_t events)
+{
+	if (io->events == events)
+		return 0;
+	io->events = events;
+	struct epoll_event ev = {.events = events, .data.ptr = io};
+	return epoll_ctl(l->epfd, EPOLL_CTL_MOD, io->fd, &ev) < 0 ? -errno : 0;
+}
+
+void qpg__loop_del(struct qpg__loop *l, struct qpg__io *io)
+{
+	if (io->fd >= 0)
+		epoll_ctl(l->epfd, EPOLL_CTL_DEL, io->fd, NULL);
+}
+
+int qpg__loop_run_once(struct qpg__loop *l, int timeout_ms)
+{
+	struct epoll_event evs[256];
+	int n = epoll_wait(l->epfd, evs, (int)QPG_ARRAY_SIZE(evs), timeout_ms);
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	for (int i = 0; i < n; i++) {
+		struct qpg__io *io = evs[i].data.ptr;
+		io->cb(io, evs[i].events);
+	}
+	if (l->on_batch_end)
+		l->on_batch_end(l);
+	return n;
+}
+
+void qpg__loop_wake(struct qpg__loop *l)
+{
+	uint64_t one = 1;
+	ssize_t r = write(l->wake.fd, &one, sizeof(one));
+	(void)r;
+}

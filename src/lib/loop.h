@@ -1,0 +1,41 @@
+/* One epoll loop per thread. Anything that waits on an fd embeds a
+ * struct qpg__io and gets its callback when the fd is ready. Other threads
+ * never touch a loop's state: they queue work and call qpg__loop_wake(). */
+#ifndef QPG_LOOP_H
+#define QPG_LOOP_H
+
+#include <stdint.h>
+
+struct qpg__io;
+typedef void (*qpg__io_cb)(struct qpg__io *io, uint32_t events);
+
+struct qpg__io {
+	int fd;
+	uint32_t events;
+	qpg__io_cb cb;
+};
+
+struct qpg__loop {
+	int epfd;
+	struct qpg__io wake;
+	struct qpg__io tick;
+	uint32_t tick_ms;
+	void (*on_wake)(struct qpg__loop *loop);
+	void (*on_tick)(struct qpg__loop *loop);
+	/* After each dispatch batch: where closed objects are freed, so no
+	 * event later in the same batch can reach freed memory. */
+	void (*on_batch_end)(struct qpg__loop *loop);
+	void *owner;
+};
+
+/* TICK_MS > 0 arms a periodic timer that calls on_tick (deadlines). */
+int qpg__loop_init(struct qpg__loop *l, uint32_t tick_ms);
+void qpg__loop_fini(struct qpg__loop *l);
+int qpg__loop_add(struct qpg__loop *l, struct qpg__io *io, int fd, uint32_t events, qpg__io_cb cb);
+int qpg__loop_mod(struct qpg__loop *l, struct qpg__io *io, uint32_t events);
+void qpg__loop_del(struct qpg__loop *l, struct qpg__io *io);
+/* Wait up to TIMEOUT_MS (-1: forever) and dispatch. Returns events handled. */
+int qpg__loop_run_once(struct qpg__loop *l, int timeout_ms);
+void qpg__loop_wake(struct qpg__loop *l);
+
+#endif

@@ -1,0 +1,118 @@
+#include "peers.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct qpg__peer {
+	struct qpg__peer *next;
+	unsigned char addr[16];
+	unsigned pending;
+	unsigned conns;
+};
+
+int qpg__peers_init(struct qpg__peers *p, size_t nbuckets)
+{
+	p->buckets = calloc(nbuckets, sizeof(*p->buckets));
+	if (!p->buckets)
+		return -ENOMEM;
+	p->nbuckets = nbuckets;
+	pthread_mutex_init(&p->lock, NULL);
+	return 0;
+}
+
+void qpg__peers_fini(struct qpg__peers *p)
+{
+	if (!p->buckets)
+		return;
+	for (size_t i = 0; i < p->nbuckets; i++) {
+		while (p->buckets[i]) {
+			struct qpg__peer *e = p->buckets[i];
+			p->buckets[i] = e->next;
+			free(e);
+		}
+	}
+	free(p->buckets);
+	p->buckets = NULL;
+	pthread_mutex_destroy(&p->lock);
+}
+
+/* IPv4 is stored v4-mapped so one key format serves both families. */
+static void key_of(const struct sockaddr_storage *ss, unsigned char key[16])
+{
+	memset(key, 0, 16);
+	if (ss->ss_family == AF_INET6) {
+		memcpy(key, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+	} else if (ss->ss_family == AF_INET) {
+		key[10] = key[11] = 0xff;
+		memcpy(key + 12, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+	}
+}
+
+static size_t hash_of(const unsigned char key[16], size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (int i = 0; i < 16; i++)
+		h = (h ^ key[i]) * 1099511628211ull;
+	return (size_t)(h % n);
+}
+
+struct qpg__peer *qpg__peers_enter(struct qpg__peers *p, const struct sockaddr_storage *addr,
+				   unsigned max_pending, unsigned max_conns, bool *pending_limit)
+{
+	unsigned char key[16];
+	key_of(addr, key);
+	size_t h = hash_of(key, p->nbuckets);
+	pthread_mutex_lock(&p->lock);
+	struct qpg__peer *e = p->buckets[h];
+	while (e && memcmp(e->addr, key, 16) != 0)
+		e = e->next;
+	if (!e) {
+		e = calloc(1, sizeof(*e));
+		if (!e) {
+			pthread_mutex_unlock(&p->lock);
+			*pending_limit = false;
+			return NULL;
+		}
+		memcpy(e->addr, key, 16);
+		e->next = p->buckets[h];
+		p->buckets[h] = e;
+	}
+	if ((max_pending && e->pending >= max_pending) || (max_conns && e->conns >= max_conns)) {
+		*pending_limit = max_pending && e->pending >= max_pending;
+		pthread_mutex_unlock(&p->lock);
+		return NULL;
+	}
+	e->pending++;
+	e->conns++;
+	pthread_mutex_unlock(&p->lock);
+	return e;
+}
+
+void qpg__peers_handshake_done(struct qpg__peers *p, struct qpg__peer *e)
+{
+	pthread_mutex_lock(&p->lock);
+	e->pending--;
+	pthread_mutex_unlock(&p->lock);
+}
+
+void qpg__peers_leave(struct qpg__peers *p, struct qpg__peer *e, bool handshake_done)
+{
+	unsigned char key[16];
+	pthread_mutex_lock(&p->lock);
+	if (!handshake_done)
+		e->pending--;
+	e->conns--;
+	if (e->pending == 0 && e->conns == 0) {
+		/* Forget idle peers so the table tracks live ones only. */
+		memcpy(key, e->addr, 16);
+		struct qpg__peer **pp = &p->buckets[hash_of(key, p->nbuckets)];
+		while (*pp != e)
+			pp = &(*pp)->next;
+		*pp = e->next;
+		free(e);
+	}
+	pthread_mutex_unlock(&p->lock);
+}

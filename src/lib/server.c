@@ -1,0 +1,405 @@
+#include "qpgate/server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "endpoint.h"
+#include "peers.h"
+#include "service.h"
+
+struct worker {
+	struct qpg__endpoint ep; /* first: loop callbacks get back here */
+	struct qpg_server *srv;
+	struct qpg__io listen_io;
+	pthread_t thread;
+	int index;
+	bool started;
+};
+
+struct qpg_server {
+	struct qpg_server_opts o;
+	const struct qpg__service *service;
+	struct qpg_rdma_dev dev;
+	SSL_CTX *ssl_ctx;
+	struct qpg__peers peers;
+	struct worker *workers;
+	unsigned nworkers;
+	uint16_t port;
+	atomic_int stop;
+	atomic_int clients; /* admitted */
+	atomic_int pending; /* unfinished handshakes */
+	atomic_ullong next_conn_id;
+	atomic_ullong refused_pending, refused_per_peer;
+};
+
+void qpg_server_opts_default(struct qpg_server_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->bind_addr = "127.0.0.1";
+	o->port = 7471;
+	o->max_clients = 100000;
+	o->transport = QPG_KIND_RDMA;
+	o->ib_port = 1;
+	o->gid_index = -1;
+	o->handshake_timeout_ms = 5000;
+	o->max_pending = 4096;
+	o->max_pending_per_peer = 2048;
+	o->max_msg = 4096;
+	o->srq_depth = 1024;
+	o->service = QPG_SERVICE_ECHO;
+}
+
+static void slog(const struct qpg_server *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void slog(const struct qpg_server *s, const char *fmt, ...)
+{
+	va_list ap;
+	char line[512];
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "qpgate-server: %s\n", line);
+}
+
+static const char *peer_str(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+	char host[INET6_ADDRSTRLEN] = "?", port[8] = "?";
+	getnameinfo((const struct sockaddr *)ss, sizeof(*ss), host, sizeof(host), port,
+		    sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV);
+	snprintf(buf, len, "%s:%s", host, port);
+	return buf;
+}
+
+static int srv_admit(struct qpg__conn *c, char *text, size_t text_len)
+{
+	struct qpg_server *s = ((struct worker *)c->ep)->srv;
+	int n = atomic_fetch_add(&s->clients, 1);
+	if ((unsigned)n >= s->o.max_clients) {
+		atomic_fetch_sub(&s->clients, 1);
+		snprintf(text, text_len, "server full (%u of %u)", s->o.max_clients,
+			 s->o.max_clients);
+		return QPG_REJECT_SERVER_FULL;
+	}
+	c->admitted = true;
+	c->conn_id = atomic_fetch_add(&s->next_conn_id, 1) + 1;
+	return 0;
+}
+
+static void srv_established(struct qpg__conn *c)
+{
+	struct qpg_server *s = ((struct worker *)c->ep)->srv;
+	atomic_fetch_sub(&s->pending, 1);
+	qpg__peers_handshake_done(&s->peers, c->user);
+	if (s->o.verbose) {
+		char p[64];
+		slog(s, "conn %llu from %s: QPN 0x%06x PSN 0x%06x <-> peer QPN 0x%06x PSN 0x%06x%s",
+		     (unsigned long long)c->conn_id, peer_str(&c->peer_addr, p, sizeof(p)),
+		     c->local.qpn, c->local.psn, c->peer.qpn, c->peer.psn,
+		     c->auth.enabled ? "" : " (no message auth)");
+	}
+}
+
+static void srv_message(struct qpg__conn *c, const struct qpg_frame_hdr *h, struct qpg_buf *b)
+{
+	struct qpg_server *s = ((struct worker *)c->ep)->srv;
+	s->service->message(c, h, b);
+}
+
+static void srv_closed(struct qpg__conn *c)
+{
+	struct qpg_server *s = ((struct worker *)c->ep)->srv;
+	if (!c->handshake_done)
+		atomic_fetch_sub(&s->pending, 1);
+	if (c->admitted)
+		atomic_fetch_sub(&s->clients, 1);
+	if (c->user)
+		qpg__peers_leave(&s->peers, c->user, c->handshake_done);
+	c->user = NULL;
+	bool normal = c->err == QPG_ERR_PEER_CLOSED || c->err == QPG_ERR_NONE;
+	if (!normal || s->o.verbose) {
+		char p[64];
+		slog(s, "conn %llu from %s closed (%s): %s", (unsigned long long)c->conn_id,
+		     peer_str(&c->peer_addr, p, sizeof(p)), qpg_err_class_name(c->err), c->why);
+	}
+}
+
+static void listen_cb(struct qpg__io *io, uint32_t events)
+{
+	struct worker *w = qpg__container_of(io, struct worker, listen_io);
+	struct qpg_server *s = w->srv;
+	for (int i = 0; i < 64; i++) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		int fd = accept4(io->fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE)
+				slog(s, "accept: %s (raise ulimit -n)", strerror(errno));
+			return;
+		}
+		/* Refuse before any TLS work: unfinished handshakes are what a
+		 * slowloris attack piles up. */
+		if ((unsigned)atomic_load(&s->pending) >= s->o.max_pending) {
+			atomic_fetch_add(&s->refused_pending, 1);
+			close(fd);
+			continue;
+		}
+		bool pending_limit = false;
+		struct qpg__peer *pe = qpg__peers_enter(&s->peers, &ss, s->o.max_pending_per_peer,
+							s->o.max_conns_per_peer, &pending_limit);
+		if (!pe) {
+			atomic_fetch_add(pending_limit ? &s->refused_pending : &s->refused_per_peer,
+					 1);
+			close(fd);
+			continue;
+		}
+		atomic_fetch_add(&s->pending, 1);
+		struct qpg__conn *c;
+		if (qpg__conn_accept(&w->ep, fd, &ss, &c) < 0) {
+			atomic_fetch_sub(&s->pending, 1);
+			qpg__peers_leave(&s->peers, pe, false);
+			continue;
+		}
+		c->user = pe;
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	while (!atomic_load(&w->srv->stop))
+		qpg__loop_run_once(&w->ep.loop, -1);
+	return NULL;
+}
+
+static int open_listener(const struct qpg_server *s, uint16_t port, char *err, size_t err_len)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV},
+			*ai;
+	char ps[8];
+	snprintf(ps, sizeof(ps), "%u", port);
+	int rc = getaddrinfo(s->o.bind_addr, ps, &hints, &ai);
+	if (rc) {
+		snprintf(err, err_len, "bad --bind address '%s': %s", s->o.bind_addr,
+			 gai_strerror(rc));
+		return -EINVAL;
+	}
+	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int one = 1;
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) ||
+	    bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 4096)) {
+		rc = -errno;
+		snprintf(err, err_len, "cannot listen on %s:%u: %s", s->o.bind_addr, port,
+			 strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		freeaddrinfo(ai);
+		return rc;
+	}
+	freeaddrinfo(ai);
+	return fd;
+}
+
+static uint16_t bound_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	getsockname(fd, (struct sockaddr *)&ss, &len);
+	return ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+					      : ((struct sockaddr_in *)&ss)->sin_port);
+}
+
+struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err, size_t err_len)
+{
+	struct qpg_server *s = calloc(1, sizeof(*s));
+	if (!s) {
+		snprintf(err, err_len, "out of memory");
+		return NULL;
+	}
+	s->o = *o;
+	if (!s->o.threads) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		s->o.threads = n > 0 ? (unsigned)n : 1;
+	}
+	if (s->o.service != QPG_SERVICE_ECHO) {
+		snprintf(err, err_len, "service %u is not built into this server", s->o.service);
+		goto fail;
+	}
+	s->service = &qpg__service_echo;
+	const struct qpg__transport_ops *t = qpg__transport_by_kind(s->o.transport);
+	if (!t) {
+		snprintf(err, err_len, "unknown transport");
+		goto fail;
+	}
+	if (t == &qpg__transport_rdma) {
+		int rc = qpg_rdma_dev_open(&s->dev, s->o.ib_dev, (uint8_t)s->o.ib_port,
+					   s->o.gid_index);
+		if (rc) {
+			snprintf(err, err_len,
+				 "no usable RDMA device%s%s (%s): run inside the lab "
+				 "(scripts/rxe-vm -- ...) or use --transport tcp",
+				 s->o.ib_dev ? " " : "", s->o.ib_dev ? s->o.ib_dev : "",
+				 strerror(-rc));
+			goto fail;
+		}
+	}
+	struct qpg__tls_files tf = {s->o.cert, s->o.key, s->o.client_ca};
+	s->ssl_ctx = qpg__tls_server_ctx(&tf, err, err_len);
+	if (!s->ssl_ctx)
+		goto fail;
+	if (qpg__peers_init(&s->peers, 4099)) {
+		snprintf(err, err_len, "out of memory");
+		goto fail;
+	}
+	s->workers = calloc(s->o.threads, sizeof(*s->workers));
+	if (!s->workers)
+		goto fail;
+	uint16_t port = s->o.port;
+	for (unsigned i = 0; i < s->o.threads; i++) {
+		struct worker *w = &s->workers[i];
+		w->srv = s;
+		w->index = (int)i;
+		w->listen_io.fd = -1;
+		struct qpg__ep_opts eo = {
+			.t = t,
+			.dev = t == &qpg__transport_rdma ? &s->dev : NULL,
+			.max_msg = s->o.max_msg,
+			.srq_depth = s->o.srq_depth,
+			.pool_max = 16384,
+			.qp_max_send_wr = 4,
+		};
+		int rc = qpg__endpoint_init(&w->ep, &eo);
+		if (rc) {
+			snprintf(err, err_len, "cannot set up thread %u's %s resources: %s", i,
+				 t->name, strerror(-rc));
+			goto fail;
+		}
+		s->nworkers++;
+		w->ep.is_server = true;
+		w->ep.ssl_ctx = s->ssl_ctx;
+		w->ep.service = s->o.service;
+		w->ep.auth_required = !s->o.allow_no_auth;
+		w->ep.handshake_timeout_ns = (uint64_t)s->o.handshake_timeout_ms * 1000000ull;
+		w->ep.cbs = (struct qpg__endpoint_cbs){
+			.admit = srv_admit,
+			.established = srv_established,
+			.message = srv_message,
+			.closed = srv_closed,
+		};
+		int fd = open_listener(s, port, err, err_len);
+		if (fd < 0)
+			goto fail;
+		port = bound_port(fd);
+		if (qpg__loop_add(&w->ep.loop, &w->listen_io, fd, EPOLLIN, listen_cb) < 0) {
+			close(fd);
+			snprintf(err, err_len, "epoll: %s", strerror(errno));
+			goto fail;
+		}
+	}
+	s->port = port;
+	return s;
+fail:
+	qpg_server_destroy(s);
+	return NULL;
+}
+
+uint16_t qpg_server_port(const struct qpg_server *s)
+{
+	return s->port;
+}
+
+int qpg_server_run(struct qpg_server *s)
+{
+	slog(s, "listening on %s:%u, transport %s%s%s, %u threads, max %u clients, "
+		"handshake timeout %u ms, message auth %s, mTLS %s",
+	     s->o.bind_addr, s->port, s->o.transport == QPG_KIND_RDMA ? "rdma" : "tcp",
+	     s->o.transport == QPG_KIND_RDMA ? " on " : "",
+	     s->o.transport == QPG_KIND_RDMA ? s->dev.name : "", s->nworkers, s->o.max_clients,
+	     s->o.handshake_timeout_ms, s->o.allow_no_auth ? "optional" : "required",
+	     s->o.client_ca ? "on" : "off");
+	for (unsigned i = 1; i < s->nworkers; i++) {
+		if (pthread_create(&s->workers[i].thread, NULL, worker_main, &s->workers[i]) == 0)
+			s->workers[i].started = true;
+	}
+	worker_main(&s->workers[0]);
+	for (unsigned i = 1; i < s->nworkers; i++) {
+		if (s->workers[i].started) {
+			pthread_join(s->workers[i].thread, NULL);
+			s->workers[i].started = false;
+		}
+	}
+	return 0;
+}
+
+void qpg_server_stop(struct qpg_server *s)
+{
+	atomic_store(&s->stop, 1);
+	for (unsigned i = 0; i < s->nworkers; i++)
+		qpg__loop_wake(&s->workers[i].ep.loop);
+}
+
+void qpg_server_destroy(struct qpg_server *s)
+{
+	if (!s)
+		return;
+	for (unsigned i = 0; i < s->nworkers; i++) {
+		struct worker *w = &s->workers[i];
+		if (w->listen_io.fd >= 0) {
+			qpg__loop_del(&w->ep.loop, &w->listen_io);
+			close(w->listen_io.fd);
+		}
+		qpg__endpoint_fini(&w->ep);
+	}
+	free(s->workers);
+	qpg__peers_fini(&s->peers);
+	SSL_CTX_free(s->ssl_ctx);
+	qpg_rdma_dev_close(&s->dev);
+	free(s);
+}
+
+static unsigned long long ld(atomic_ullong *a)
+{
+	return atomic_load_explicit(a, memory_order_relaxed);
+}
+
+void qpg_server_stats(struct qpg_server *s, struct qpg_server_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (unsigned i = 0; i < s->nworkers; i++) {
+		struct qpg__ep_stats *st = &s->workers[i].ep.stats;
+		out->connected += atomic_load_explicit(&st->connected, memory_order_relaxed);
+		out->handshaking += atomic_load_explicit(&st->handshaking, memory_order_relaxed);
+		out->handshakes_ok += ld(&st->handshakes_ok);
+		out->handshakes_failed += ld(&st->handshakes_failed);
+		for (int k = 0; k < 16; k++)
+			out->rejected[k] += ld(&st->rejected[k]);
+		for (int k = 0; k < QPG_ERR_COUNT; k++)
+			out->closed_by_reason[k] += ld(&st->closed_by_reason[k]);
+		out->auth_failures += ld(&st->auth_failures);
+		out->seq_failures += ld(&st->seq_failures);
+		out->msgs_in += ld(&st->msgs_in);
+		out->msgs_out += ld(&st->msgs_out);
+		out->bytes_in += ld(&st->bytes_in);
+		out->bytes_out += ld(&st->bytes_out);
+		out->qps_created += ld(&st->qps_created);
+		out->qps_destroyed += ld(&st->qps_destroyed);
+		long long d = atomic_load_explicit(&st->cq_depth_max, memory_order_relaxed);
+		if (d > out->cq_depth_max)
+			out->cq_depth_max = d;
+		for (int k = 0; k < 24; k++)
+			out->handshake_ns_bucket[k] += ld(&st->handshake_ns_bucket[k]);
+		out->handshake_ns_sum += ld(&st->handshake_ns_sum);
+	}
+	out->refused_pending = ld(&s->refused_pending);
+	out->refused_per_peer = ld(&s->refused_per_peer);
+}

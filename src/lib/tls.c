@@ -1,0 +1,198 @@
+#include "tls.h"
+
+#include <errno.h>
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+#include <stdio.h>
+#include <string.h>
+
+static void last_error(char *err, size_t len, const char *what)
+{
+	unsigned long e = ERR_get_error();
+	char buf[256] = "";
+	if (e)
+		ERR_error_string_n(e, buf, sizeof(buf));
+	snprintf(err, len, "%s%s%s", what, e ? ": " : "", buf);
+	ERR_clear_error();
+}
+
+static SSL_CTX *base_ctx(const SSL_METHOD *m, char *err, size_t err_len)
+{
+	SSL_CTX *ctx = SSL_CTX_new(m);
+	if (!ctx) {
+		last_error(err, err_len, "SSL_CTX_new");
+		return NULL;
+	}
+	/* TLS 1.3 only, no 0-RTT (early data could be replayed). */
+	SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
+	SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION);
+	SSL_CTX_set_max_early_data(ctx, 0);
+	SSL_CTX_set_recv_max_early_data(ctx, 0);
+	/* Thousands of idle control channels: give buffers back between reads. */
+	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET | SSL_OP_NO_RENEGOTIATION);
+	return ctx;
+}
+
+static int load_pair(SSL_CTX *ctx, const struct qpg__tls_files *f, char *err, size_t err_len)
+{
+	if (SSL_CTX_use_certificate_chain_file(ctx, f->cert) != 1) {
+		last_error(err, err_len, "cannot load certificate");
+		return -1;
+	}
+	if (SSL_CTX_use_PrivateKey_file(ctx, f->key ? f->key : f->cert, SSL_FILETYPE_PEM) != 1) {
+		last_error(err, err_len, "cannot load private key");
+		return -1;
+	}
+	if (SSL_CTX_check_private_key(ctx) != 1) {
+		last_error(err, err_len, "private key does not match certificate");
+		return -1;
+	}
+	return 0;
+}
+
+SSL_CTX *qpg__tls_server_ctx(const struct qpg__tls_files *f, char *err, size_t err_len)
+{
+	if (!f->cert) {
+		snprintf(err, err_len, "the server needs --cert and --key (try 'make certs')");
+		return NULL;
+	}
+	SSL_CTX *ctx = base_ctx(TLS_server_method(), err, err_len);
+	if (!ctx)
+		return NULL;
+	if (load_pair(ctx, f, err, err_len))
+		goto fail;
+	if (f->ca) {
+		STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(f->ca);
+		if (SSL_CTX_load_verify_locations(ctx, f->ca, NULL) != 1 || !names) {
+			last_error(err, err_len, "cannot load client CA");
+			sk_X509_NAME_pop_free(names, X509_NAME_free);
+			goto fail;
+		}
+		SSL_CTX_set_client_CA_list(ctx, names);
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	}
+	return ctx;
+fail:
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+SSL_CTX *qpg__tls_client_ctx(const struct qpg__tls_files *f, char *err, size_t err_len)
+{
+	SSL_CTX *ctx = base_ctx(TLS_client_method(), err, err_len);
+	if (!ctx)
+		return NULL;
+	int ok = f->ca ? SSL_CTX_load_verify_locations(ctx, f->ca, NULL)
+		       : SSL_CTX_set_default_verify_paths(ctx);
+	if (ok != 1) {
+		last_error(err, err_len, "cannot load CA");
+		goto fail;
+	}
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	if (f->cert && load_pair(ctx, f, err, err_len))
+		goto fail;
+	return ctx;
+fail:
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+SSL *qpg__tls_session(SSL_CTX *ctx, int fd, int is_server, const char *servername)
+{
+	SSL *ssl = SSL_new(ctx);
+	if (!ssl)
+		return NULL;
+	if (SSL_set_fd(ssl, fd) != 1)
+		goto fail;
+	if (is_server) {
+		SSL_set_accept_state(ssl);
+	} else {
+		SSL_set_connect_state(ssl);
+		if (servername) {
+			/* SSL_set1_host makes the chain check include the name. */
+			if (SSL_set1_host(ssl, servername) != 1)
+				goto fail;
+			SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+			SSL_set_tlsext_host_name(ssl, servername);
+		}
+	}
+	return ssl;
+fail:
+	SSL_free(ssl);
+	return NULL;
+}
+
+int qpg__tls_verify_failed(SSL *ssl)
+{
+	return SSL_get_verify_result(ssl) != X509_V_OK;
+}
+
+static enum qpg__tls_io classify(SSL *ssl, int ret, char *why, size_t why_len)
+{
+	int e = SSL_get_error(ssl, ret);
+	switch (e) {
+	case SSL_ERROR_WANT_READ:
+		return QPG_TLS_WANT_READ;
+	case SSL_ERROR_WANT_WRITE:
+		return QPG_TLS_WANT_WRITE;
+	case SSL_ERROR_ZERO_RETURN:
+		ERR_clear_error();
+		return QPG_TLS_CLOSED;
+	case SSL_ERROR_SYSCALL:
+		if (ERR_peek_error() == 0) {
+			snprintf(why, why_len, "%s",
+				 errno && ret < 0 ? strerror(errno) : "connection closed by peer");
+			return errno && ret < 0 ? QPG_TLS_FAILED : QPG_TLS_CLOSED;
+		}
+		/* fall through */
+	default: {
+		long v = SSL_get_verify_result(ssl);
+		if (v != X509_V_OK) {
+			const char *what = v == X509_V_ERR_HOSTNAME_MISMATCH
+						   ? "host name mismatch"
+						   : "certificate verification failed";
+			snprintf(why, why_len, "%s: %s", what, X509_verify_cert_error_string(v));
+			ERR_clear_error();
+		} else {
+			last_error(why, why_len, "TLS error");
+		}
+		return QPG_TLS_FAILED;
+	}
+	}
+}
+
+enum qpg__tls_io qpg__tls_handshake(SSL *ssl, char *why, size_t why_len)
+{
+	ERR_clear_error();
+	errno = 0;
+	int ret = SSL_do_handshake(ssl);
+	if (ret == 1)
+		return QPG_TLS_DONE;
+	enum qpg__tls_io r = classify(ssl, ret, why, why_len);
+	if (r == QPG_TLS_CLOSED) {
+		snprintf(why, why_len, "peer closed the connection during the TLS handshake");
+		return QPG_TLS_FAILED;
+	}
+	return r;
+}
+
+enum qpg__tls_io qpg__tls_read(SSL *ssl, void *buf, size_t len, size_t *n, char *why,
+			       size_t why_len)
+{
+	ERR_clear_error();
+	errno = 0;
+	if (SSL_read_ex(ssl, buf, len, n) == 1)
+		return QPG_TLS_DONE;
+	return classify(ssl, 0, why, why_len);
+}
+
+enum qpg__tls_io qpg__tls_write(SSL *ssl, const void *buf, size_t len, size_t *n, char *why,
+				size_t why_len)
+{
+	ERR_clear_error();
+	errno = 0;
+	if (SSL_write_ex(ssl, buf, len, n) == 1)
+		return QPG_TLS_DONE;
+	return classify(ssl, 0, why, why_len);
+}

@@ -1,0 +1,42 @@
+/* TLS 1.3 for the control channel, isolated here as curl isolates its TLS
+ * backends. Nothing outside this file and auth.c calls OpenSSL's SSL API. */
+#ifndef QPG_TLS_H
+#define QPG_TLS_H
+
+#include <openssl/ssl.h>
+#include <stddef.h>
+
+struct qpg__tls_files {
+	const char *cert; /* our certificate chain (server: required; client: for mTLS) */
+	const char *key;
+	const char *ca; /* client: CA that signs the server; server: CA for client certs (mTLS) */
+};
+
+/* Return a context or NULL with a reason in ERR. */
+SSL_CTX *qpg__tls_server_ctx(const struct qpg__tls_files *f, char *err, size_t err_len);
+SSL_CTX *qpg__tls_client_ctx(const struct qpg__tls_files *f, char *err, size_t err_len);
+
+/* A non-blocking session on FD. SERVERNAME (client only) is checked against
+ * the server certificate and sent as SNI. */
+SSL *qpg__tls_session(SSL_CTX *ctx, int fd, int is_server, const char *servername);
+
+enum qpg__tls_io {
+	QPG_TLS_DONE = 1,
+	QPG_TLS_WANT_READ = 2,
+	QPG_TLS_WANT_WRITE = 3,
+	QPG_TLS_CLOSED = 4, /* clean EOF from the peer */
+	QPG_TLS_FAILED = 5,
+};
+
+/* One handshake step; on FAILED, WHY explains it for a person. */
+enum qpg__tls_io qpg__tls_handshake(SSL *ssl, char *why, size_t why_len);
+/* Read or write; *N gets the bytes moved when the result is DONE. */
+enum qpg__tls_io qpg__tls_read(SSL *ssl, void *buf, size_t len, size_t *n, char *why,
+			       size_t why_len);
+enum qpg__tls_io qpg__tls_write(SSL *ssl, const void *buf, size_t len, size_t *n, char *why,
+				size_t why_len);
+/* True when the last failure was certificate verification (so the caller
+ * can say "certificate verification failed" rather than "TLS error"). */
+int qpg__tls_verify_failed(SSL *ssl);
+
+#endif

@@ -1,0 +1,335 @@
+/* RDMA transport: RC QPs on one shared CQ (with a completion channel in the
+ * endpoint's epoll loop) and one SRQ per endpoint, fed from the endpoint's
+ * registered pool. Two-sided messaging only, so no memory is registered with
+ * remote access. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include "common.h"
+#include "endpoint.h"
+#include "map.h"
+
+struct rdma_ep {
+	struct ibv_comp_channel *channel;
+	struct ibv_cq *cq;
+	struct ibv_srq *srq;
+	struct qpg__io channel_io;
+	struct qpg__map qpn_to_conn;
+	uint32_t srq_posted;
+	uint32_t unacked_events;
+	int cq_size;
+	struct qpg__endpoint *ep;
+};
+
+struct rdma_conn {
+	struct qpg__conn base;
+	struct ibv_qp *qp;
+};
+
+static struct rdma_conn *to_rdma(struct qpg__conn *c)
+{
+	return qpg__container_of(c, struct rdma_conn, base);
+}
+
+static void srq_refill(struct rdma_ep *r)
+{
+	struct qpg__endpoint *ep = r->ep;
+	while (r->srq_posted < ep->srq_depth) {
+		struct ibv_recv_wr wrs[32], *bad;
+		struct ibv_sge sges[32];
+		int n = 0;
+		while (n < 32 && r->srq_posted + (uint32_t)n < ep->srq_depth) {
+			struct qpg_buf *b = qpg_pool_get(&ep->pool);
+			if (!b)
+				break;
+			b->owner = NULL; /* NULL owner marks a receive */
+			sges[n] = (struct ibv_sge){(uintptr_t)b->addr, b->len, b->lkey};
+			wrs[n] = (struct ibv_recv_wr){.wr_id = (uintptr_t)b, .sg_list = &sges[n],
+						      .num_sge = 1, .next = NULL};
+			if (n)
+				wrs[n - 1].next = &wrs[n];
+			n++;
+		}
+		if (n == 0)
+			return;
+		if (ibv_post_srq_recv(r->srq, wrs, &bad)) {
+			for (struct ibv_recv_wr *w = bad; w; w = w->next)
+				qpg_pool_put(&ep->pool, (struct qpg_buf *)(uintptr_t)w->wr_id);
+			for (struct ibv_recv_wr *w = wrs; w != bad; w = w->next)
+				r->srq_posted++;
+			return;
+		}
+		r->srq_posted += (uint32_t)n;
+	}
+}
+
+static void handle_wc(struct rdma_ep *r, const struct ibv_wc *wc)
+{
+	struct qpg__endpoint *ep = r->ep;
+	struct qpg_buf *b = (struct qpg_buf *)(uintptr_t)wc->wr_id;
+	struct qpg__conn *c = b->owner;
+	if (!c) { /* a receive from the SRQ */
+		r->srq_posted--;
+		c = qpg__map_get(&r->qpn_to_conn, wc->qp_num);
+		if (wc->status != IBV_WC_SUCCESS || !c) {
+			qpg_pool_put(&ep->pool, b);
+			if (c && wc->status != IBV_WC_WR_FLUSH_ERR)
+				qpg__conn_close(c, QPG_ERR_QP, "receive failed: %s",
+						ibv_wc_status_str(wc->status));
+			return;
+		}
+		qpg__conn_on_frame(c, b, wc->byte_len);
+		return;
+	}
+	qpg_pool_put(&ep->pool, b);
+	qpg__conn_on_sent(c, wc->status == IBV_WC_SUCCESS, ibv_wc_status_str(wc->status));
+}
+
+static void drain_cq(struct rdma_ep *r)
+{
+	struct ibv_wc wcs[64];
+	int n, total = 0;
+	while ((n = ibv_poll_cq(r->cq, (int)QPG_ARRAY_SIZE(wcs), wcs)) > 0) {
+		for (int i = 0; i < n; i++)
+			handle_wc(r, &wcs[i]);
+		total += n;
+	}
+	long long prev = atomic_load_explicit(&r->ep->stats.cq_depth_max, memory_order_relaxed);
+	if (total > prev)
+		atomic_store_explicit(&r->ep->stats.cq_depth_max, total, memory_order_relaxed);
+	srq_refill(r);
+}
+
+static void channel_cb(struct qpg__io *io, uint32_t events)
+{
+	struct rdma_ep *r = qpg__container_of(io, struct rdma_ep, channel_io);
+	struct ibv_cq *cq;
+	void *ctx;
+	while (ibv_get_cq_event(r->channel, &cq, &ctx) == 0)
+		r->unacked_events++;
+	/* Acking takes a lock in libibverbs: batch it. */
+	if (r->unacked_events >= 256) {
+		ibv_ack_cq_events(r->cq, r->unacked_events);
+		r->unacked_events = 0;
+	}
+	/* Re-arm before polling so a completion racing the poll still fires. */
+	ibv_req_notify_cq(r->cq, 0);
+	drain_cq(r);
+}
+
+static void rdma_ep_fini(struct qpg__endpoint *ep);
+
+static int rdma_ep_init(struct qpg__endpoint *ep)
+{
+	if (!ep->dev || !ep->dev->ctx)
+		return -ENODEV;
+	struct rdma_ep *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->ep = ep;
+	r->channel_io.fd = -1;
+	ep->tep = r;
+	int rc;
+	/* Everything in flight holds a pool slot, so a CQ with one entry per
+	 * slot can never overflow. */
+	if (ep->pool.max_slots == 0 || ep->pool.max_slots >= (size_t)ep->dev->max_cqe)
+		ep->pool.max_slots = (size_t)ep->dev->max_cqe - 1;
+	if (ep->srq_depth > (uint32_t)ep->dev->max_srq_wr)
+		ep->srq_depth = (uint32_t)ep->dev->max_srq_wr;
+	if (ep->srq_depth >= ep->pool.max_slots)
+		ep->srq_depth = (uint32_t)ep->pool.max_slots / 2;
+	r->cq_size = (int)ep->pool.max_slots + 1;
+	errno = 0;
+	r->channel = ibv_create_comp_channel(ep->dev->ctx);
+	if (!r->channel)
+		goto err;
+	int fl = fcntl(r->channel->fd, F_GETFL);
+	if (fcntl(r->channel->fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		goto err;
+	r->cq = ibv_create_cq(ep->dev->ctx, r->cq_size, r, r->channel, 0);
+	if (!r->cq)
+		goto err;
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = ep->srq_depth, .max_sge = 1}};
+	r->srq = ibv_create_srq(ep->dev->pd, &sa);
+	if (!r->srq)
+		goto err;
+	if ((rc = ibv_req_notify_cq(r->cq, 0)) != 0) {
+		errno = rc;
+		goto err;
+	}
+	if ((rc = qpg__loop_add(&ep->loop, &r->channel_io, r->channel->fd, EPOLLIN, channel_cb)) < 0) {
+		errno = -rc;
+		goto err;
+	}
+	srq_refill(r);
+	if (r->srq_posted == 0) {
+		errno = ENOMEM;
+		goto err;
+	}
+	return 0;
+err:
+	rc = errno ? -errno : -ENOMEM;
+	rdma_ep_fini(ep);
+	return rc;
+}
+
+static void rdma_ep_fini(struct qpg__endpoint *ep)
+{
+	struct rdma_ep *r = ep->tep;
+	if (!r)
+		return;
+	if (r->channel_io.fd >= 0)
+		qpg__loop_del(&ep->loop, &r->channel_io);
+	/* Receives still posted are freed with the pool; destroying the SRQ
+	 * first means no completion can point at them afterwards. */
+	if (r->srq)
+		ibv_destroy_srq(r->srq);
+	if (r->cq) {
+		if (r->unacked_events)
+			ibv_ack_cq_events(r->cq, r->unacked_events);
+		ibv_destroy_cq(r->cq);
+	}
+	if (r->channel)
+		ibv_destroy_comp_channel(r->channel);
+	qpg__map_free(&r->qpn_to_conn);
+	free(r);
+	ep->tep = NULL;
+}
+
+static int rdma_conn_prepare(struct qpg__conn *c, struct qpg_wire_params *local)
+{
+	struct rdma_conn *rc = to_rdma(c);
+	struct qpg__endpoint *ep = c->ep;
+	struct rdma_ep *r = ep->tep;
+	uint32_t psn;
+	int err;
+
+	qpg__phase_begin(c);
+	/* Fresh from the CSPRNG for every connection and direction. */
+	if ((err = qpg_psn_random(&psn)) != 0)
+		return err;
+	qpg__phase_end(c, QPG_PHASE_PSN_GEN);
+
+	struct qpg_qp_opts o;
+	qpg_qp_opts_default(&o);
+	o.send_cq = o.recv_cq = r->cq;
+	o.srq = r->srq;
+	o.max_send_wr = QPG_MAX((uint32_t)c->credits, ep->qp_max_send_wr);
+	if ((err = qpg_qp_create(ep->dev, &o, &rc->qp)) != 0)
+		return err;
+	atomic_fetch_add_explicit(&ep->stats.qps_created, 1, memory_order_relaxed);
+	qpg__phase_end(c, QPG_PHASE_QP_CREATE);
+	if ((err = qpg_qp_to_init(ep->dev, rc->qp, 0)) != 0)
+		return err;
+	qpg__phase_end(c, QPG_PHASE_QP_INIT);
+	if ((err = qpg__map_put(&r->qpn_to_conn, rc->qp->qp_num, c)) != 0)
+		return err;
+
+	struct qpg_qp_addr a;
+	qpg_qp_local_addr(ep->dev, rc->qp, psn, &a);
+	local->transport = QPG_TRANSPORT_RDMA;
+	local->qpn = a.qpn;
+	local->psn = a.psn;
+	local->lid = a.lid;
+	local->mtu = a.mtu;
+	local->port = ep->dev->port;
+	memcpy(local->gid, a.gid, 16);
+	return 0;
+}
+
+static int rdma_conn_establish(struct qpg__conn *c, const struct qpg_wire_params *peer)
+{
+	struct rdma_conn *rc = to_rdma(c);
+	struct qpg__endpoint *ep = c->ep;
+	struct qpg_qp_addr pa = {.qpn = peer->qpn, .psn = peer->psn, .lid = peer->lid,
+				 .mtu = peer->mtu};
+	memcpy(pa.gid, peer->gid, 16);
+	struct qpg_qp_opts o;
+	qpg_qp_opts_default(&o);
+	int err;
+	qpg__phase_begin(c);
+	if ((err = qpg_qp_to_rtr(ep->dev, rc->qp, &pa)) != 0)
+		return err;
+	qpg__phase_end(c, QPG_PHASE_QP_RTR);
+	if ((err = qpg_qp_to_rts(rc->qp, c->local.psn, &o)) != 0)
+		return err;
+	qpg__phase_end(c, QPG_PHASE_QP_RTS);
+	return 0;
+}
+
+static int rdma_send(struct qpg__conn *c, struct qpg_buf *b, size_t len)
+{
+	struct rdma_conn *rc = to_rdma(c);
+	b->owner = c;
+	struct ibv_sge sge = {(uintptr_t)b->addr, (uint32_t)len, b->lkey};
+	struct ibv_send_wr wr = {.wr_id = (uintptr_t)b, .sg_list = &sge, .num_sge = 1,
+				 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	int err = ibv_post_send(rc->qp, &wr, &bad);
+	if (err) {
+		qpg_pool_put(&c->ep->pool, b);
+		return -err;
+	}
+	return 0;
+}
+
+static void rdma_on_stream(struct qpg__conn *c)
+{
+	/* After the bootstrap the control channel only carries the close. */
+	uint8_t buf[64];
+	size_t got;
+	enum qpg__tls_io r = qpg__tls_read(c->ssl, buf, sizeof(buf), &got, c->why, sizeof(c->why));
+	if (r == QPG_TLS_DONE)
+		qpg__conn_close(c, QPG_ERR_PROTOCOL, "unexpected data on the control channel");
+	else if (r == QPG_TLS_CLOSED)
+		qpg__conn_close(c, QPG_ERR_PEER_CLOSED, "peer closed the connection");
+	else if (r == QPG_TLS_FAILED) {
+		char why[sizeof(c->why)];
+		memcpy(why, c->why, sizeof(why));
+		qpg__conn_close(c, QPG_ERR_PEER_CLOSED, "control channel lost: %s", why);
+	}
+}
+
+static void rdma_conn_shutdown(struct qpg__conn *c)
+{
+	struct rdma_conn *rc = to_rdma(c);
+	struct rdma_ep *r = c->ep->tep;
+	if (!rc->qp)
+		return;
+	qpg__map_del(&r->qpn_to_conn, rc->qp->qp_num);
+	/* ERR flushes posted sends back through the CQ; the conn is freed
+	 * only after they are all back (conn_busy). */
+	qpg_qp_to_error(rc->qp);
+}
+
+static bool rdma_conn_busy(struct qpg__conn *c)
+{
+	return c->in_flight > 0;
+}
+
+static void rdma_conn_release(struct qpg__conn *c)
+{
+	struct rdma_conn *rc = to_rdma(c);
+	if (rc->qp) {
+		qpg_qp_destroy(&rc->qp);
+		atomic_fetch_add_explicit(&c->ep->stats.qps_destroyed, 1, memory_order_relaxed);
+	}
+}
+
+const struct qpg__transport_ops qpg__transport_rdma = {
+	.name = "rdma",
+	.wire_id = QPG_TRANSPORT_RDMA,
+	.conn_size = sizeof(struct rdma_conn),
+	.ep_init = rdma_ep_init,
+	.ep_fini = rdma_ep_fini,
+	.conn_prepare = rdma_conn_prepare,
+	.conn_establish = rdma_conn_establish,
+	.send = rdma_send,
+	.on_stream = rdma_on_stream,
+	.conn_shutdown = rdma_conn_shutdown,
+	.conn_busy = rdma_conn_busy,
+	.conn_release = rdma_conn_release,
+};

@@ -1,0 +1,144 @@
+/* TCP transport: the same bootstrap and the same authenticated frames, with
+ * the frames carried on the TLS control connection itself. For hosts
+ * without RDMA; it moves real bytes, never sleeps to pretend. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "endpoint.h"
+
+struct tcp_conn {
+	struct qpg__conn base;
+	struct qpg_buf *rx; /* the frame being reassembled */
+	size_t rx_len;
+};
+
+static struct tcp_conn *to_tcp(struct qpg__conn *c)
+{
+	return qpg__container_of(c, struct tcp_conn, base);
+}
+
+static int tcp_ep_init(struct qpg__endpoint *ep)
+{
+	return 0;
+}
+
+static void tcp_ep_fini(struct qpg__endpoint *ep)
+{
+}
+
+static int tcp_conn_prepare(struct qpg__conn *c, struct qpg_wire_params *local)
+{
+	local->transport = QPG_TRANSPORT_TCP;
+	local->qpn = local->psn = 0;
+	local->lid = 0;
+	local->mtu = 0;
+	local->port = 0;
+	memset(local->gid, 0, sizeof(local->gid));
+	return 0;
+}
+
+static int tcp_conn_establish(struct qpg__conn *c, const struct qpg_wire_params *peer)
+{
+	return 0;
+}
+
+static int tcp_send(struct qpg__conn *c, struct qpg_buf *b, size_t len)
+{
+	int rc = qpg__conn_write(c, b->addr, len);
+	qpg_pool_put(&c->ep->pool, b);
+	if (rc == 0)
+		qpg__conn_on_sent(c, true, NULL);
+	return rc;
+}
+
+static void tcp_on_stream(struct qpg__conn *c)
+{
+	struct tcp_conn *tc = to_tcp(c);
+	struct qpg__endpoint *ep = c->ep;
+	while (c->state == QPG_CONN_ESTABLISHED) {
+		if (!tc->rx) {
+			tc->rx = qpg_pool_get(&ep->pool);
+			tc->rx_len = 0;
+			if (!tc->rx) {
+				qpg__conn_close(c, QPG_ERR_LOCAL, "receive pool exhausted");
+				return;
+			}
+		}
+		size_t want = QPG_FRAME_HDR_LEN - tc->rx_len, total = 0;
+		if (tc->rx_len >= QPG_FRAME_HDR_LEN) {
+			struct qpg_frame_hdr h;
+			int rc = qpg_frame_hdr_decode(tc->rx->addr, SIZE_MAX, c->auth.enabled,
+						      ep->max_msg, &h);
+			if (rc) {
+				qpg__conn_close(c, QPG_ERR_PROTOCOL, "malformed frame header");
+				return;
+			}
+			total = qpg_frame_len(h.len, c->auth.enabled);
+			want = total - tc->rx_len;
+		}
+		if (total && want == 0) {
+			struct qpg_buf *b = tc->rx;
+			tc->rx = NULL;
+			qpg__conn_on_frame(c, b, total);
+			continue;
+		}
+		size_t got = 0;
+		enum qpg__tls_io r = qpg__tls_read(c->ssl, (uint8_t *)tc->rx->addr + tc->rx_len, want,
+						   &got, c->why, sizeof(c->why));
+		if (r == QPG_TLS_DONE) {
+			tc->rx_len += got;
+			continue;
+		}
+		if (r == QPG_TLS_WANT_READ || r == QPG_TLS_WANT_WRITE)
+			return;
+		qpg__conn_close(c, QPG_ERR_PEER_CLOSED, "peer closed the connection");
+		return;
+	}
+}
+
+static void tcp_conn_shutdown(struct qpg__conn *c)
+{
+	struct tcp_conn *tc = to_tcp(c);
+	if (tc->rx) {
+		qpg_pool_put(&c->ep->pool, tc->rx);
+		tc->rx = NULL;
+	}
+}
+
+static bool tcp_conn_busy(struct qpg__conn *c)
+{
+	return false;
+}
+
+static void tcp_conn_release(struct qpg__conn *c)
+{
+}
+
+const struct qpg__transport_ops qpg__transport_tcp = {
+	.name = "tcp",
+	.wire_id = QPG_TRANSPORT_TCP,
+	.conn_size = sizeof(struct tcp_conn),
+	.ep_init = tcp_ep_init,
+	.ep_fini = tcp_ep_fini,
+	.conn_prepare = tcp_conn_prepare,
+	.conn_establish = tcp_conn_establish,
+	.send = tcp_send,
+	.on_stream = tcp_on_stream,
+	.conn_shutdown = tcp_conn_shutdown,
+	.conn_busy = tcp_conn_busy,
+	.conn_release = tcp_conn_release,
+};
+
+const struct qpg__transport_ops *qpg__transport_by_kind(int kind)
+{
+	switch (kind) {
+	case QPG_TRANSPORT_RDMA:
+		return &qpg__transport_rdma;
+	case QPG_TRANSPORT_TCP:
+		return &qpg__transport_tcp;
+	default:
+		return NULL;
+	}
+}

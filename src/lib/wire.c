@@ -1,0 +1,248 @@
+#include "qpgate/wire.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+static void put32(uint8_t *p, uint32_t v)
+{
+	put16(p, (uint16_t)(v >> 16));
+	put16(p + 2, (uint16_t)v);
+}
+static void put64(uint8_t *p, uint64_t v)
+{
+	put32(p, (uint32_t)(v >> 32));
+	put32(p + 4, (uint32_t)v);
+}
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)((p[0] << 8) | p[1]);
+}
+static uint32_t get32(const uint8_t *p)
+{
+	return ((uint32_t)get16(p) << 16) | get16(p + 2);
+}
+static uint64_t get64(const uint8_t *p)
+{
+	return ((uint64_t)get32(p) << 32) | get32(p + 4);
+}
+
+static void encode_hdr(uint8_t *out, uint8_t type, uint32_t body_len)
+{
+	put32(out, QPG_WIRE_MAGIC);
+	out[4] = QPG_WIRE_VERSION;
+	out[5] = type;
+	put16(out + 6, 0);
+	put32(out + 8, body_len);
+}
+
+int qpg_wire_encode_params(uint8_t *out, size_t cap, uint8_t type, const struct qpg_wire_params *p)
+{
+	if (cap < QPG_WIRE_HDR_LEN + QPG_WIRE_PARAMS_LEN)
+		return -ENOSPC;
+	encode_hdr(out, type, QPG_WIRE_PARAMS_LEN);
+	uint8_t *b = out + QPG_WIRE_HDR_LEN;
+	b[0] = p->transport;
+	b[1] = p->flags;
+	b[2] = p->service;
+	b[3] = p->mtu;
+	put32(b + 4, p->qpn);
+	put32(b + 8, p->psn);
+	put16(b + 12, p->lid);
+	b[14] = p->port;
+	b[15] = 0;
+	memcpy(b + 16, p->gid, 16);
+	put32(b + 32, p->max_msg);
+	put16(b + 36, p->credits);
+	put16(b + 38, 0);
+	put64(b + 40, p->conn_id);
+	return QPG_WIRE_HDR_LEN + QPG_WIRE_PARAMS_LEN;
+}
+
+int qpg_wire_encode_reject(uint8_t *out, size_t cap, uint16_t code, const char *text)
+{
+	size_t n = strnlen(text, QPG_WIRE_REJECT_TEXT_MAX);
+	if (cap < QPG_WIRE_HDR_LEN + 4 + n)
+		return -ENOSPC;
+	encode_hdr(out, QPG_WIRE_REJECT, (uint32_t)(4 + n));
+	put16(out + QPG_WIRE_HDR_LEN, code);
+	put16(out + QPG_WIRE_HDR_LEN + 2, (uint16_t)n);
+	memcpy(out + QPG_WIRE_HDR_LEN + 4, text, n);
+	return (int)(QPG_WIRE_HDR_LEN + 4 + n);
+}
+
+int qpg_wire_peek(const uint8_t *in, size_t len, uint8_t *type, uint8_t *version)
+{
+	/* Judge the magic as soon as its bytes arrive, so garbage is refused
+	 * without waiting for a full header that may never come. */
+	for (size_t i = 0; i < len && i < 4; i++)
+		if (in[i] != (uint8_t)(QPG_WIRE_MAGIC >> (24 - 8 * i)))
+			return -EPROTO;
+	if (len < QPG_WIRE_HDR_LEN)
+		return 0;
+	*version = in[4];
+	if (in[4] != QPG_WIRE_VERSION)
+		return -EPROTONOSUPPORT;
+	*type = in[5];
+	uint32_t body = get32(in + 8);
+	switch (in[5]) {
+	case QPG_WIRE_HELLO:
+	case QPG_WIRE_ACCEPT:
+		if (body != QPG_WIRE_PARAMS_LEN)
+			return -EPROTO;
+		break;
+	case QPG_WIRE_REJECT:
+		if (body < 4 || body > 4 + QPG_WIRE_REJECT_TEXT_MAX)
+			return -EPROTO;
+		break;
+	default:
+		return -EPROTO;
+	}
+	return (int)(QPG_WIRE_HDR_LEN + body);
+}
+
+static int fail(char *why, size_t why_len, const char *msg, int rc)
+{
+	if (why && why_len)
+		snprintf(why, why_len, "%s", msg);
+	return rc;
+}
+
+int qpg_wire_decode_params(const uint8_t *in, size_t len, struct qpg_wire_params *p, char *why,
+			   size_t why_len)
+{
+	uint8_t type, version;
+	int need = qpg_wire_peek(in, len, &type, &version);
+	if (need == -EPROTONOSUPPORT)
+		return fail(why, why_len, "unsupported protocol version", need);
+	if (need <= 0 || (size_t)need != len || (type != QPG_WIRE_HELLO && type != QPG_WIRE_ACCEPT))
+		return fail(why, why_len, "malformed bootstrap message", -EPROTO);
+	const uint8_t *b = in + QPG_WIRE_HDR_LEN;
+	memset(p, 0, sizeof(*p));
+	p->transport = b[0];
+	p->flags = b[1];
+	p->service = b[2];
+	p->mtu = b[3];
+	p->qpn = get32(b + 4);
+	p->psn = get32(b + 8);
+	p->lid = get16(b + 12);
+	p->port = b[14];
+	memcpy(p->gid, b + 16, 16);
+	p->max_msg = get32(b + 32);
+	p->credits = get16(b + 36);
+	p->conn_id = get64(b + 40);
+
+	if (b[15] != 0 || get16(b + 38) != 0)
+		return fail(why, why_len, "reserved fields must be zero", -EINVAL);
+	if (p->flags & ~QPG_WIRE_FLAG_AUTH)
+		return fail(why, why_len, "unknown flags", -EINVAL);
+	if (p->service != QPG_SERVICE_ECHO && p->service != QPG_SERVICE_KV)
+		return fail(why, why_len, "unknown service", -EINVAL);
+	if (p->max_msg == 0 || p->max_msg > QPG_WIRE_MAX_MSG)
+		return fail(why, why_len, "max message size out of range (1..1 MiB)", -EINVAL);
+	if (p->credits == 0 || p->credits > QPG_WIRE_MAX_CREDITS)
+		return fail(why, why_len, "credits out of range (1..1024)", -EINVAL);
+	switch (p->transport) {
+	case QPG_TRANSPORT_RDMA: {
+		static const uint8_t zero[16];
+		if (p->psn > 0xffffff)
+			return fail(why, why_len, "PSN out of range (24 bits)", -EINVAL);
+		if (p->qpn <= 1 || p->qpn > 0xffffff)
+			return fail(why, why_len, "QPN out of range (2..0xffffff)", -EINVAL);
+		if (p->mtu < 1 || p->mtu > 5)
+			return fail(why, why_len, "MTU out of range", -EINVAL);
+		if (memcmp(p->gid, zero, 16) == 0 && p->lid == 0)
+			return fail(why, why_len, "neither GID nor LID given", -EINVAL);
+		/* Multicast GIDs (ff00::/8) can never name an RC peer. */
+		if (p->gid[0] == 0xff)
+			return fail(why, why_len, "multicast GID", -EINVAL);
+		if (p->port == 0)
+			return fail(why, why_len, "port 0", -EINVAL);
+		break;
+	}
+	case QPG_TRANSPORT_TCP:
+		if (p->qpn || p->psn || p->lid || p->mtu)
+			return fail(why, why_len, "verbs fields set on the tcp transport", -EINVAL);
+		break;
+	default:
+		return fail(why, why_len, "unknown transport", -EINVAL);
+	}
+	return 0;
+}
+
+int qpg_wire_decode_reject(const uint8_t *in, size_t len, struct qpg_wire_reject *r)
+{
+	uint8_t type, version;
+	int need = qpg_wire_peek(in, len, &type, &version);
+	if (need <= 0 || (size_t)need != len || type != QPG_WIRE_REJECT)
+		return need < 0 ? need : -EPROTO;
+	const uint8_t *b = in + QPG_WIRE_HDR_LEN;
+	uint16_t n = get16(b + 2);
+	if ((size_t)4 + n != len - QPG_WIRE_HDR_LEN)
+		return -EPROTO;
+	r->code = get16(b);
+	/* Text from the network is shown to a person: keep it printable. */
+	for (uint16_t i = 0; i < n; i++)
+		r->text[i] = (b[4 + i] >= 0x20 && b[4 + i] < 0x7f) ? (char)b[4 + i] : '?';
+	r->text[n] = 0;
+	return 0;
+}
+
+const char *qpg_reject_code_name(uint16_t code)
+{
+	switch (code) {
+	case QPG_REJECT_MALFORMED:
+		return "malformed bootstrap";
+	case QPG_REJECT_VERSION:
+		return "version mismatch";
+	case QPG_REJECT_SERVER_FULL:
+		return "server full";
+	case QPG_REJECT_BAD_PARAMS:
+		return "invalid parameters";
+	case QPG_REJECT_TRANSPORT:
+		return "transport mismatch";
+	case QPG_REJECT_SERVICE:
+		return "service not offered";
+	case QPG_REJECT_AUTH_REQUIRED:
+		return "authentication required";
+	case QPG_REJECT_RESOURCES:
+		return "server out of resources";
+	case QPG_REJECT_SHUTTING_DOWN:
+		return "server shutting down";
+	default:
+		return "unknown";
+	}
+}
+
+void qpg_frame_hdr_encode(uint8_t *out, const struct qpg_frame_hdr *h)
+{
+	out[0] = h->version;
+	out[1] = h->type;
+	put16(out + 2, h->flags);
+	put32(out + 4, h->len);
+	put64(out + 8, h->seq);
+}
+
+int qpg_frame_hdr_decode(const uint8_t *in, size_t avail, int with_tag, uint32_t max_len,
+			 struct qpg_frame_hdr *h)
+{
+	if (avail < QPG_FRAME_HDR_LEN)
+		return -EPROTO;
+	h->version = in[0];
+	h->type = in[1];
+	h->flags = get16(in + 2);
+	h->len = get32(in + 4);
+	h->seq = get64(in + 8);
+	if (h->version != QPG_WIRE_VERSION)
+		return -EPROTO;
+	if (h->len > max_len)
+		return -EMSGSIZE;
+	if (qpg_frame_len(h->len, with_tag) > avail)
+		return -EPROTO;
+	return 0;
+}

@@ -1,0 +1,12 @@
+/* Small helpers the command-line tools share. */
+#ifndef QPG_CLI_H
+#define QPG_CLI_H
+
+#include <stdint.h>
+
+/* Parse ARG as an integer in [MIN, MAX] or exit(2) naming FLAG. */
+long long qpg_cli_int(const char *arg, long long min, long long max, const char *flag);
+/* "rdma" | "tcp", or exit(2). */
+int qpg_cli_transport(const char *arg);
+
+#endif

@@ -1,0 +1,147 @@
+/* qpgate-server: the secure multi-client RDMA (or TCP) echo server. */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "qpgate/server.h"
+
+static struct qpg_server *g_server; /* for the signal handler only */
+
+static void on_signal(int sig)
+{
+	if (g_server)
+		qpg_server_stop(g_server);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: qpgate-server --cert FILE --key FILE [options]\n"
+		"  -p, --port N             TCP port for the TLS control channel (default 7471; 0: any)\n"
+		"      --bind ADDR          address to listen on (default 127.0.0.1)\n"
+		"      --cert FILE          server certificate chain (PEM)\n"
+		"      --key FILE           server private key (PEM)\n"
+		"      --client-ca FILE     require client certificates signed by this CA (mTLS)\n"
+		"      --max-clients N      admitted clients at once (default 100000)\n"
+		"      --threads N          event-loop threads (default: number of cores)\n"
+		"      --transport rdma|tcp data path (default rdma)\n"
+		"  -d, --ib-dev DEV         RDMA device (default: the first)\n"
+		"  -i, --ib-port N          device port (default 1)\n"
+		"  -x, --gid-index N        GID index (default: the IPv4-mapped RoCE v2 GID)\n"
+		"      --handshake-timeout MS  deadline for TCP+TLS+bootstrap (default 5000)\n"
+		"      --max-pending N      unfinished handshakes, whole server (default 4096)\n"
+		"      --max-pending-per-peer N  unfinished handshakes per peer address (default 2048)\n"
+		"      --max-conns-per-peer N    connections per peer address (default: no limit)\n"
+		"      --allow-no-auth      accept clients that turn per-message auth off\n"
+		"  -s, --max-msg BYTES      largest message (default 4096)\n"
+		"      --srq-depth N        receives posted per thread (default 1024)\n"
+		"      --port-file FILE     write the bound port here once listening\n"
+		"  -v, --verbose            log every connection\n");
+}
+
+static void print_stats(struct qpg_server *s)
+{
+	struct qpg_server_stats st;
+	qpg_server_stats(s, &st);
+	unsigned long long rej = 0;
+	for (int i = 0; i < 16; i++)
+		rej += st.rejected[i];
+	fprintf(stderr,
+		"qpgate-server: stats: connected=%lld handshakes_ok=%llu handshakes_failed=%llu "
+		"rejected=%llu server_full=%llu refused_pending=%llu refused_per_peer=%llu "
+		"timeouts=%llu auth_failures=%llu seq_failures=%llu msgs_in=%llu msgs_out=%llu "
+		"qps_created=%llu qps_destroyed=%llu cq_depth_max=%lld\n",
+		st.connected, st.handshakes_ok, st.handshakes_failed, rej,
+		st.rejected[QPG_REJECT_SERVER_FULL], st.refused_pending, st.refused_per_peer,
+		st.closed_by_reason[QPG_ERR_TIMEOUT], st.auth_failures, st.seq_failures, st.msgs_in,
+		st.msgs_out, st.qps_created, st.qps_destroyed, st.cq_depth_max);
+}
+
+int main(int argc, char **argv)
+{
+	struct qpg_server_opts o;
+	qpg_server_opts_default(&o);
+	const char *port_file = NULL;
+	enum { O_BIND = 256, O_CERT, O_KEY, O_CA, O_MAX, O_THREADS, O_TRANSPORT, O_HTO, O_MP,
+	       O_MPP, O_MCP, O_NOAUTH, O_SRQ, O_PORTFILE };
+	static const struct option lo[] = {
+		{"port", 1, 0, 'p'},          {"bind", 1, 0, O_BIND},
+		{"cert", 1, 0, O_CERT},       {"key", 1, 0, O_KEY},
+		{"client-ca", 1, 0, O_CA},    {"max-clients", 1, 0, O_MAX},
+		{"threads", 1, 0, O_THREADS}, {"transport", 1, 0, O_TRANSPORT},
+		{"ib-dev", 1, 0, 'd'},        {"ib-port", 1, 0, 'i'},
+		{"gid-index", 1, 0, 'x'},     {"handshake-timeout", 1, 0, O_HTO},
+		{"max-pending", 1, 0, O_MP},  {"max-pending-per-peer", 1, 0, O_MPP},
+		{"max-conns-per-peer", 1, 0, O_MCP}, {"allow-no-auth", 0, 0, O_NOAUTH},
+		{"max-msg", 1, 0, 's'},       {"srq-depth", 1, 0, O_SRQ},
+		{"port-file", 1, 0, O_PORTFILE}, {"verbose", 0, 0, 'v'},
+		{"help", 0, 0, 'h'},          {0, 0, 0, 0},
+	};
+	int ch;
+	while ((ch = getopt_long(argc, argv, "p:d:i:x:s:vh", lo, NULL)) != -1) {
+		switch (ch) {
+		case 'p': o.port = (uint16_t)qpg_cli_int(optarg, 0, 65535, "--port"); break;
+		case O_BIND: o.bind_addr = optarg; break;
+		case O_CERT: o.cert = optarg; break;
+		case O_KEY: o.key = optarg; break;
+		case O_CA: o.client_ca = optarg; break;
+		case O_MAX: o.max_clients = (unsigned)qpg_cli_int(optarg, 1, 10000000, "--max-clients"); break;
+		case O_THREADS: o.threads = (unsigned)qpg_cli_int(optarg, 1, 256, "--threads"); break;
+		case O_TRANSPORT: o.transport = qpg_cli_transport(optarg); break;
+		case 'd': o.ib_dev = optarg; break;
+		case 'i': o.ib_port = (int)qpg_cli_int(optarg, 1, 255, "--ib-port"); break;
+		case 'x': o.gid_index = (int)qpg_cli_int(optarg, 0, 255, "--gid-index"); break;
+		case O_HTO: o.handshake_timeout_ms = (unsigned)qpg_cli_int(optarg, 10, 3600000, "--handshake-timeout"); break;
+		case O_MP: o.max_pending = (unsigned)qpg_cli_int(optarg, 1, 10000000, "--max-pending"); break;
+		case O_MPP: o.max_pending_per_peer = (unsigned)qpg_cli_int(optarg, 1, 10000000, "--max-pending-per-peer"); break;
+		case O_MCP: o.max_conns_per_peer = (unsigned)qpg_cli_int(optarg, 1, 10000000, "--max-conns-per-peer"); break;
+		case O_NOAUTH: o.allow_no_auth = true; break;
+		case 's': o.max_msg = (uint32_t)qpg_cli_int(optarg, 1, QPG_WIRE_MAX_MSG, "--max-msg"); break;
+		case O_SRQ: o.srq_depth = (uint32_t)qpg_cli_int(optarg, 16, 1 << 20, "--srq-depth"); break;
+		case O_PORTFILE: port_file = optarg; break;
+		case 'v': o.verbose = 1; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (!o.cert || !o.key) {
+		fprintf(stderr, "error: --cert and --key are required (development certificates: "
+				"'make certs')\n");
+		return 2;
+	}
+	char err[512];
+	struct qpg_server *s = qpg_server_create(&o, err, sizeof(err));
+	if (!s) {
+		fprintf(stderr, "qpgate-server: error: %s\n", err);
+		return 1;
+	}
+	g_server = s;
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (port_file) {
+		char tmp[4096];
+		snprintf(tmp, sizeof(tmp), "%s.tmp", port_file);
+		FILE *f = fopen(tmp, "w");
+		if (!f || fprintf(f, "%u\n", qpg_server_port(s)) < 0 || fclose(f) ||
+		    rename(tmp, port_file)) {
+			fprintf(stderr, "qpgate-server: error: cannot write %s\n", port_file);
+			return 1;
+		}
+	}
+	int rc = qpg_server_run(s);
+	fprintf(stderr, "qpgate-server: stopping\n");
+	g_server = NULL;
+	print_stats(s);
+	qpg_server_destroy(s);
+	return rc ? 1 : 0;
+}
