@@ -39,7 +39,7 @@ void qpg_client_opts_default(struct qpg_client_opts *o)
 	o->credits = 1;
 	o->service = QPG_SERVICE_ECHO;
 	o->handshake_timeout_ms = 10000;
-	o->srq_depth = 512;
+	o->srq_depth = 4096;
 }
 
 static struct qpg_client *of(struct qpg__conn *c)

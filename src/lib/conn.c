@@ -155,10 +155,13 @@ void qpg__conn_close(struct qpg__conn *c, enum qpg_err_class err, const char *fm
 	struct qpg__endpoint *ep = c->ep;
 	/* A refused connection keeps the reason it was refused for. */
 	if (c->state != QPG_CONN_REJECTING) {
+		/* Format aside first: callers often pass c->why itself. */
+		char why[sizeof(c->why)];
 		va_list ap;
 		va_start(ap, fmt);
-		vsnprintf(c->why, sizeof(c->why), fmt, ap);
+		vsnprintf(why, sizeof(why), fmt, ap);
 		va_end(ap);
+		memcpy(c->why, why, sizeof(why));
 		c->err = err;
 	}
 	stat_add(&ep->stats.closed_by_reason[c->err], 1);
@@ -538,9 +541,7 @@ static void drive_tls(struct qpg__conn *c)
 		enum qpg_err_class e = QPG_ERR_TLS;
 		if (qpg__tls_verify_failed(c->ssl))
 			e = strstr(c->why, "host name") ? QPG_ERR_HOSTNAME : QPG_ERR_CERT;
-		char why[sizeof(c->why)];
-		memcpy(why, c->why, sizeof(why));
-		qpg__conn_close(c, e, "TLS handshake failed: %s", why);
+		qpg__conn_close(c, e, "TLS handshake failed: %s", c->why);
 		return;
 	}
 	if (c->want_write) {

@@ -54,7 +54,7 @@ void qpg_server_opts_default(struct qpg_server_opts *o)
 	o->max_pending = 4096;
 	o->max_pending_per_peer = 2048;
 	o->max_msg = 4096;
-	o->srq_depth = 1024;
+	o->srq_depth = 4096;
 	o->service = QPG_SERVICE_ECHO;
 }
 

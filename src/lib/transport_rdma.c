@@ -286,11 +286,8 @@ static void rdma_on_stream(struct qpg__conn *c)
 		qpg__conn_close(c, QPG_ERR_PROTOCOL, "unexpected data on the control channel");
 	else if (r == QPG_TLS_CLOSED)
 		qpg__conn_close(c, QPG_ERR_PEER_CLOSED, "peer closed the connection");
-	else if (r == QPG_TLS_FAILED) {
-		char why[sizeof(c->why)];
-		memcpy(why, c->why, sizeof(why));
-		qpg__conn_close(c, QPG_ERR_PEER_CLOSED, "control channel lost: %s", why);
-	}
+	else if (r == QPG_TLS_FAILED)
+		qpg__conn_close(c, QPG_ERR_PEER_CLOSED, "control channel lost: %s", c->why);
 }
 
 static void rdma_conn_shutdown(struct qpg__conn *c)

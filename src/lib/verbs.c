@@ -122,9 +122,11 @@ void qpg_qp_opts_default(struct qpg_qp_opts *o)
 	 * retry-exceeded completion within about half a second instead of hanging. */
 	o->timeout = 14;
 	o->retry_cnt = 7;
-	/* 6, not 7: 7 means "retry RNR forever", and a stuck receiver must
-	 * surface as an error rather than a hang. */
-	o->rnr_retry = 6;
+	/* 7 = retry RNR without limit. RNR only means the peer's shared receive
+	 * queue is momentarily empty (thousands of clients bursting into one
+	 * SRQ); the peer is alive, or its control channel would have closed and
+	 * taken this QP down. Loss and dead peers are bounded by retry_cnt. */
+	o->rnr_retry = 7;
 }
 
 int qpg_qp_create(struct qpg_rdma_dev *dev, const struct qpg_qp_opts *o, struct ibv_qp **out)

@@ -22,6 +22,7 @@ struct conn_state {
 	uint64_t sent_ns;
 	bool established, closed, done;
 	enum qpg_err_class err;
+	struct qpg_conn_info info; /* captured as the connection closes */
 };
 
 struct run {
@@ -112,6 +113,8 @@ static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class 
 	if (!s)
 		return;
 	struct run *r = s->run;
+	/* The handle is valid only until this callback returns. */
+	qpg_client_conn_info(c, &s->info);
 	s->closed = true;
 	s->err = err;
 	r->closed++;
@@ -140,7 +143,9 @@ static void usage(FILE *f)
 		"      --no-auth         turn per-message authentication off (benchmarks)\n"
 		"      --timeout MS      give up on the whole run after MS (default 120000)\n"
 		"      --handshake-timeout MS  per connection (default 10000)\n"
-		"      --hold MS         keep connections open MS after traffic\n"
+		"      --hold MS         once all are connected, wait MS before traffic\n"
+		"      --ready-file F    create F once all connections are up\n"
+		"      --window N        handshakes in progress at once (default 64)\n"
 		"      --expect-error CLASS  succeed only if every connection fails with CLASS\n"
 		"  -v, --verbose\n"
 		"test hooks: --test-corrupt-tag-at K, --test-bad-hello "
@@ -153,13 +158,9 @@ static void print_phases(struct run *r)
 	for (int p = 0; p < QPG_PHASE_COUNT; p++) {
 		struct qpg_hist h;
 		qpg_hist_init(&h);
-		for (int i = 0; i < r->nconns; i++) {
-			if (!r->conns[i].established)
-				continue;
-			struct qpg_conn_info ci;
-			qpg_client_conn_info(r->conns[i].c, &ci);
-			qpg_hist_add(&h, ci.phase_ns[p]);
-		}
+		for (int i = 0; i < r->nconns; i++)
+			if (r->conns[i].established)
+				qpg_hist_add(&h, r->conns[i].info.phase_ns[p]);
 		if (!h.count)
 			continue;
 		printf(" %-16s %12.1f %12.1f %12.1f\n", qpg_phase_name((enum qpg_phase)p),
@@ -173,10 +174,10 @@ int main(int argc, char **argv)
 	struct qpg_client_opts o;
 	qpg_client_opts_default(&o);
 	struct run r = {.nconns = 1, .msgs = 100, .size = 64, .corrupt_at = -1};
-	long timeout_ms = 120000, hold_ms = 0;
-	const char *expect = NULL;
+	long timeout_ms = 120000, hold_ms = 0, window = 64;
+	const char *expect = NULL, *ready_file = NULL;
 	enum { O_CA = 256, O_CERT, O_KEY, O_TRANSPORT, O_NOAUTH, O_TIMEOUT, O_HTO, O_HOLD,
-	       O_EXPECT, O_CORRUPT, O_BADHELLO };
+	       O_EXPECT, O_CORRUPT, O_BADHELLO, O_WINDOW, O_READY };
 	static const struct option lo[] = {
 		{"port", 1, 0, 'p'},         {"ca", 1, 0, O_CA},
 		{"cert", 1, 0, O_CERT},      {"key", 1, 0, O_KEY},
@@ -187,7 +188,8 @@ int main(int argc, char **argv)
 		{"timeout", 1, 0, O_TIMEOUT}, {"handshake-timeout", 1, 0, O_HTO},
 		{"hold", 1, 0, O_HOLD},      {"expect-error", 1, 0, O_EXPECT},
 		{"test-corrupt-tag-at", 1, 0, O_CORRUPT}, {"test-bad-hello", 1, 0, O_BADHELLO},
-		{"verbose", 0, 0, 'v'},      {"help", 0, 0, 'h'},
+		{"window", 1, 0, O_WINDOW},   {"ready-file", 1, 0, O_READY},   {"verbose", 0, 0, 'v'},
+		{"help", 0, 0, 'h'},
 		{0, 0, 0, 0},
 	};
 	int ch;
@@ -222,6 +224,8 @@ int main(int argc, char **argv)
 			}
 			break;
 		}
+		case O_READY: ready_file = optarg; break;
+		case O_WINDOW: window = qpg_cli_int(optarg, 1, 1000000, "--window"); break;
 		case 'v': r.verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -249,18 +253,45 @@ int main(int argc, char **argv)
 	if (!r.conns || !r.payload)
 		return 1;
 	uint64_t t0 = now_ns(), deadline = t0 + (uint64_t)timeout_ms * 1000000ull;
-	for (int i = 0; i < r.nconns; i++) {
+	/* Open connections keeping at most WINDOW handshakes in flight, as a
+	 * fleet of real clients arrives: the server's handshake deadline then
+	 * measures the server, not a self-made queue. */
+	int started = 0;
+	while (r.established + r.failed < r.nconns && now_ns() < deadline) {
+		while (started < r.nconns && started - (r.established + r.failed) < window) {
+			r.conns[started].run = &r;
+			r.conns[started].index = started;
+			rc = qpg_client_connect(r.cl, &r.conns[started], &r.conns[started].c);
+			if (rc) {
+				fprintf(stderr, "qpgate-client: connect: %s\n", strerror(-rc));
+				return 1;
+			}
+			started++;
+		}
+		qpg_client_run(r.cl, 100);
+	}
+	for (int i = started; i < r.nconns; i++) { /* never started: count as timed out */
 		r.conns[i].run = &r;
 		r.conns[i].index = i;
-		rc = qpg_client_connect(r.cl, &r.conns[i], &r.conns[i].c);
-		if (rc) {
-			fprintf(stderr, "qpgate-client: connect: %s\n", strerror(-rc));
-			return 1;
+		r.conns[i].closed = true;
+		r.failed++;
+		if (r.fail_by_class[QPG_ERR_TIMEOUT]++ == 0)
+			snprintf(r.fail_example[QPG_ERR_TIMEOUT], sizeof(r.fail_example[0]),
+				 "not started before --timeout");
+	}
+	uint64_t t_connected = now_ns(), t_up = t_connected;
+	if (ready_file) {
+		FILE *f = fopen(ready_file, "w");
+		if (f) {
+			fprintf(f, "%d %d\n", r.established, r.failed);
+			fclose(f);
 		}
 	}
-	while (r.established + r.failed < r.nconns && now_ns() < deadline)
+	/* Every connection stays up through the hold: concurrency is real. */
+	uint64_t hold_until = now_ns() + (uint64_t)hold_ms * 1000000ull;
+	while (now_ns() < hold_until)
 		qpg_client_run(r.cl, 100);
-	uint64_t t_connected = now_ns();
+	t_connected = now_ns();
 	/* All connected at once, then traffic: every connection is live together. */
 	for (int i = 0; i < r.nconns; i++) {
 		struct conn_state *s = &r.conns[i];
@@ -275,39 +306,38 @@ int main(int argc, char **argv)
 		qpg_client_run(r.cl, 100);
 	uint64_t t_traffic = now_ns();
 	int timed_out = r.done_traffic < r.nconns;
-	uint64_t hold_until = now_ns() + (uint64_t)hold_ms * 1000000ull;
-	while (now_ns() < hold_until)
-		qpg_client_run(r.cl, 100);
 
 	long verified = 0, sent = 0;
+	int alive = 0;
+	for (int i = 0; i < r.nconns; i++) {
+		verified += r.conns[i].verified;
+		sent += r.conns[i].sent;
+		if (!r.conns[i].closed) {
+			alive++;
+			qpg_client_close(r.conns[i].c);
+		}
+	}
+	for (int k = 0; k < 100 && qpg_client_conn_count(r.cl); k++)
+		qpg_client_run(r.cl, 10);
 	for (int i = 0; i < r.nconns; i++) {
 		struct conn_state *s = &r.conns[i];
-		verified += s->verified;
-		sent += s->sent;
-		if (!s->closed) {
-			if (i == 0 || r.verbose) {
-				struct qpg_conn_info ci;
-				qpg_client_conn_info(s->c, &ci);
-				if (ci.transport == QPG_TRANSPORT_RDMA)
-					printf(" conn %-5d local QPN 0x%06x PSN 0x%06x | remote QPN "
-					       "0x%06x PSN 0x%06x | auth %s | conn id %llu\n",
-					       i, ci.local_qpn, ci.local_psn, ci.peer_qpn, ci.peer_psn,
-					       ci.auth ? "on" : "off", (unsigned long long)ci.conn_id);
-				else
-					printf(" conn %-5d tcp transport | auth %s | conn id %llu\n", i,
-					       ci.auth ? "on" : "off", (unsigned long long)ci.conn_id);
-			}
-		}
+		if (!s->established || (i > 0 && !r.verbose))
+			continue;
+		const struct qpg_conn_info *ci = &s->info;
+		if (ci->transport == QPG_TRANSPORT_RDMA)
+			printf(" conn %-5d local QPN 0x%06x PSN 0x%06x | remote QPN 0x%06x PSN 0x%06x | "
+			       "auth %s | conn id %llu\n",
+			       i, ci->local_qpn, ci->local_psn, ci->peer_qpn, ci->peer_psn,
+			       ci->auth ? "on" : "off", (unsigned long long)ci->conn_id);
+		else
+			printf(" conn %-5d tcp transport | auth %s | conn id %llu\n", i,
+			       ci->auth ? "on" : "off", (unsigned long long)ci->conn_id);
 	}
 	if (r.established)
 		print_phases(&r);
-	for (int i = 0; i < r.nconns; i++)
-		if (!r.conns[i].closed)
-			qpg_client_close(r.conns[i].c);
-	for (int k = 0; k < 50 && qpg_client_conn_count(r.cl); k++)
-		qpg_client_run(r.cl, 10);
+	(void)alive;
 
-	double conn_s = (double)(t_connected - t0) / 1e9, traffic_s = (double)(t_traffic - t_connected) / 1e9;
+	double conn_s = (double)(t_up - t0) / 1e9, traffic_s = (double)(t_traffic - t_connected) / 1e9;
 	printf("\n %-8s %-10s %-7s %-10s %-7s %-10s %-11s %-9s %-9s %-9s %-10s\n", "#conns",
 	       "connected", "failed", "#msgs", "size", "verified", "mismatches", "p50[us]",
 	       "p99[us]", "p99.9[us]", "msg/s");
@@ -316,7 +346,8 @@ int main(int argc, char **argv)
 	       (double)qpg_hist_quantile(&r.lat, 0.5) / 1e3, (double)qpg_hist_quantile(&r.lat, 0.99) / 1e3,
 	       (double)qpg_hist_quantile(&r.lat, 0.999) / 1e3,
 	       traffic_s > 0 ? (double)verified / traffic_s : 0.0);
-	printf(" connect phase %.3f s, traffic phase %.3f s\n", conn_s, traffic_s);
+	printf(" connect phase %.3f s, traffic phase %.3f s%s\n", conn_s, traffic_s,
+	       hold_ms ? " (after the hold)" : "");
 	for (int e = 1; e < QPG_ERR_COUNT; e++)
 		if (r.fail_by_class[e])
 			printf(" failed: %d x %s, e.g. \"%s\"\n   -> %s\n", r.fail_by_class[e],

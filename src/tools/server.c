@@ -37,7 +37,7 @@ static void usage(FILE *f)
 		"      --max-conns-per-peer N    connections per peer address (default: no limit)\n"
 		"      --allow-no-auth      accept clients that turn per-message auth off\n"
 		"  -s, --max-msg BYTES      largest message (default 4096)\n"
-		"      --srq-depth N        receives posted per thread (default 1024)\n"
+		"      --srq-depth N        receives posted per thread (default 4096)\n"
 		"      --port-file FILE     write the bound port here once listening\n"
 		"  -v, --verbose            log every connection\n");
 }

@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# Integration scenarios for the secure connection core, over real processes.
+#   core.sh TRANSPORT SCENARIO      (rdma runs inside the lab via tests/lab-run)
+# Every check prints PASS/FAIL with what it saw; any FAIL fails the test.
+set -u
+transport=$1
+scenario=$2
+here=$(cd "$(dirname "$0")/../.." && pwd -P)
+bin=${QPG_BIN:-$here/build/bin}
+work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-core.XXXXXX")
+certs=$work/certs
+"$here/scripts/make-certs" "$certs" localhost >/dev/null 2>&1 || { echo "FAIL cannot make certs"; exit 1; }
+fails=0
+srv_pid=""
+
+cleanup() {
+	[ -n "$srv_pid" ] && kill -9 "$srv_pid" 2>/dev/null
+	jobs -p | xargs -r kill -9 2>/dev/null
+	[ -n "${QPG_KEEP:-}" ] && cp "$work/server.log" /tmp/last-server.log
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+check() { # check DESCRIPTION COMMAND...
+	local what=$1
+	shift
+	if "$@"; then echo "PASS $what"; else echo "FAIL $what"; fails=$((fails + 1)); fi
+}
+
+qp_count() {
+	if [ "$transport" = rdma ]; then rdma res show qp 2>/dev/null | grep -c 'lqpn' ; else echo 0; fi
+}
+
+start_server() {
+	rm -f "$work/port"
+	"$bin/qpgate-server" --transport "$transport" --cert "$certs/server.crt" \
+		--key "$certs/server.key" -p 0 --port-file "$work/port" "$@" 2>"$work/server.log" &
+	srv_pid=$!
+	for _ in $(seq 1 300); do
+		[ -s "$work/port" ] && break
+		kill -0 "$srv_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	port=$(cat "$work/port" 2>/dev/null)
+	[ -n "$port" ] || { echo "FAIL server did not start:"; cat "$work/server.log"; exit 1; }
+}
+
+stop_server() {
+	kill -TERM "$srv_pid"
+	for _ in $(seq 1 300); do kill -0 "$srv_pid" 2>/dev/null || break; sleep 0.1; done
+	wait "$srv_pid" 2>/dev/null
+	srv_pid=""
+	stats=$(grep 'stats:' "$work/server.log")
+	echo "server $stats"
+}
+
+stat() { sed -n "s/.* $1=\([0-9-]*\).*/\1/p" <<<"$stats"; }
+
+client() {
+	"$bin/qpgate-client" --transport "$transport" --ca "$certs/ca.crt" -p "$port" "$@" 127.0.0.1 localhost
+}
+# For background clients that get killed: $! must be the client itself.
+client_exec() {
+	exec "$bin/qpgate-client" --transport "$transport" --ca "$certs/ca.crt" -p "$port" "$@" 127.0.0.1 localhost
+}
+
+wait_qps() { # wait until the device's QP count is back to $1
+	for _ in $(seq 1 100); do
+		[ "$(qp_count)" -le "$1" ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
+baseline=$(qp_count)
+echo "transport $transport, scenario $scenario, device QPs at start: $baseline"
+
+case "$scenario" in
+concurrent)
+	n=${QPG_TEST_CLIENTS:-1000}
+	start_server --handshake-timeout 60000
+	out=$(client -c "$n" -n 10 -s 512 --hold 2000 --timeout 600000 2>&1); rc=$?
+	echo "$out" | tail -4
+	check "$n concurrent clients connected, every echo verified (exit $rc)" [ $rc -eq 0 ]
+	check "client table shows $n connected, 0 failed, 0 mismatches" \
+		grep -Eq "^ $n +$n +0 +$((n * 10)) +512 +$((n * 10)) +0 " <<<"$out"
+	check "device QP count back to baseline $baseline" wait_qps "$baseline"
+	stop_server
+	check "server: connected=0 after all left" [ "$(stat connected)" = 0 ]
+	check "server: QPs created ($(stat qps_created)) == destroyed ($(stat qps_destroyed))" \
+		[ "$(stat qps_created)" = "$(stat qps_destroyed)" ]
+	[ "$transport" = rdma ] && check "server created one QP per client" [ "$(stat qps_created)" -ge "$n" ]
+	check "server echoed $((n * 10)) messages" [ "$(stat msgs_out)" = $((n * 10)) ]
+	;;
+max_clients)
+	start_server --max-clients 100 --handshake-timeout 60000
+	client -c 100 -n 20 --hold 8000 --ready-file "$work/ready" --timeout 300000 >"$work/first100.out" 2>&1 &
+	first=$!
+	for _ in $(seq 1 1200); do [ -s "$work/ready" ] && break; sleep 0.1; done
+	check "first 100 connected ($(cat "$work/ready" 2>/dev/null))" grep -q '^100 0$' "$work/ready"
+	out=$(client -c 1 -n 1 --expect-error server_full 2>&1); rc=$?
+	echo "$out" | grep -E 'failed|server'
+	check "client 101 refused with server_full" [ $rc -eq 0 ]
+	check "the refusal says 'server full (100 of 100)'" grep -q 'server full (100 of 100)' <<<"$out"
+	wait "$first"; rc=$?
+	tail -3 "$work/first100.out"
+	check "the first 100 kept working after the refusal (exit $rc)" [ $rc -eq 0 ]
+	check "device QP count back to baseline" wait_qps "$baseline"
+	stop_server
+	check "server counted exactly one server_full rejection" [ "$(stat server_full)" = 1 ]
+	check "server created 100 QPs, not 101 ($(stat qps_created))" \
+		[ "$transport" != rdma -o "$(stat qps_created)" = 100 ]
+	;;
+bad_input)
+	start_server --handshake-timeout 3000 -v
+	# A healthy client is connected through all of it and echoes at the end.
+	client -c 1 -n 500 --hold 25000 --ready-file "$work/ready" --timeout 300000 >"$work/healthy.out" 2>&1 &
+	healthy=$!
+	for _ in $(seq 1 600); do [ -s "$work/ready" ] && break; sleep 0.1; done
+	check "healthy client connected" grep -q '^1 0$' "$work/ready"
+
+	exec 3<>"/dev/tcp/127.0.0.1/$port"
+	printf 'GET / HTTP/1.0\r\n\r\nthis is not TLS\x00\x01\x02' >&3
+	timeout 10 cat <&3 >/dev/null
+	exec 3>&-
+	sleep 0.5
+	check "garbage before TLS: server closed it with a TLS error" \
+		grep -q 'closed (tls): TLS handshake failed' "$work/server.log"
+
+	for m in version psn qpn length; do
+		out=$(client --test-bad-hello $m -n 1 2>&1)
+		echo "  $m -> $(grep -m1 'e.g.' <<<"$out")"
+		case $m in
+		version) check "wrong version: version_mismatch error" grep -q 'version_mismatch, e.g. "server refused (version mismatch): version mismatch: server speaks protocol 1, client sent 2"' <<<"$out" ;;
+		psn) check "out-of-range PSN: clear refusal" grep -Eq 'rejected, e.g. .*(PSN out of range|verbs fields set)' <<<"$out" ;;
+		qpn) check "QPN 1: clear refusal" grep -Eq 'rejected, e.g. .*(QPN out of range|verbs fields set)' <<<"$out" ;;
+		length) check "malformed bootstrap length: clear refusal" grep -q 'rejected, e.g. .*malformed' <<<"$out" ;;
+		esac
+	done
+	for m in truncated stall; do
+		out=$(client --test-bad-hello $m -n 1 --handshake-timeout 20000 2>&1)
+		echo "  $m -> $(grep -m1 'e.g.' <<<"$out")"
+		check "$m bootstrap: server's deadline closed it" grep -q 'peer_closed, e.g. "connection closed during bootstrap' <<<"$out"
+	done
+	check "server logged the handshake timeouts" [ "$(grep -c 'closed (timeout): handshake timeout' "$work/server.log")" -ge 2 ]
+
+	client_exec --test-bad-hello stall -n 1 --handshake-timeout 20000 >/dev/null 2>&1 &
+	victim=$!
+	sleep 1
+	kill -9 $victim; wait $victim 2>/dev/null
+	client_exec -n 100000000 --timeout 60000 >/dev/null 2>&1 &
+	victim=$!
+	sleep 4
+	kill -9 $victim; wait $victim 2>/dev/null
+	sleep 1
+	check "killed mid-handshake and mid-traffic: server reaped both" \
+		[ "$(grep -c 'closed (peer_closed)' "$work/server.log")" -ge 2 ]
+
+	out=$(client -n 20 --test-corrupt-tag-at 5 2>&1); rc=$?
+	echo "  corrupt tag -> $(grep -m1 'e.g.' <<<"$out")"
+	check "corrupted tag: client's connection was closed by the server" grep -q 'failed: 1 x peer_closed' <<<"$out"
+	sleep 0.5
+	check "corrupted tag: server logged the authentication failure" grep -q 'message 5 failed authentication (bad tag)' "$work/server.log"
+
+	wait "$healthy"; rc=$?
+	tail -3 "$work/healthy.out"
+	check "healthy client verified all 500 echoes after the bad input (exit $rc)" [ $rc -eq 0 ]
+	check "device QP count back to baseline" wait_qps "$baseline"
+	stop_server
+	check "server: connected=0, nothing leaked" [ "$(stat connected)" = 0 ]
+	check "server: auth_failures=1" [ "$(stat auth_failures)" = 1 ]
+	check "server: QPs created == destroyed" [ "$(stat qps_created)" = "$(stat qps_destroyed)" ]
+	;;
+*)
+	echo "unknown scenario $scenario"
+	exit 2
+	;;
+esac
+[ $fails -eq 0 ] && echo "all checks passed" || echo "$fails check(s) failed"
+exit $((fails > 0))
