@@ -1,0 +1,135 @@
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "qpgate/wire.h"
+
+static struct qpg_wire_params good(void)
+{
+	struct qpg_wire_params p = {.transport = QPG_TRANSPORT_RDMA, .flags = QPG_WIRE_FLAG_AUTH,
+				    .service = QPG_SERVICE_ECHO, .mtu = 5, .qpn = 0x123456,
+				    .psn = 0xabcdef, .lid = 0, .port = 1, .max_msg = 4096,
+				    .credits = 4, .conn_id = 77};
+	p.gid[10] = p.gid[11] = 0xff;
+	p.gid[12] = 127;
+	p.gid[15] = 1;
+	return p;
+}
+
+static void test_roundtrip(void **state)
+{
+	uint8_t buf[128];
+	struct qpg_wire_params in = good(), out;
+	int n = qpg_wire_encode_params(buf, sizeof(buf), QPG_WIRE_HELLO, &in);
+	assert_int_equal(n, QPG_WIRE_HDR_LEN + QPG_WIRE_PARAMS_LEN);
+	/* network byte order on the wire */
+	assert_int_equal(buf[0], 'Q');
+	assert_int_equal(buf[QPG_WIRE_HDR_LEN + 5], 0x12);
+	uint8_t type, ver;
+	assert_int_equal(qpg_wire_peek(buf, (size_t)n, &type, &ver), n);
+	assert_int_equal(type, QPG_WIRE_HELLO);
+	assert_int_equal(qpg_wire_decode_params(buf, (size_t)n, &out, NULL, 0), 0);
+	assert_memory_equal(&in, &out, sizeof(in));
+}
+
+static int decode_mutated(size_t off, uint8_t val, char *why)
+{
+	uint8_t buf[128];
+	struct qpg_wire_params in = good(), out;
+	int n = qpg_wire_encode_params(buf, sizeof(buf), QPG_WIRE_HELLO, &in);
+	buf[off] = val;
+	return qpg_wire_decode_params(buf, (size_t)n, &out, why, 128);
+}
+
+static void test_every_field_validated(void **state)
+{
+	char why[128];
+	const size_t b = QPG_WIRE_HDR_LEN;
+	assert_int_equal(decode_mutated(b + 8, 0x01, why), -EINVAL); /* PSN > 24 bits */
+	assert_non_null(strstr(why, "PSN"));
+	assert_int_equal(decode_mutated(4, 9, why), -EPROTONOSUPPORT); /* version */
+	assert_int_equal(decode_mutated(0, 'X', why), -EPROTO);        /* magic */
+	assert_int_equal(decode_mutated(5, 9, why), -EPROTO);          /* type */
+	assert_int_equal(decode_mutated(11, 47, why), -EPROTO);        /* length */
+	assert_int_equal(decode_mutated(b + 0, 9, why), -EINVAL);      /* transport */
+	assert_int_equal(decode_mutated(b + 1, 0x80, why), -EINVAL);   /* flags */
+	assert_int_equal(decode_mutated(b + 2, 9, why), -EINVAL);      /* service */
+	assert_int_equal(decode_mutated(b + 3, 6, why), -EINVAL);      /* MTU */
+	assert_int_equal(decode_mutated(b + 3, 0, why), -EINVAL);
+	assert_int_equal(decode_mutated(b + 14, 0, why), -EINVAL);     /* port 0 */
+	assert_int_equal(decode_mutated(b + 15, 1, why), -EINVAL);     /* reserved */
+	assert_int_equal(decode_mutated(b + 16, 0xff, why), -EINVAL);  /* multicast GID */
+	assert_int_equal(decode_mutated(b + 32, 0xff, why), -EINVAL);  /* max_msg */
+	assert_int_equal(decode_mutated(b + 36, 0xff, why), -EINVAL);  /* credits */
+
+	/* QPN 0 and 1 */
+	uint8_t buf[128];
+	struct qpg_wire_params p = good(), out;
+	for (uint32_t q = 0; q < 2; q++) {
+		p.qpn = q;
+		int n = qpg_wire_encode_params(buf, sizeof(buf), QPG_WIRE_HELLO, &p);
+		assert_int_equal(qpg_wire_decode_params(buf, (size_t)n, &out, why, sizeof(why)),
+				 -EINVAL);
+		assert_non_null(strstr(why, "QPN"));
+	}
+}
+
+static void test_truncated_and_garbage(void **state)
+{
+	uint8_t buf[128], type, ver;
+	struct qpg_wire_params p = good(), out;
+	int n = qpg_wire_encode_params(buf, sizeof(buf), QPG_WIRE_HELLO, &p);
+	for (int len = 0; len < n; len++)
+		assert_int_not_equal(qpg_wire_decode_params(buf, (size_t)len, &out, NULL, 0), 0);
+	/* a partial header is "need more", garbage is an error at once */
+	assert_int_equal(qpg_wire_peek(buf, 3, &type, &ver), 0);
+	const uint8_t http[] = "GET / HTTP/1.1";
+	assert_int_equal(qpg_wire_peek(http, 1, &type, &ver), -EPROTO);
+}
+
+static void test_reject_roundtrip_and_sanitized(void **state)
+{
+	uint8_t buf[QPG_WIRE_MAX_BOOT_LEN];
+	struct qpg_wire_reject r;
+	int n = qpg_wire_encode_reject(buf, sizeof(buf), QPG_REJECT_SERVER_FULL,
+				       "server full (100 of 100)");
+	assert_true(n > 0);
+	assert_int_equal(qpg_wire_decode_reject(buf, (size_t)n, &r), 0);
+	assert_int_equal(r.code, QPG_REJECT_SERVER_FULL);
+	assert_string_equal(r.text, "server full (100 of 100)");
+	buf[QPG_WIRE_HDR_LEN + 4] = 0x1b; /* an escape sequence from a hostile server */
+	assert_int_equal(qpg_wire_decode_reject(buf, (size_t)n, &r), 0);
+	assert_int_equal(r.text[0], '?');
+}
+
+static void test_frame_header(void **state)
+{
+	uint8_t buf[64] = {0};
+	struct qpg_frame_hdr h = {QPG_WIRE_VERSION, QPG_FRAME_ECHO_REQ, 0, 32, 0x0102030405060708ull},
+			     o;
+	qpg_frame_hdr_encode(buf, &h);
+	assert_int_equal(buf[8], 0x01);
+	assert_int_equal(qpg_frame_hdr_decode(buf, qpg_frame_len(32, 1), 1, 4096, &o), 0);
+	assert_memory_equal(&h, &o, sizeof(h));
+	assert_int_equal(qpg_frame_hdr_decode(buf, qpg_frame_len(32, 1) - 1, 1, 4096, &o), -EPROTO);
+	assert_int_equal(qpg_frame_hdr_decode(buf, 64, 1, 16, &o), -EMSGSIZE);
+	buf[0] = 2;
+	assert_int_equal(qpg_frame_hdr_decode(buf, 64, 1, 4096, &o), -EPROTO);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_every_field_validated),
+		cmocka_unit_test(test_truncated_and_garbage),
+		cmocka_unit_test(test_reject_roundtrip_and_sanitized),
+		cmocka_unit_test(test_frame_header),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
