@@ -112,12 +112,9 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 		return -EINVAL;
 	}
 	if (t == &qpg__transport_rdma) {
-		rc = qpg_rdma_dev_open(&cl->dev, o->ib_dev, (uint8_t)o->ib_port, o->gid_index);
+		rc = qpg__rdma_dev_open_explained(&cl->dev, o->ib_dev, o->ib_port, o->gid_index,
+						  err, err_len);
 		if (rc) {
-			snprintf(err, err_len,
-				 "no usable RDMA device%s%s (%s): run inside the lab "
-				 "(scripts/rxe-vm -- ...) or use --transport tcp",
-				 o->ib_dev ? " " : "", o->ib_dev ? o->ib_dev : "", strerror(-rc));
 			free(cl);
 			return rc;
 		}

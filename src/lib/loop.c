@@ -10,12 +10,18 @@
 
 #include "common.h"
 
+/* eventfd and timerfd both hold a counter that must be read to re-arm. */
+static void drain_counter(int fd)
+{
+	uint64_t v;
+	while (read(fd, &v, sizeof(v)) == sizeof(v))
+		;
+}
+
 static void wake_cb(struct qpg__io *io, uint32_t events)
 {
 	struct qpg__loop *l = qpg__container_of(io, struct qpg__loop, wake);
-	uint64_t v;
-	while (read(io->fd, &v, sizeof(v)) == sizeof(v))
-		;
+	drain_counter(io->fd);
 	if (l->on_wake)
 		l->on_wake(l);
 }
@@ -23,9 +29,7 @@ static void wake_cb(struct qpg__io *io, uint32_t events)
 static void tick_cb(struct qpg__io *io, uint32_t events)
 {
 	struct qpg__loop *l = qpg__container_of(io, struct qpg__loop, tick);
-	uint64_t v;
-	while (read(io->fd, &v, sizeof(v)) == sizeof(v))
-		;
+	drain_counter(io->fd);
 	if (l->on_tick)
 		l->on_tick(l);
 }

@@ -242,16 +242,9 @@ struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err,
 		goto fail;
 	}
 	if (t == &qpg__transport_rdma) {
-		int rc = qpg_rdma_dev_open(&s->dev, s->o.ib_dev, (uint8_t)s->o.ib_port,
-					   s->o.gid_index);
-		if (rc) {
-			snprintf(err, err_len,
-				 "no usable RDMA device%s%s (%s): run inside the lab "
-				 "(scripts/rxe-vm -- ...) or use --transport tcp",
-				 s->o.ib_dev ? " " : "", s->o.ib_dev ? s->o.ib_dev : "",
-				 strerror(-rc));
+		if (qpg__rdma_dev_open_explained(&s->dev, s->o.ib_dev, s->o.ib_port,
+						 s->o.gid_index, err, err_len))
 			goto fail;
-		}
 	}
 	struct qpg__tls_files tf = {s->o.cert, s->o.key, s->o.client_ca};
 	s->ssl_ctx = qpg__tls_server_ctx(&tf, err, err_len);
