@@ -49,9 +49,13 @@ stop_server() {
 	kill -TERM "$srv_pid"
 	for _ in $(seq 1 300); do kill -0 "$srv_pid" 2>/dev/null || break; sleep 0.1; done
 	wait "$srv_pid" 2>/dev/null
+	local rc=$?
 	srv_pid=""
 	stats=$(grep 'stats:' "$work/server.log")
 	echo "server $stats"
+	check "server stopped cleanly on SIGTERM (exit $rc)" [ $rc -eq 0 ]
+	check "server log has no sanitizer report" \
+		bash -c "! grep -Eq 'ERROR: (Address|Leak|Thread|UndefinedBehavior)Sanitizer|runtime error:' '$work/server.log'"
 }
 
 stat() { sed -n "s/.* $1=\([0-9-]*\).*/\1/p" <<<"$stats"; }
