@@ -1,0 +1,298 @@
+#include "load.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct conn_state {
+	struct engine *e;
+	struct qpg_client_conn *c;
+	int index;
+	long sent, verified;
+	uint64_t sent_ns;
+	bool established, closed, done;
+};
+
+struct engine {
+	const struct load_opts *o;
+	struct load_result *r;
+	struct conn_state *conns;
+	uint8_t *payload;
+	int done_traffic;
+	bool stop_sending; /* duration reached */
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Every byte of every message depends on the connection, the message number
+ * and its offset, so a misrouted, reordered or corrupted echo is caught. */
+static uint8_t pattern(int conn, long msg, uint32_t j)
+{
+	return (uint8_t)(conn * 131 + msg * 7 + (long)j * 13 + 1);
+}
+
+static void finish(struct engine *e, struct conn_state *s)
+{
+	if (!s->done) {
+		s->done = true;
+		e->done_traffic++;
+	}
+}
+
+static void send_next(struct engine *e, struct conn_state *s)
+{
+	const struct load_opts *o = e->o;
+	for (uint32_t j = 0; j < o->size; j++)
+		e->payload[j] = pattern(s->index, s->sent, j);
+	if (s->index == 0 && s->sent == o->corrupt_at)
+		qpg_client_conn_corrupt_next_tag(s->c);
+	s->sent_ns = now_ns();
+	int rc = qpg_client_send(s->c, QPG_FRAME_ECHO_REQ, e->payload, o->size);
+	if (rc == 0) {
+		s->sent++;
+		e->r->sent++;
+	} else {
+		fprintf(stderr, "qpgate: conn %d: send failed: %s\n", s->index, strerror(-rc));
+		finish(e, s);
+	}
+}
+
+static bool more_to_send(const struct engine *e, const struct conn_state *s)
+{
+	return e->o->duration_s > 0 ? !e->stop_sending : s->sent < e->o->msgs;
+}
+
+static void on_established(struct qpg_client_conn *c, void *user)
+{
+	struct conn_state *s = user;
+	s->established = true;
+	s->e->r->established++;
+}
+
+static void on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const uint8_t *p,
+		     uint32_t len)
+{
+	struct conn_state *s = user;
+	struct engine *e = s->e;
+	struct load_result *r = e->r;
+	qpg_hist_add(&r->lat, now_ns() - s->sent_ns);
+	if (s->verified == 0)
+		qpg_client_conn_mark_first_msg(c);
+	bool ok = type == QPG_FRAME_ECHO_REPLY && len == e->o->size;
+	for (uint32_t j = 0; ok && j < len; j++)
+		ok = p[j] == pattern(s->index, s->verified, j);
+	if (!ok)
+		r->mismatches++;
+	s->verified++;
+	r->verified++;
+	if (more_to_send(e, s))
+		send_next(e, s);
+	else
+		finish(e, s);
+}
+
+static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class err,
+		      const char *why)
+{
+	struct conn_state *s = user;
+	if (!s)
+		return;
+	struct engine *e = s->e;
+	struct load_result *r = e->r;
+	/* The handle is valid only until this callback returns. */
+	struct qpg_conn_info ci;
+	qpg_client_conn_info(c, &ci);
+	if (s->established) {
+		for (int p = 0; p < QPG_PHASE_COUNT; p++)
+			qpg_hist_add(&r->phase[p], ci.phase_ns[p]);
+		qpg_hist_add(&r->setup, ci.setup_ns);
+		if (s->index == 0) {
+			r->first = ci;
+			r->have_first = true;
+		}
+	}
+	s->closed = true;
+	if (err != QPG_ERR_NONE) {
+		r->failed++;
+		if (r->fail_by_class[err]++ == 0)
+			snprintf(r->fail_example[err], sizeof(r->fail_example[err]), "%s", why);
+		if (e->o->verbose || r->nconns == 1)
+			fprintf(stderr, "qpgate: conn %d: %s\n", s->index, why);
+	}
+	finish(e, s);
+}
+
+const struct qpg_client_cbs load_callbacks = {
+	.established = on_established,
+	.reply = on_reply,
+	.closed = on_closed,
+};
+
+void load_opts_default(struct load_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->nconns = 1;
+	o->msgs = 100;
+	o->size = 64;
+	o->window = 64;
+	o->timeout_ms = 120000;
+	o->corrupt_at = -1;
+}
+
+static void tick(struct engine *e, const char *phase, uint64_t *next)
+{
+	uint64_t now = now_ns();
+	if (e->o->progress && now >= *next) {
+		e->o->progress(e->r, phase, e->o->progress_arg);
+		*next = now + 250000000ull;
+	}
+}
+
+int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_result *r)
+{
+	struct engine e = {.o = o, .r = r};
+	memset(r, 0, sizeof(*r));
+	r->nconns = o->nconns;
+	qpg_hist_init(&r->lat);
+	qpg_hist_init(&r->setup);
+	for (int p = 0; p < QPG_PHASE_COUNT; p++)
+		qpg_hist_init(&r->phase[p]);
+	e.payload = malloc(o->size ? o->size : 1);
+	e.conns = calloc((size_t)o->nconns, sizeof(*e.conns));
+	if (!e.payload || !e.conns) {
+		free(e.payload);
+		free(e.conns);
+		return -ENOMEM;
+	}
+	uint64_t t0 = now_ns(), deadline = t0 + (uint64_t)o->timeout_ms * 1000000ull, next = 0;
+
+	/* Open connections keeping at most WINDOW handshakes in flight (and at
+	 * most RAMP per second), as a fleet of real clients arrives: the
+	 * server's handshake deadline then measures the server, not a queue we
+	 * made ourselves. */
+	while (r->established + r->failed < o->nconns && now_ns() < deadline) {
+		uint64_t now = now_ns();
+		long allowed = o->ramp > 0 ? (long)((double)(now - t0) / 1e9 * o->ramp) + 1 : o->nconns;
+		while (r->started < o->nconns && r->started < allowed &&
+		       r->started - (r->established + r->failed) < o->window) {
+			struct conn_state *s = &e.conns[r->started];
+			s->e = &e;
+			s->index = r->started;
+			if (qpg_client_connect(cl, s, &s->c) < 0) {
+				s->closed = s->done = true;
+				r->failed++;
+				r->fail_by_class[QPG_ERR_LOCAL]++;
+			}
+			r->started++;
+		}
+		qpg_client_run(cl, o->ramp > 0 ? 5 : 100);
+		tick(&e, "connect", &next);
+	}
+	for (int i = r->started; i < o->nconns; i++) { /* never started */
+		e.conns[i].closed = e.conns[i].done = true;
+		r->failed++;
+		if (r->fail_by_class[QPG_ERR_TIMEOUT]++ == 0)
+			snprintf(r->fail_example[QPG_ERR_TIMEOUT], sizeof(r->fail_example[0]),
+				 "not started before the run's timeout");
+	}
+	uint64_t t_up = now_ns();
+	r->connect_s = (double)(t_up - t0) / 1e9;
+	if (o->ready_file) {
+		FILE *f = fopen(o->ready_file, "w");
+		if (f) {
+			fprintf(f, "%d %d\n", r->established, r->failed);
+			fclose(f);
+		}
+	}
+	/* Every connection stays up through the hold: concurrency is real. */
+	uint64_t hold_until = now_ns() + (uint64_t)o->hold_ms * 1000000ull;
+	while (now_ns() < hold_until) {
+		qpg_client_run(cl, 100);
+		tick(&e, "hold", &next);
+	}
+
+	uint64_t t_traffic = now_ns();
+	uint64_t stop_at = o->duration_s > 0 ? t_traffic + (uint64_t)(o->duration_s * 1e9) : 0;
+	for (int i = 0; i < o->nconns; i++) {
+		struct conn_state *s = &e.conns[i];
+		if (s->established && !s->closed && more_to_send(&e, s))
+			send_next(&e, s);
+		else
+			finish(&e, s);
+	}
+	while (e.done_traffic < o->nconns && now_ns() < deadline) {
+		if (stop_at && now_ns() >= stop_at)
+			e.stop_sending = true; /* outstanding replies still come back */
+		qpg_client_run(cl, 50);
+		tick(&e, "traffic", &next);
+	}
+	r->traffic_s = (double)(now_ns() - t_traffic) / 1e9;
+	r->timed_out = e.done_traffic < o->nconns;
+
+	for (int i = 0; i < o->nconns; i++)
+		if (!e.conns[i].closed && i < r->started)
+			qpg_client_close(e.conns[i].c);
+	for (int k = 0; k < 200 && qpg_client_conn_count(cl); k++)
+		qpg_client_run(cl, 10);
+	free(e.payload);
+	free(e.conns);
+	return 0;
+}
+
+void load_print(const struct load_result *r, uint32_t size)
+{
+	if (r->have_first) {
+		const struct qpg_conn_info *ci = &r->first;
+		if (ci->transport == QPG_TRANSPORT_RDMA)
+			printf(" conn 0  local QPN 0x%06x PSN 0x%06x | remote QPN 0x%06x PSN 0x%06x | "
+			       "auth %s | conn id %llu\n",
+			       ci->local_qpn, ci->local_psn, ci->peer_qpn, ci->peer_psn,
+			       ci->auth ? "on" : "off", (unsigned long long)ci->conn_id);
+		else
+			printf(" conn 0  tcp transport | auth %s | conn id %llu\n",
+			       ci->auth ? "on" : "off", (unsigned long long)ci->conn_id);
+	}
+	if (r->phase[0].count) {
+		printf("\n %-16s %12s %12s %12s %12s\n", "setup phase", "mean [us]", "p50 [us]",
+		       "p99 [us]", "max [us]");
+		for (int p = 0; p < QPG_PHASE_COUNT; p++) {
+			const struct qpg_hist *h = &r->phase[p];
+			printf(" %-16s %12.1f %12.1f %12.1f %12.1f\n", qpg_phase_name((enum qpg_phase)p),
+			       qpg_hist_mean(h) / 1e3, (double)qpg_hist_quantile(h, 0.5) / 1e3,
+			       (double)qpg_hist_quantile(h, 0.99) / 1e3, (double)h->max / 1e3);
+		}
+	}
+	printf("\n %-8s %-10s %-7s %-10s %-7s %-10s %-11s %-9s %-9s %-9s %-10s\n", "#conns",
+	       "connected", "failed", "#msgs", "size", "verified", "mismatches", "p50[us]",
+	       "p99[us]", "p99.9[us]", "msg/s");
+	printf(" %-8d %-10d %-7d %-10ld %-7u %-10ld %-11ld %-9.1f %-9.1f %-9.1f %-10.0f\n",
+	       r->nconns, r->established, r->failed, r->sent, size, r->verified, r->mismatches,
+	       (double)qpg_hist_quantile(&r->lat, 0.5) / 1e3,
+	       (double)qpg_hist_quantile(&r->lat, 0.99) / 1e3,
+	       (double)qpg_hist_quantile(&r->lat, 0.999) / 1e3,
+	       r->traffic_s > 0 ? (double)r->verified / r->traffic_s : 0.0);
+	printf(" connect phase %.3f s, traffic phase %.3f s\n", r->connect_s, r->traffic_s);
+	for (int e = 1; e < QPG_ERR_COUNT; e++)
+		if (r->fail_by_class[e])
+			printf(" failed: %d x %s, e.g. \"%s\"\n   -> %s\n", r->fail_by_class[e],
+			       qpg_err_class_name((enum qpg_err_class)e), r->fail_example[e],
+			       qpg_err_class_hint((enum qpg_err_class)e));
+	if (r->timed_out)
+		printf(" run timed out with %d of %d connections unfinished\n",
+		       r->nconns - r->established, r->nconns);
+}
+
+bool load_ok(const struct load_result *r, const struct load_opts *o)
+{
+	if (r->timed_out || r->failed || r->mismatches || r->established != o->nconns)
+		return false;
+	return o->duration_s > 0 ? r->verified == r->sent
+				 : r->verified == (long)o->nconns * o->msgs;
+}

@@ -1,0 +1,59 @@
+/* The load engine behind qpgate-client and qpgate-perf: open N connections
+ * from one event loop (at most WINDOW handshakes at a time, optionally
+ * RAMP per second), hold them all open together, then echo and verify
+ * messages for a count or a duration, and collect what happened. */
+#ifndef QPG_LOAD_H
+#define QPG_LOAD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "qpgate/client.h"
+#include "qpgate/hist.h"
+
+struct load_result;
+
+struct load_opts {
+	int nconns;
+	long msgs;           /* per connection; ignored when duration_s > 0 */
+	double duration_s;   /* traffic phase length, 0: use msgs */
+	uint32_t size;
+	long window;         /* handshakes in flight */
+	double ramp;         /* new connections per second, 0: as fast as the window allows */
+	long hold_ms;        /* all connected -> wait -> traffic */
+	long timeout_ms;     /* whole run */
+	int corrupt_at;      /* test hook, -1: off */
+	const char *ready_file;
+	bool verbose;
+	/* Called about every 250 ms while running (live progress). */
+	void (*progress)(const struct load_result *r, const char *phase, void *arg);
+	void *progress_arg;
+};
+
+struct load_result {
+	int nconns;
+	int started, established, failed;
+	long sent, verified, mismatches;
+	bool timed_out;
+	double connect_s, traffic_s;
+	struct qpg_hist lat;       /* echo round trip, ns */
+	struct qpg_hist setup;     /* TCP connect to RTS, ns */
+	struct qpg_hist phase[QPG_PHASE_COUNT];
+	int fail_by_class[QPG_ERR_COUNT];
+	char fail_example[QPG_ERR_COUNT][256];
+	struct qpg_conn_info first; /* connection 0, for the QPN/PSN line */
+	bool have_first;
+};
+
+/* Pass these to qpg_client_create for a client that load_run drives. */
+extern const struct qpg_client_cbs load_callbacks;
+
+void load_opts_default(struct load_opts *o);
+/* Runs the whole thing on CL. Returns 0, or -ENOMEM. */
+int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_result *r);
+/* perftest-style summary on stdout. */
+void load_print(const struct load_result *r, uint32_t size);
+/* True when every connection connected and every echo verified. */
+bool load_ok(const struct load_result *r, const struct load_opts *o);
+
+#endif
