@@ -4,6 +4,7 @@
 #define QPGATE_SERVER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "qpgate/qpgate.h"
@@ -58,5 +59,7 @@ struct qpg_server_stats {
 	unsigned long long handshake_ns_sum;
 };
 void qpg_server_stats(struct qpg_server *s, struct qpg_server_stats *out);
+/* The stats as Prometheus text (format 0.0.4) in a malloc'd *OUT. */
+int qpg_server_prometheus(struct qpg_server *s, char **out, size_t *len);
 
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "metrics_http.h"
 #include "qpgate/server.h"
 
 static struct qpg_server *g_server; /* for the signal handler only */
@@ -38,7 +39,8 @@ static void usage(FILE *f)
 		"      --allow-no-auth      accept clients that turn per-message auth off\n"
 		"  -s, --max-msg BYTES      largest message (default 4096)\n"
 		"      --srq-depth N        receives posted per thread (default 4096)\n"
-		"      --port-file FILE     write the bound port here once listening\n"
+		"      --port-file FILE     write the bound port (and the metrics port) here once listening\n"
+		"      --metrics HOST:PORT  serve Prometheus metrics at /metrics (e.g. 127.0.0.1:9471)\n"
 		"  -v, --verbose            log every connection\n");
 }
 
@@ -64,9 +66,9 @@ int main(int argc, char **argv)
 {
 	struct qpg_server_opts o;
 	qpg_server_opts_default(&o);
-	const char *port_file = NULL;
+	const char *port_file = NULL, *metrics_addr = NULL;
 	enum { O_BIND = 256, O_CERT, O_KEY, O_CA, O_MAX, O_THREADS, O_TRANSPORT, O_HTO, O_MP,
-	       O_MPP, O_MCP, O_NOAUTH, O_SRQ, O_PORTFILE };
+	       O_MPP, O_MCP, O_NOAUTH, O_SRQ, O_PORTFILE, O_METRICS };
 	static const struct option lo[] = {
 		{"port", 1, 0, 'p'},          {"bind", 1, 0, O_BIND},
 		{"cert", 1, 0, O_CERT},       {"key", 1, 0, O_KEY},
@@ -77,7 +79,8 @@ int main(int argc, char **argv)
 		{"max-pending", 1, 0, O_MP},  {"max-pending-per-peer", 1, 0, O_MPP},
 		{"max-conns-per-peer", 1, 0, O_MCP}, {"allow-no-auth", 0, 0, O_NOAUTH},
 		{"max-msg", 1, 0, 's'},       {"srq-depth", 1, 0, O_SRQ},
-		{"port-file", 1, 0, O_PORTFILE}, {"verbose", 0, 0, 'v'},
+		{"port-file", 1, 0, O_PORTFILE}, {"metrics", 1, 0, O_METRICS},
+		{"verbose", 0, 0, 'v'},
 		{"help", 0, 0, 'h'},          {0, 0, 0, 0},
 	};
 	int ch;
@@ -102,6 +105,7 @@ int main(int argc, char **argv)
 		case 's': o.max_msg = (uint32_t)qpg_cli_int(optarg, 1, QPG_WIRE_MAX_MSG, "--max-msg"); break;
 		case O_SRQ: o.srq_depth = (uint32_t)qpg_cli_int(optarg, 16, 1 << 20, "--srq-depth"); break;
 		case O_PORTFILE: port_file = optarg; break;
+		case O_METRICS: metrics_addr = optarg; break;
 		case 'v': o.verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -128,11 +132,26 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	struct metrics_http *metrics = NULL;
+	if (metrics_addr) {
+		metrics = metrics_http_start(s, metrics_addr, err, sizeof(err));
+		if (!metrics) {
+			fprintf(stderr, "qpgate-server: error: %s\n", err);
+			qpg_server_destroy(s);
+			return 1;
+		}
+		fprintf(stderr, "qpgate-server: metrics on http://%.*s:%u/metrics\n",
+			(int)(strrchr(metrics_addr, ':') - metrics_addr), metrics_addr,
+			metrics_http_port(metrics));
+	}
 	if (port_file) {
 		char tmp[4096];
 		snprintf(tmp, sizeof(tmp), "%s.tmp", port_file);
 		FILE *f = fopen(tmp, "w");
-		if (!f || fprintf(f, "%u\n", qpg_server_port(s)) < 0 || fclose(f) ||
+		if (!f ||
+		    fprintf(f, "%u %u\n", qpg_server_port(s), metrics ? metrics_http_port(metrics) : 0) <
+			    0 ||
+		    fclose(f) ||
 		    rename(tmp, port_file)) {
 			fprintf(stderr, "qpgate-server: error: cannot write %s\n", port_file);
 			return 1;
@@ -142,6 +161,7 @@ int main(int argc, char **argv)
 	fprintf(stderr, "qpgate-server: stopping\n");
 	g_server = NULL;
 	print_stats(s);
+	metrics_http_stop(metrics);
 	qpg_server_destroy(s);
 	return rc ? 1 : 0;
 }

@@ -41,7 +41,7 @@ start_server() {
 		kill -0 "$srv_pid" 2>/dev/null || break
 		sleep 0.1
 	done
-	port=$(cat "$work/port" 2>/dev/null)
+	read -r port mport <"$work/port" 2>/dev/null
 	[ -n "$port" ] || { echo "FAIL server did not start:"; cat "$work/server.log"; exit 1; }
 }
 
@@ -179,6 +179,43 @@ bad_input)
 	check "server: connected=0, nothing leaked" [ "$(stat connected)" = 0 ]
 	check "server: auth_failures=1" [ "$(stat auth_failures)" = 1 ]
 	check "server: QPs created == destroyed" [ "$(stat qps_created)" = "$(stat qps_destroyed)" ]
+	;;
+metrics)
+	start_server --max-clients 5 --metrics 127.0.0.1:0
+	scrape() { curl -fsS "http://127.0.0.1:$mport/metrics" >"$work/metrics.txt"; }
+	metric() { # metric 'NAME{labels}' VALUE
+		grep -qxF "$1 $2" "$work/metrics.txt" || { echo "  saw: $(grep -F "$1 " "$work/metrics.txt")"; return 1; }
+	}
+	qps=5
+	[ "$transport" = rdma ] || qps=0
+	client -c 5 -n 7 -s 100 --hold 6000 --ready-file "$work/ready" --timeout 300000 >"$work/a.out" 2>&1 &
+	a=$!
+	for _ in $(seq 1 1200); do [ -s "$work/ready" ] && break; sleep 0.1; done
+	check "scrape while 5 clients are connected" scrape
+	check "qpgate_connected_clients 5" metric qpgate_connected_clients 5
+	check "qpgate_handshakes_total ok 5" metric 'qpgate_handshakes_total{result="ok"}' 5
+	check "qpgate_qps $qps" metric qpgate_qps $qps
+	check "Content-Type is Prometheus text 0.0.4" \
+		bash -c "curl -fsSI 'http://127.0.0.1:$mport/metrics' | grep -qi 'content-type: text/plain; version=0.0.4'"
+	client -c 1 -n 1 --expect-error server_full >/dev/null 2>&1
+	scrape
+	check "the 6th client counted as server_full" metric 'qpgate_rejections_total{reason="server_full"}' 1
+	wait "$a"; rc=$?
+	check "the 5 clients verified their 35 echoes (exit $rc)" [ $rc -eq 0 ]
+	client -n 10 -s 100 --test-corrupt-tag-at 4 >/dev/null 2>&1
+	log_has 'failed authentication' >/dev/null
+	for _ in $(seq 1 50); do scrape; metric qpgate_connected_clients 0 >/dev/null && break; sleep 0.1; done
+	check "qpgate_connected_clients back to 0" metric qpgate_connected_clients 0
+	check "qpgate_handshakes_total ok 6" metric 'qpgate_handshakes_total{result="ok"}' 6
+	check "39 messages in (35 + 4 before the forged one)" metric 'qpgate_messages_total{direction="in"}' 39
+	check "39 messages out" metric 'qpgate_messages_total{direction="out"}' 39
+	check "3900 payload bytes in" metric 'qpgate_message_bytes_total{direction="in"}' 3900
+	check "one bad tag" metric 'qpgate_auth_failures_total{kind="tag"}' 1
+	check "no sequence failures" metric 'qpgate_auth_failures_total{kind="sequence"}' 0
+	check "qpgate_qps back to 0" metric qpgate_qps 0
+	check "handshake histogram counted 6" metric qpgate_handshake_duration_seconds_count 6
+	check "404 for other paths" bash -c "! curl -fsS 'http://127.0.0.1:$mport/' >/dev/null 2>&1"
+	stop_server
 	;;
 *)
 	echo "unknown scenario $scenario"
