@@ -211,6 +211,8 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 			fclose(f);
 		}
 	}
+	if (o->connected)
+		o->connected(r, o->progress_arg);
 	/* Every connection stays up through the hold: concurrency is real. */
 	uint64_t hold_until = now_ns() + (uint64_t)o->hold_ms * 1000000ull;
 	while (now_ns() < hold_until) {

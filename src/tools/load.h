@@ -28,6 +28,8 @@ struct load_opts {
 	/* Called about every 250 ms while running (live progress). */
 	void (*progress)(const struct load_result *r, const char *phase, void *arg);
 	void *progress_arg;
+	/* Called once when the connect phase ends, all connections still up. */
+	void (*connected)(const struct load_result *r, void *arg);
 };
 
 struct load_result {

@@ -1,0 +1,309 @@
+/* qpgate-perf: N concurrent secure clients from one event loop, with
+ * connection, per-phase, latency, throughput and resource figures, as a
+ * perftest-style table, JSON (--json) and CSV (--csv). */
+#include <getopt.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "load.h"
+#include "resources.h"
+
+struct samples {
+	struct proc_sample client[3], server[3]; /* baseline, all connected, end */
+	struct dev_counts dev[3];
+	pid_t server_pid;
+	const char *dev_name;
+	bool tty;
+	double last_line_s;
+	uint64_t t0;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void take(struct samples *s, int k)
+{
+	proc_sample(0, &s->client[k]);
+	if (s->server_pid)
+		proc_sample(s->server_pid, &s->server[k]);
+	dev_counts(s->dev_name, &s->dev[k]);
+}
+
+static void on_connected(const struct load_result *r, void *arg)
+{
+	take(arg, 1);
+}
+
+static void on_progress(const struct load_result *r, const char *phase, void *arg)
+{
+	struct samples *s = arg;
+	double t = now_s();
+	if (s->tty) {
+		fprintf(stderr, "\r %-8s %6d/%-6d connected  %5d failed  %9ld verified  %6.1f s  ",
+			phase, r->established, r->nconns, r->failed, r->verified,
+			t - (double)s->t0);
+	} else if (t - s->last_line_s >= 5) {
+		fprintf(stderr, "progress: %s %d/%d connected, %d failed, %ld verified\n", phase,
+			r->established, r->nconns, r->failed, r->verified);
+		s->last_line_s = t;
+	}
+}
+
+static json_t *hist_json(const struct qpg_hist *h, double scale)
+{
+	return json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:f}", "count", (json_int_t)h->count,
+			 "mean", qpg_hist_mean(h) / scale, "p50", qpg_hist_quantile(h, 0.5) / scale,
+			 "p95", qpg_hist_quantile(h, 0.95) / scale, "p99",
+			 qpg_hist_quantile(h, 0.99) / scale, "p999",
+			 qpg_hist_quantile(h, 0.999) / scale, "max",
+			 h->count ? (double)h->max / scale : 0.0);
+}
+
+static json_t *proc_json(const struct proc_sample *p)
+{
+	if (!p->ok)
+		return json_null();
+	return json_pack("{s:f, s:I, s:I, s:i, s:i}", "cpu_s", p->cpu_s, "rss_kb",
+			 (json_int_t)p->rss_kb, "rss_peak_kb", (json_int_t)p->hwm_kb, "threads",
+			 p->threads, "fds", p->fds);
+}
+
+static json_t *dev_json(const struct dev_counts *d)
+{
+	if (!d->ok)
+		return json_null();
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "pd", (json_int_t)d->pd, "cq",
+			 (json_int_t)d->cq, "qp", (json_int_t)d->qp, "mr", (json_int_t)d->mr, "srq",
+			 (json_int_t)d->srq, "cm_id", (json_int_t)d->cm_id);
+}
+
+static double per_client_kb(const struct samples *s, const struct load_result *r)
+{
+	if (!s->server[0].ok || !s->server[1].ok || r->established == 0)
+		return -1;
+	return (double)(s->server[1].rss_kb - s->server[0].rss_kb) / r->established;
+}
+
+static json_t *build_json(const struct qpg_client_opts *co, const struct load_opts *lo,
+			  const struct load_result *r, const struct samples *s)
+{
+	json_t *fails = json_object();
+	for (int e = 1; e < QPG_ERR_COUNT; e++)
+		if (r->fail_by_class[e])
+			json_object_set_new(fails, qpg_err_class_name((enum qpg_err_class)e),
+					    json_integer(r->fail_by_class[e]));
+	json_t *phases = json_object();
+	for (int p = 0; p < QPG_PHASE_COUNT; p++)
+		json_object_set_new(phases, qpg_phase_name((enum qpg_phase)p),
+				    hist_json(&r->phase[p], 1e3));
+	json_t *snap = json_array();
+	static const char *const when[3] = {"baseline", "connected", "end"};
+	for (int k = 0; k < 3; k++)
+		json_array_append_new(snap, json_pack("{s:s, s:o, s:o, s:o}", "at", when[k], "client",
+						      proc_json(&s->client[k]), "server",
+						      proc_json(&s->server[k]), "device",
+						      dev_json(&s->dev[k])));
+	double pkb = per_client_kb(s, r);
+	time_t now = time(NULL);
+	char date[32];
+	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+	double rate = r->traffic_s > 0 ? (double)r->verified / r->traffic_s : 0;
+	return json_pack(
+		"{s:{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:f, s:b, s:f, s:I, s:i},"
+		" s:{s:{s:i, s:i, s:i, s:f, s:o, s:o, s:o, s:f},"
+		"    s:{s:I, s:I, s:I, s:o, s:f, s:f, s:f},"
+		"    s:{s:o, s:o}}}",
+		"test_info", "tool", "qpgate-perf", "version", "0.1.0", "date", date, "transport",
+		co->transport == QPG_KIND_RDMA ? "rdma" : "tcp", "host", co->host, "port", co->port,
+		"clients", lo->nconns, "msgs_per_client", (json_int_t)(lo->duration_s > 0 ? 0 : lo->msgs),
+		"duration_s", lo->duration_s, "auth", co->auth, "ramp_per_s", lo->ramp, "window",
+		(json_int_t)lo->window, "size", (int)lo->size,
+		"results", "connections", "attempted", r->nconns, "succeeded", r->established,
+		"failed", r->failed, "success_rate", r->nconns ? (double)r->established / r->nconns : 0,
+		"failures", fails, "connect_ms", hist_json(&r->setup, 1e6), "phases_us", phases,
+		"connect_phase_s", r->connect_s,
+		"data", "sent", (json_int_t)r->sent, "verified", (json_int_t)r->verified, "mismatches",
+		(json_int_t)r->mismatches, "latency_us", hist_json(&r->lat, 1e3), "msgs_per_s", rate,
+		"bytes_per_s", rate * lo->size, "traffic_phase_s", r->traffic_s,
+		"resources", "snapshots", snap, "server_memory_per_client_kb",
+		pkb >= 0 ? json_real(pkb) : json_null());
+}
+
+static int write_csv(const char *path, const struct load_opts *lo, const struct load_result *r,
+		     const struct samples *s)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -1;
+	double rate = r->traffic_s > 0 ? (double)r->verified / r->traffic_s : 0;
+	fprintf(f, "clients,connected,failed,success_rate,connect_p50_ms,connect_p95_ms,"
+		   "connect_p99_ms,connect_max_ms,size,messages,verified,mismatches,lat_p50_us,"
+		   "lat_p99_us,lat_p999_us,msgs_per_s,bytes_per_s,server_rss_kb,"
+		   "server_kb_per_client,device_qps_connected\n");
+	fprintf(f, "%d,%d,%d,%.6f,%.3f,%.3f,%.3f,%.3f,%u,%ld,%ld,%ld,%.1f,%.1f,%.1f,%.1f,%.1f,%ld,%.2f,%ld\n",
+		r->nconns, r->established, r->failed,
+		r->nconns ? (double)r->established / r->nconns : 0,
+		qpg_hist_quantile(&r->setup, 0.5) / 1e6, qpg_hist_quantile(&r->setup, 0.95) / 1e6,
+		qpg_hist_quantile(&r->setup, 0.99) / 1e6, (double)r->setup.max / 1e6, lo->size,
+		r->sent, r->verified, r->mismatches, qpg_hist_quantile(&r->lat, 0.5) / 1e3,
+		qpg_hist_quantile(&r->lat, 0.99) / 1e3, qpg_hist_quantile(&r->lat, 0.999) / 1e3, rate,
+		rate * lo->size, s->server[1].rss_kb, per_client_kb(s, r), s->dev[1].qp);
+	return fclose(f);
+}
+
+static void print_resources(const struct samples *s, const struct load_result *r)
+{
+	static const char *const when[3] = {"baseline", "connected", "end"};
+	printf("\n %-10s %-8s %10s %10s %8s %7s %9s %6s %6s %6s %6s\n", "resources", "at",
+	       "cpu[s]", "rss[kB]", "threads", "fds", "dev:qp", "cq", "mr", "pd", "srq");
+	for (int k = 0; k < 3; k++) {
+		const struct proc_sample *who[2] = {&s->client[k], &s->server[k]};
+		for (int w = 0; w < 2; w++) {
+			if (!who[w]->ok)
+				continue;
+			printf(" %-10s %-8s %10.2f %10ld %8d %7d", w ? "server" : "client", when[k],
+			       who[w]->cpu_s, who[w]->rss_kb, who[w]->threads, who[w]->fds);
+			if (w == 0 && s->dev[k].ok)
+				printf(" %9ld %6ld %6ld %6ld %6ld", s->dev[k].qp, s->dev[k].cq,
+				       s->dev[k].mr, s->dev[k].pd, s->dev[k].srq);
+			printf("\n");
+		}
+	}
+	double pkb = per_client_kb(s, r);
+	if (pkb >= 0)
+		printf(" server memory per connected client: %.1f kB\n", pkb);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: qpgate-perf -c N [options] HOST SERVERNAME\n" QPG_CLI_CLIENT_HELP
+		   "  -c, --clients N       concurrent clients (default 10)\n"
+		   "      --ramp R          new connections per second (default: as fast as --window allows)\n"
+		   "      --window N        handshakes in progress at once (default 64)\n"
+		   "  -s, --size BYTES      message size (default 64)\n"
+		   "  -n, --iters N         messages per client (default 10)\n"
+		   "  -D, --duration S      send for S seconds instead of -n\n"
+		   "      --hold MS         once all are connected, wait MS before traffic\n"
+		   "      --timeout MS      give up on the whole run after MS (default 600000)\n"
+		   "      --server-pid PID  also report the server's CPU, RSS, threads, fds\n"
+		   "      --json FILE       results as JSON (test_info + results)\n"
+		   "      --csv FILE        results as one CSV row with a header\n");
+}
+
+int main(int argc, char **argv)
+{
+	struct qpg_client_opts co;
+	struct load_opts lo;
+	struct samples s = {0};
+	qpg_client_opts_default(&co);
+	load_opts_default(&lo);
+	lo.nconns = 10;
+	lo.msgs = 10;
+	lo.timeout_ms = 600000;
+	const char *json_path = NULL, *csv_path = NULL;
+	enum { O_RAMP = 256, O_WINDOW, O_HOLD, O_TIMEOUT, O_SPID, O_JSON, O_CSV };
+	static const struct option opts[] = {
+		QPG_CLI_CLIENT_LONGOPTS,
+		{"clients", 1, 0, 'c'},
+		{"ramp", 1, 0, O_RAMP},
+		{"window", 1, 0, O_WINDOW},
+		{"size", 1, 0, 's'},
+		{"iters", 1, 0, 'n'},
+		{"duration", 1, 0, 'D'},
+		{"hold", 1, 0, O_HOLD},
+		{"timeout", 1, 0, O_TIMEOUT},
+		{"server-pid", 1, 0, O_SPID},
+		{"json", 1, 0, O_JSON},
+		{"csv", 1, 0, O_CSV},
+		{"help", 0, 0, 'h'},
+		{0, 0, 0, 0},
+	};
+	int ch;
+	while ((ch = getopt_long(argc, argv, QPG_CLI_CLIENT_SHORTOPTS "c:s:n:D:h", opts, NULL)) != -1) {
+		if (qpg_cli_client_opt(ch, optarg, &co))
+			continue;
+		switch (ch) {
+		case 'c': lo.nconns = (int)qpg_cli_int(optarg, 1, 10000000, "--clients"); break;
+		case O_RAMP: lo.ramp = qpg_cli_double(optarg, 0.001, 1e9, "--ramp"); break;
+		case O_WINDOW: lo.window = qpg_cli_int(optarg, 1, 10000000, "--window"); break;
+		case 's': lo.size = (uint32_t)qpg_cli_int(optarg, 1, QPG_WIRE_MAX_MSG, "--size"); break;
+		case 'n': lo.msgs = qpg_cli_int(optarg, 0, 1000000000, "--iters"); break;
+		case 'D': lo.duration_s = qpg_cli_double(optarg, 0.001, 86400, "--duration"); break;
+		case O_HOLD: lo.hold_ms = qpg_cli_int(optarg, 0, 86400000, "--hold"); break;
+		case O_TIMEOUT: lo.timeout_ms = qpg_cli_int(optarg, 1, 86400000, "--timeout"); break;
+		case O_SPID: s.server_pid = (pid_t)qpg_cli_int(optarg, 1, 1 << 30, "--server-pid"); break;
+		case O_JSON: json_path = optarg; break;
+		case O_CSV: csv_path = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (argc - optind != 2) {
+		usage(stderr);
+		return 2;
+	}
+	co.host = argv[optind];
+	co.servername = argv[optind + 1];
+	if (lo.size > co.max_msg)
+		co.max_msg = lo.size;
+	signal(SIGPIPE, SIG_IGN);
+	s.dev_name = co.ib_dev;
+	s.tty = isatty(STDERR_FILENO);
+	s.t0 = (uint64_t)now_s();
+	lo.progress = on_progress;
+	lo.connected = on_connected;
+	lo.progress_arg = &s;
+
+	char err[512];
+	struct qpg_client *cl;
+	take(&s, 0);
+	if (qpg_client_create(&cl, &co, &load_callbacks, err, sizeof(err))) {
+		fprintf(stderr, "qpgate-perf: error: %s\n", err);
+		return 1;
+	}
+	struct load_result *r = malloc(sizeof(*r));
+	if (!r || load_run(cl, &lo, r)) {
+		fprintf(stderr, "qpgate-perf: out of memory\n");
+		return 1;
+	}
+	if (s.tty)
+		fprintf(stderr, "\n");
+	qpg_client_destroy(cl);
+	take(&s, 2);
+
+	printf(" qpgate-perf: %d clients, %s transport, message auth %s, %u-byte messages\n",
+	       lo.nconns, co.transport == QPG_KIND_RDMA ? "rdma" : "tcp", co.auth ? "on" : "off",
+	       lo.size);
+	load_print(r, lo.size);
+	printf(" success rate %.2f%%   connect p50 %.1f ms  p95 %.1f ms  p99 %.1f ms  max %.1f ms\n",
+	       r->nconns ? 100.0 * r->established / r->nconns : 0,
+	       qpg_hist_quantile(&r->setup, 0.5) / 1e6, qpg_hist_quantile(&r->setup, 0.95) / 1e6,
+	       qpg_hist_quantile(&r->setup, 0.99) / 1e6, (double)r->setup.max / 1e6);
+	print_resources(&s, r);
+
+	int rc = load_ok(r, &lo) ? 0 : 1;
+	if (json_path) {
+		json_t *j = build_json(&co, &lo, r, &s);
+		if (!j || json_dump_file(j, json_path, JSON_INDENT(2)) != 0) {
+			fprintf(stderr, "qpgate-perf: cannot write %s\n", json_path);
+			rc = 1;
+		}
+		json_decref(j);
+	}
+	if (csv_path && write_csv(csv_path, &lo, r, &s) != 0) {
+		fprintf(stderr, "qpgate-perf: cannot write %s\n", csv_path);
+		rc = 1;
+	}
+	free(r);
+	return rc;
+}
