@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# One qpgate-perf run against a fresh server on one rxe device, in the lab.
+#   bench/perf-lab.sh CLIENTS [extra qpgate-perf flags...]
+# Run it through the lab: scripts/rxe-vm --mem 8192 -- bench/perf-lab.sh 10000
+set -euo pipefail
+clients=${1:?usage: perf-lab.sh CLIENTS [flags]}
+shift
+repo=$(cd "$(dirname "$0")/.." && pwd -P)
+bin=${QPG_BIN:-$repo/build/bin}
+out=${QPG_BENCH_OUT:-$repo/build/bench}
+mkdir -p "$out"
+work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-bench.XXXXXX")
+srv=""
+trap 'if [ -n "$srv" ]; then kill "$srv" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
+"$repo/scripts/make-certs" "$work" localhost 2>/dev/null
+"$bin/qpgate-server" --cert "$work/server.crt" --key "$work/server.key" -p 0 \
+	--port-file "$work/port" --handshake-timeout 120000 --max-pending 100000 \
+	--max-pending-per-peer 100000 2>"$work/server.log" &
+srv=$!
+for _ in $(seq 1 100); do [ -s "$work/port" ] && break; sleep 0.1; done
+read -r port _ <"$work/port"
+rc=0
+"$bin/qpgate-perf" --ca "$work/ca.crt" -p "$port" -c "$clients" --server-pid "$srv" \
+	--json "$out/perf-$clients.json" --csv "$out/perf-$clients.csv" "$@" 127.0.0.1 localhost || rc=$?
+kill -TERM "$srv"
+wait "$srv" || true
+srv=""
+grep 'stats:' "$work/server.log"
+echo "json: $out/perf-$clients.json"
+exit $rc

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# qpgate-perf end to end: its JSON must be valid, complete, and agree with
+# what the run did. Timings are reported, never asserted.
+#   perf.sh TRANSPORT [CLIENTS]
+set -u
+transport=$1
+n=${2:-200}
+here=$(cd "$(dirname "$0")/../.." && pwd -P)
+bin=${QPG_BIN:-$here/build/bin}
+work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-perf.XXXXXX")
+srv=""
+trap 'if [ -n "$srv" ]; then kill -9 "$srv" 2>/dev/null; fi; rm -rf "$work"' EXIT
+fails=0
+check() {
+	local what=$1
+	shift
+	if "$@"; then echo "PASS $what"; else echo "FAIL $what"; fails=$((fails + 1)); fi
+}
+"$here/scripts/make-certs" "$work" localhost >/dev/null 2>&1
+"$bin/qpgate-server" --transport "$transport" --cert "$work/server.crt" --key "$work/server.key" \
+	-p 0 --port-file "$work/port" --handshake-timeout 60000 2>"$work/server.log" &
+srv=$!
+for _ in $(seq 1 100); do [ -s "$work/port" ] && break; sleep 0.1; done
+read -r port _ <"$work/port"
+"$bin/qpgate-perf" --transport "$transport" --ca "$work/ca.crt" -p "$port" -c "$n" -n 5 -s 300 \
+	--server-pid "$srv" --json "$work/r.json" --csv "$work/r.csv" 127.0.0.1 localhost >"$work/out" 2>&1
+rc=$?
+cat "$work/out"
+j() { jq -e "$1" "$work/r.json" >/dev/null; }
+check "qpgate-perf exit 0" [ $rc -eq 0 ]
+check "JSON parses with jq" j '.'
+check "test_info names the run" j ".test_info.clients == $n and .test_info.transport == \"$transport\" and .test_info.size == 300"
+check "100% success" j ".results.connections.success_rate == 1 and .results.connections.succeeded == $n"
+check "every message verified" j ".results.data.verified == $((n * 5)) and .results.data.mismatches == 0"
+check "latency and connect percentiles filled" \
+	j '.results.data.latency_us.p50 > 0 and .results.data.latency_us.p999 >= .results.data.latency_us.p99 and .results.connections.connect_ms.p99 > 0'
+check "per-phase table present" j '.results.connections.phases_us.tls_handshake.count > 0'
+check "client and server resources sampled" \
+	j '.results.resources.snapshots[1].client.fds > 0 and .results.resources.snapshots[1].server.rss_kb > 0 and .results.resources.server_memory_per_client_kb != null'
+check "msgs/s and bytes/s" j '.results.data.msgs_per_s > 0 and ((.results.data.bytes_per_s / .results.data.msgs_per_s) - 300 | fabs) < 1e-6'
+if [ "$transport" = rdma ]; then
+	check "QP phases timed" j '.results.connections.phases_us.qp_rtr.p50 > 0 and .results.connections.phases_us.qp_create.p50 > 0'
+	check "device QPs at 'connected' = 2 per client + QP1" j ".results.resources.snapshots[1].device.qp == $((2 * n + 1))"
+	check "device QPs back to baseline at the end" j '.results.resources.snapshots[2].device.qp == .results.resources.snapshots[0].device.qp'
+fi
+check "CSV has a header and one row" [ "$(wc -l <"$work/r.csv")" -eq 2 ]
+check "CSV row says $n of $n connected" grep -q "^$n,$n,0,1.000000," "$work/r.csv"
+kill -TERM "$srv"; wait "$srv"; srv=""
+[ $fails -eq 0 ] && echo "all checks passed" || echo "$fails check(s) failed"
+exit $((fails > 0))
