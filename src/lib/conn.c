@@ -85,22 +85,20 @@ static void set_sockopts(int fd)
 }
 
 int qpg__conn_accept(struct qpg__endpoint *ep, int fd, const struct sockaddr_storage *peer,
-		     struct qpg__conn **out)
+		     void *user)
 {
 	struct qpg__conn *c = conn_new(ep, fd, true);
 	if (!c) {
 		close(fd);
 		return -ENOMEM;
 	}
+	c->user = user;
 	c->peer_addr = *peer;
 	set_sockopts(fd);
 	c->state = QPG_CONN_TLS;
 	c->ssl = qpg__tls_session(ep->ssl_ctx, fd, 1, NULL);
-	if (!c->ssl || qpg__loop_add(&ep->loop, &c->io, fd, EPOLLIN, ctrl_cb) < 0) {
+	if (!c->ssl || qpg__loop_add(&ep->loop, &c->io, fd, EPOLLIN, ctrl_cb) < 0)
 		qpg__conn_close(c, QPG_ERR_LOCAL, "cannot set up TLS session");
-		return -ENOMEM;
-	}
-	*out = c;
 	return 0;
 }
 

@@ -172,9 +172,11 @@ void qpg__endpoint_fini(struct qpg__endpoint *ep);
 /* Free closed connections whose data path has drained; enforce deadlines. */
 void qpg__endpoint_tick(struct qpg__endpoint *ep);
 
-/* Server side: take over an accepted socket. */
+/* Server side: take over an accepted socket. -ENOMEM: nothing was created
+ * and FD is closed. Otherwise the connection exists, with USER set, and any
+ * later failure reaches the closed callback like every other close. */
 int qpg__conn_accept(struct qpg__endpoint *ep, int fd, const struct sockaddr_storage *peer,
-		     struct qpg__conn **out);
+		     void *user);
 /* Client side: start a connection to ADDR. */
 struct qpg__client_params {
 	const struct sockaddr *addr;

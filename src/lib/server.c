@@ -162,13 +162,10 @@ static void listen_cb(struct qpg__io *io, uint32_t events)
 			continue;
 		}
 		atomic_fetch_add(&s->pending, 1);
-		struct qpg__conn *c;
-		if (qpg__conn_accept(&w->ep, fd, &ss, &c) < 0) {
+		if (qpg__conn_accept(&w->ep, fd, &ss, pe) < 0) {
 			atomic_fetch_sub(&s->pending, 1);
 			qpg__peers_leave(&s->peers, pe, false);
-			continue;
 		}
-		c->user = pe;
 	}
 }
 
