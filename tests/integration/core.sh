@@ -10,7 +10,7 @@ bin=${QPG_BIN:-$here/build/bin}
 work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-core.XXXXXX")
 certs=$work/certs
 "$here/scripts/make-certs" "$certs" localhost >/dev/null 2>&1 || { echo "FAIL cannot make certs"; exit 1; }
-fails=0
+. "$here/tests/integration/lib.sh"
 srv_pid=""
 
 cleanup() {
@@ -21,11 +21,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-check() { # check DESCRIPTION COMMAND...
-	local what=$1
-	shift
-	if "$@"; then echo "PASS $what"; else echo "FAIL $what"; fails=$((fails + 1)); fi
-}
 
 qp_count() {
 	if [ "$transport" = rdma ]; then rdma res show qp 2>/dev/null | grep -c 'lqpn' ; else echo 0; fi
@@ -222,5 +217,4 @@ metrics)
 	exit 2
 	;;
 esac
-[ $fails -eq 0 ] && echo "all checks passed" || echo "$fails check(s) failed"
-exit $((fails > 0))
+finish_checks

@@ -10,12 +10,7 @@ bin=${QPG_BIN:-$here/build/bin}
 work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-perf.XXXXXX")
 srv=""
 trap 'if [ -n "$srv" ]; then kill -9 "$srv" 2>/dev/null; fi; rm -rf "$work"' EXIT
-fails=0
-check() {
-	local what=$1
-	shift
-	if "$@"; then echo "PASS $what"; else echo "FAIL $what"; fails=$((fails + 1)); fi
-}
+. "$here/tests/integration/lib.sh"
 "$here/scripts/make-certs" "$work" localhost >/dev/null 2>&1
 "$bin/qpgate-server" --transport "$transport" --cert "$work/server.crt" --key "$work/server.key" \
 	-p 0 --port-file "$work/port" --handshake-timeout 60000 2>"$work/server.log" &
@@ -46,5 +41,4 @@ fi
 check "CSV has a header and one row" [ "$(wc -l <"$work/r.csv")" -eq 2 ]
 check "CSV row says $n of $n connected" grep -q "^$n,$n,0,1.000000," "$work/r.csv"
 kill -TERM "$srv"; wait "$srv"; srv=""
-[ $fails -eq 0 ] && echo "all checks passed" || echo "$fails check(s) failed"
-exit $((fails > 0))
+finish_checks
