@@ -19,6 +19,7 @@ struct rdma_ep {
 	struct qpg__io channel_io;
 	struct qpg__map qpn_to_conn;
 	uint32_t srq_posted;
+	uint32_t srq_cap; /* the SRQ's size: the most receives we may post */
 	uint32_t unacked_events;
 	int cq_size;
 	struct qpg__endpoint *ep;
@@ -34,14 +35,27 @@ static struct rdma_conn *to_rdma(struct qpg__conn *c)
 	return qpg__container_of(c, struct rdma_conn, base);
 }
 
+/* How many receives to keep posted: the configured depth, or one per
+ * connection plus slack when there are more connections than that. Every
+ * peer may have a message in flight at once; a receive short of that means
+ * RNR NAKs, and thousands of QPs retrying RNR livelock rxe (seen at 10,000
+ * clients under TCG: a soft lockup in rxe_requester). */
+static uint32_t srq_target(const struct rdma_ep *r)
+{
+	const struct qpg__endpoint *ep = r->ep;
+	size_t want = QPG_MAX((size_t)ep->srq_depth, ep->nconns + 64);
+	return (uint32_t)QPG_MIN(want, (size_t)r->srq_cap);
+}
+
 static void srq_refill(struct rdma_ep *r)
 {
 	struct qpg__endpoint *ep = r->ep;
-	while (r->srq_posted < ep->srq_depth) {
+	uint32_t target = srq_target(r);
+	while (r->srq_posted < target) {
 		struct ibv_recv_wr wrs[32], *bad;
 		struct ibv_sge sges[32];
 		int n = 0;
-		while (n < 32 && r->srq_posted + (uint32_t)n < ep->srq_depth) {
+		while (n < 32 && r->srq_posted + (uint32_t)n < target) {
 			struct qpg_buf *b = qpg_pool_get(&ep->pool);
 			if (!b)
 				break;
@@ -137,10 +151,10 @@ static int rdma_ep_init(struct qpg__endpoint *ep)
 	 * slot can never overflow. */
 	if (ep->pool.max_slots == 0 || ep->pool.max_slots >= (size_t)ep->dev->max_cqe)
 		ep->pool.max_slots = (size_t)ep->dev->max_cqe - 1;
-	if (ep->srq_depth > (uint32_t)ep->dev->max_srq_wr)
-		ep->srq_depth = (uint32_t)ep->dev->max_srq_wr;
-	if (ep->srq_depth >= ep->pool.max_slots)
-		ep->srq_depth = (uint32_t)ep->pool.max_slots / 2;
+	/* Half the pool may wait in the SRQ; the other half carries sends. */
+	r->srq_cap = (uint32_t)QPG_MIN((size_t)ep->dev->max_srq_wr, ep->pool.max_slots / 2);
+	if (ep->srq_depth > r->srq_cap)
+		ep->srq_depth = r->srq_cap;
 	r->cq_size = (int)ep->pool.max_slots + 1;
 	errno = 0;
 	r->channel = ibv_create_comp_channel(ep->dev->ctx);
@@ -152,7 +166,7 @@ static int rdma_ep_init(struct qpg__endpoint *ep)
 	r->cq = ibv_create_cq(ep->dev->ctx, r->cq_size, r, r->channel, 0);
 	if (!r->cq)
 		goto err;
-	struct ibv_srq_init_attr sa = {.attr = {.max_wr = ep->srq_depth, .max_sge = 1}};
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = r->srq_cap, .max_sge = 1}};
 	r->srq = ibv_create_srq(ep->dev->pd, &sa);
 	if (!r->srq)
 		goto err;

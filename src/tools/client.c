@@ -89,6 +89,7 @@ int main(int argc, char **argv)
 	o.servername = argv[optind + 1];
 	if (lo.size > o.max_msg)
 		o.max_msg = lo.size;
+	load_size_client(&o, &lo);
 	signal(SIGPIPE, SIG_IGN);
 
 	char err[512];

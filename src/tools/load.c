@@ -135,6 +135,14 @@ const struct qpg_client_cbs load_callbacks = {
 	.closed = on_closed,
 };
 
+void load_size_client(struct qpg_client_opts *co, const struct load_opts *o)
+{
+	/* The library clamps this to what the device's CQ can hold. */
+	uint64_t want = 2ull * (uint64_t)o->nconns * co->credits + 1024;
+	if (want > co->pool_max)
+		co->pool_max = want > UINT32_MAX ? UINT32_MAX : (uint32_t)want;
+}
+
 void load_opts_default(struct load_opts *o)
 {
 	memset(o, 0, sizeof(*o));

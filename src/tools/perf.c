@@ -256,6 +256,7 @@ int main(int argc, char **argv)
 	co.servername = argv[optind + 1];
 	if (lo.size > co.max_msg)
 		co.max_msg = lo.size;
+	load_size_client(&co, &lo);
 	signal(SIGPIPE, SIG_IGN);
 	s.dev_name = co.ib_dev;
 	s.tty = isatty(STDERR_FILENO);
