@@ -4,6 +4,8 @@
 set -u
 vm="$(cd "$(dirname "$0")/../.." && pwd -P)/scripts/rxe-vm"
 fail=0
+tmp=${TMPDIR:-/tmp}
+before=$(ls -d "$tmp"/rxe-vm.* 2>/dev/null | sort)
 
 out=$("$vm" -- ibv_devinfo -d rxe0 2>&1); rc=$?
 if [ $rc -eq 0 ] && grep -q 'PORT_ACTIVE' <<<"$out" && grep -q 'hca_id:.*rxe0' <<<"$out"; then
@@ -24,6 +26,6 @@ else
 	echo "FAIL timeout: rc=$rc after ${took}s: $err"; fail=1
 fi
 
-left=$(ls -d "${TMPDIR:-/tmp}"/rxe-vm.* 2>/dev/null | wc -l)
-echo "state dirs left behind: $left"
+left=$(comm -13 <(echo "$before") <(ls -d "$tmp"/rxe-vm.* 2>/dev/null | sort) | grep -c . || true)
+if [ "$left" -eq 0 ]; then echo "PASS the three runs left no state dir behind"; else echo "FAIL $left state dir(s) left behind"; fail=1; fi
 exit $fail
