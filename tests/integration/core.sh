@@ -212,6 +212,64 @@ metrics)
 	check "404 for other paths" bash -c "! curl -fsS 'http://127.0.0.1:$mport/' >/dev/null 2>&1"
 	stop_server
 	;;
+tls)
+	# Refusals the TLS layer must make, each with the error class a person sees.
+	expect_fail() { # expect_fail CLASS TEXT CLIENT-ARGS...
+		local class=$1 text=$2
+		shift 2
+		local out
+		out=$("$bin/qpgate-client" --transport "$transport" -p "$port" -n 1 "$@" 2>&1)
+		grep -m1 'e.g.' <<<"$out" | sed 's/^/  /'
+		grep -q "expected every connection to fail with $class: yes" <<<"$out" && grep -q -- "$text" <<<"$out"
+	}
+	start_server
+	check "wrong host name refused (hostname_mismatch)" \
+		expect_fail hostname_mismatch 'host name mismatch' --ca "$certs/ca.crt" --expect-error hostname_mismatch 127.0.0.1 not-the-server.example
+	"$here/scripts/make-certs" "$work/other" localhost >/dev/null 2>&1
+	check "server signed by an untrusted CA refused (certificate)" \
+		expect_fail certificate 'certificate verification failed' --ca "$work/other/ca.crt" --expect-error certificate 127.0.0.1 localhost
+	check "TLS 1.2 client refused by the server" \
+		bash -c "! openssl s_client -tls1_2 -connect 127.0.0.1:$port -servername localhost </dev/null >'$work/s_client.out' 2>&1"
+	grep -m1 -iE 'alert|error' "$work/s_client.out" | sed 's/^/  s_client: /'
+	stop_server
+
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj /CN=localhost \
+		-addext subjectAltName=DNS:localhost -keyout "$work/self.key" -out "$work/self.crt" 2>/dev/null
+	start_server_with() { # a server with another certificate
+		rm -f "$work/port"
+		"$bin/qpgate-server" --transport "$transport" --cert "$1" --key "$2" -p 0 \
+			--port-file "$work/port" 2>"$work/server.log" &
+		srv_pid=$!
+		for _ in $(seq 1 100); do [ -s "$work/port" ] && break; sleep 0.1; done
+		read -r port mport <"$work/port"
+	}
+	start_server_with "$work/self.crt" "$work/self.key"
+	check "self-signed server certificate refused (certificate)" \
+		expect_fail certificate 'certificate verification failed' --ca "$certs/ca.crt" --expect-error certificate 127.0.0.1 localhost
+	stop_server
+
+	# An expired server certificate, signed by the trusted CA.
+	mkdir -p "$work/exp" && : >"$work/exp/index.txt" && echo 01 >"$work/exp/serial"
+	printf '[ca]\ndefault_ca=d\n[d]\ndatabase=%s/exp/index.txt\nserial=%s/exp/serial\nnew_certs_dir=%s/exp\ndefault_md=sha256\npolicy=p\ncopy_extensions=copy\n[p]\ncommonName=supplied\n' \
+		"$work" "$work" "$work" >"$work/exp/ca.cnf"
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost \
+		-addext subjectAltName=DNS:localhost -keyout "$work/exp/s.key" -out "$work/exp/s.csr" 2>/dev/null
+	openssl ca -batch -config "$work/exp/ca.cnf" -cert "$certs/ca.crt" -keyfile "$certs/ca.key" \
+		-startdate 20200101000000Z -enddate 20200102000000Z -in "$work/exp/s.csr" -out "$work/exp/s.crt" >/dev/null 2>&1
+	start_server_with "$work/exp/s.crt" "$work/exp/s.key"
+	check "expired server certificate refused (certificate has expired)" \
+		expect_fail certificate 'certificate has expired' --ca "$certs/ca.crt" --expect-error certificate 127.0.0.1 localhost
+	stop_server
+
+	start_server --client-ca "$certs/ca.crt"
+	out=$("$bin/qpgate-client" --transport "$transport" -p "$port" -n 1 --ca "$certs/ca.crt" 127.0.0.1 localhost 2>&1)
+	grep -m1 'e.g.' <<<"$out" | sed 's/^/  /'
+	check "mTLS: a client without a certificate is refused" grep -q 'failed: 1 x' <<<"$out"
+	check "mTLS: the server logged the missing certificate" log_has 'peer did not return a certificate'
+	out=$(client --cert "$certs/client.crt" --key "$certs/client.key" -n 5 2>&1); rc=$?
+	check "mTLS: a client with its certificate connects and echoes (exit $rc)" [ $rc -eq 0 ]
+	stop_server
+	;;
 *)
 	echo "unknown scenario $scenario"
 	exit 2
