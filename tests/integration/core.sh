@@ -127,7 +127,9 @@ bad_input)
 	check "healthy client connected" grep -q '^1 0$' "$work/ready"
 
 	exec 3<>"/dev/tcp/127.0.0.1/$port"
-	printf 'GET / HTTP/1.0\r\n\r\nthis is not TLS\x00\x01\x02' >&3
+	# The server may hang up before we finish writing: that is the point,
+	# so a broken pipe here is not a test failure.
+	(trap '' PIPE; printf 'GET / HTTP/1.0\r\n\r\nthis is not TLS\x00\x01\x02' >&3) 2>/dev/null || true
 	timeout 10 cat <&3 >/dev/null 2>&1
 	exec 3>&-
 	check "garbage before TLS: server closed it with a TLS error" \
