@@ -102,14 +102,6 @@ int qpg__conn_accept(struct qpg__endpoint *ep, int fd, const struct sockaddr_sto
 	return 0;
 }
 
-struct client_extra {
-	char servername[256];
-	uint8_t service;
-	bool auth;
-	uint16_t credits;
-	uint32_t max_msg;
-};
-
 int qpg__conn_connect(struct qpg__endpoint *ep, const struct qpg__client_params *p,
 		      struct qpg__conn **out)
 {
