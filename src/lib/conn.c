@@ -271,6 +271,19 @@ int qpg__conn_write(struct qpg__conn *c, const void *data, size_t len)
 	return conn_flush(c);
 }
 
+/* The class a refusal is reported under, on both sides of the wire. */
+static enum qpg_err_class err_class_of_reject(uint16_t code)
+{
+	switch (code) {
+	case QPG_REJECT_SERVER_FULL:
+		return QPG_ERR_SERVER_FULL;
+	case QPG_REJECT_VERSION:
+		return QPG_ERR_VERSION;
+	default:
+		return QPG_ERR_REJECTED;
+	}
+}
+
 static void reject(struct qpg__conn *c, uint16_t code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static void reject(struct qpg__conn *c, uint16_t code, const char *fmt, ...)
@@ -283,9 +296,7 @@ static void reject(struct qpg__conn *c, uint16_t code, const char *fmt, ...)
 	va_end(ap);
 	stat_add(&c->ep->stats.rejected[code < 16 ? code : 0], 1);
 	snprintf(c->why, sizeof(c->why), "rejected: %s", text);
-	c->err = code == QPG_REJECT_SERVER_FULL ? QPG_ERR_SERVER_FULL
-		 : code == QPG_REJECT_VERSION   ? QPG_ERR_VERSION
-						: QPG_ERR_REJECTED;
+	c->err = err_class_of_reject(code);
 	c->state = QPG_CONN_REJECTING;
 	int n = qpg_wire_encode_reject(msg, sizeof(msg), code, text);
 	if (n > 0)
@@ -439,10 +450,8 @@ static void client_on_reply(struct qpg__conn *c)
 			qpg__conn_close(c, QPG_ERR_PROTOCOL, "malformed REJECT from server");
 			return;
 		}
-		enum qpg_err_class e = r.code == QPG_REJECT_SERVER_FULL ? QPG_ERR_SERVER_FULL
-				       : r.code == QPG_REJECT_VERSION   ? QPG_ERR_VERSION
-									: QPG_ERR_REJECTED;
-		qpg__conn_close(c, e, "server refused (%s): %s", qpg_reject_code_name(r.code), r.text);
+		qpg__conn_close(c, err_class_of_reject(r.code), "server refused (%s): %s",
+				qpg_reject_code_name(r.code), r.text);
 		return;
 	}
 	struct qpg_wire_params peer;

@@ -28,8 +28,9 @@ qp_count() {
 
 start_server() {
 	rm -f "$work/port"
-	"$bin/qpgate-server" --transport "$transport" --cert "$certs/server.crt" \
-		--key "$certs/server.key" -p 0 --port-file "$work/port" "$@" 2>"$work/server.log" &
+	# srv_cert/srv_key pick another server certificate (the tls scenario).
+	"$bin/qpgate-server" --transport "$transport" --cert "${srv_cert:-$certs/server.crt}" \
+		--key "${srv_key:-$certs/server.key}" -p 0 --port-file "$work/port" "$@" 2>"$work/server.log" &
 	srv_pid=$!
 	for _ in $(seq 1 300); do
 		[ -s "$work/port" ] && break
@@ -237,15 +238,7 @@ tls)
 
 	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj /CN=localhost \
 		-addext subjectAltName=DNS:localhost -keyout "$work/self.key" -out "$work/self.crt" 2>/dev/null
-	start_server_with() { # a server with another certificate
-		rm -f "$work/port"
-		"$bin/qpgate-server" --transport "$transport" --cert "$1" --key "$2" -p 0 \
-			--port-file "$work/port" 2>"$work/server.log" &
-		srv_pid=$!
-		for _ in $(seq 1 100); do [ -s "$work/port" ] && break; sleep 0.1; done
-		read -r port mport <"$work/port"
-	}
-	start_server_with "$work/self.crt" "$work/self.key"
+	srv_cert=$work/self.crt srv_key=$work/self.key start_server
 	check "self-signed server certificate refused (certificate)" \
 		expect_fail certificate 'certificate verification failed' --ca "$certs/ca.crt" --expect-error certificate 127.0.0.1 localhost
 	stop_server
@@ -258,7 +251,7 @@ tls)
 		-addext subjectAltName=DNS:localhost -keyout "$work/exp/s.key" -out "$work/exp/s.csr" 2>/dev/null
 	openssl ca -batch -config "$work/exp/ca.cnf" -cert "$certs/ca.crt" -keyfile "$certs/ca.key" \
 		-startdate 20200101000000Z -enddate 20200102000000Z -in "$work/exp/s.csr" -out "$work/exp/s.crt" >/dev/null 2>&1
-	start_server_with "$work/exp/s.crt" "$work/exp/s.key"
+	srv_cert=$work/exp/s.crt srv_key=$work/exp/s.key start_server
 	check "expired server certificate refused (certificate has expired)" \
 		expect_fail certificate 'certificate has expired' --ca "$certs/ca.crt" --expect-error certificate 127.0.0.1 localhost
 	stop_server
