@@ -126,6 +126,7 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 		.srq_depth = o->srq_depth,
 		.pool_max = o->pool_max ? o->pool_max : 16384,
 		.qp_max_send_wr = o->credits,
+		.qp_timeout = o->qp_timeout,
 	};
 	rc = qpg__endpoint_init(&cl->ep, &eo);
 	if (rc) {

@@ -750,6 +750,7 @@ int qpg__endpoint_init(struct qpg__endpoint *ep, const struct qpg__ep_opts *o)
 	ep->max_msg = o->max_msg;
 	ep->srq_depth = o->srq_depth;
 	ep->qp_max_send_wr = o->qp_max_send_wr;
+	ep->qp_timeout = o->qp_timeout;
 	ep->credits_max = 16;
 	ep->handshake_timeout_ns = 10000000000ull;
 	rc = qpg__loop_init(&ep->loop, o->tick_ms ? o->tick_ms : 100);

@@ -77,6 +77,7 @@ struct qpg__ep_opts {
 	uint32_t srq_depth;
 	uint32_t pool_max;        /* slots; bounds everything in flight */
 	uint32_t qp_max_send_wr;
+	uint8_t qp_timeout; /* local ACK timeout exponent, 0: the verbs default */
 	uint32_t tick_ms;
 };
 
@@ -149,6 +150,7 @@ struct qpg__endpoint {
 	uint32_t max_msg;
 	uint32_t srq_depth;
 	uint32_t qp_max_send_wr;
+	uint8_t qp_timeout;
 	SSL_CTX *ssl_ctx;
 	bool is_server;
 	bool auth_required;   /* server: refuse HELLOs without the auth flag */

@@ -267,6 +267,7 @@ struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err,
 			.srq_depth = s->o.srq_depth,
 			.pool_max = 16384,
 			.qp_max_send_wr = 4,
+			.qp_timeout = s->o.qp_timeout,
 		};
 		int rc = qpg__endpoint_init(&w->ep, &eo);
 		if (rc) {

@@ -263,6 +263,8 @@ static int rdma_conn_establish(struct qpg__conn *c, const struct qpg_wire_params
 	memcpy(pa.gid, peer->gid, 16);
 	struct qpg_qp_opts o;
 	qpg_qp_opts_default(&o);
+	if (ep->qp_timeout)
+		o.timeout = ep->qp_timeout;
 	int err;
 	qpg__phase_begin(c);
 	if ((err = qpg_qp_to_rtr(ep->dev, rc->qp, &pa)) != 0)

@@ -118,9 +118,13 @@ void qpg_qp_opts_default(struct qpg_qp_opts *o)
 	o->max_send_wr = 16;
 	o->max_recv_wr = 16;
 	o->max_inline = 0;
-	/* 4.096 us * 2^14 = 67 ms per try, 7 tries: a dead peer shows up as a
-	 * retry-exceeded completion within about half a second instead of hanging. */
-	o->timeout = 14;
+	/* 4.096 us * 2^18 = 1.07 s per try, 7 tries: a dead peer shows up as a
+	 * retry-exceeded completion within about 8 s instead of hanging. Shorter
+	 * timeouts (14 = 67 ms is common on hardware) turn a loaded software
+	 * device into a retransmission storm: with thousands of QPs each waiting
+	 * longer than 67 ms for its ACK under load, every QP resends at once and
+	 * the load that caused the delay doubles. */
+	o->timeout = 18;
 	o->retry_cnt = 7;
 	/* 7 = retry RNR without limit. RNR only means the peer's shared receive
 	 * queue is momentarily empty (thousands of clients bursting into one

@@ -25,8 +25,8 @@ double qpg_cli_double(const char *arg, double min, double max, const char *flag)
 	errno = 0;
 	double v = strtod(arg, &end);
 	if (errno || end == arg || *end || v < min || v > max) {
-		fprintf(stderr, "error: %s wants a number from %g to %g, not '%s'\n", flag, min, max,
-			arg);
+		fprintf(stderr, "error: %s wants a number from %g to %g, not '%s'\n", flag, min,
+			max, arg);
 		exit(2);
 	}
 	return v;
@@ -45,21 +45,44 @@ int qpg_cli_transport(const char *arg)
 int qpg_cli_client_opt(int ch, const char *arg, struct qpg_client_opts *o)
 {
 	switch (ch) {
-	case 'p': o->port = (uint16_t)qpg_cli_int(arg, 1, 65535, "--port"); return 1;
-	case QPG_OPT_CA: o->ca = arg; return 1;
-	case QPG_OPT_CERT: o->cert = arg; return 1;
-	case QPG_OPT_KEY: o->key = arg; return 1;
-	case QPG_OPT_TRANSPORT: o->transport = qpg_cli_transport(arg); return 1;
-	case 'd': o->ib_dev = arg; return 1;
-	case 'i': o->ib_port = (int)qpg_cli_int(arg, 1, 255, "--ib-port"); return 1;
-	case 'x': o->gid_index = (int)qpg_cli_int(arg, 0, 255, "--gid-index"); return 1;
-	case QPG_OPT_NOAUTH: o->auth = false; return 1;
+	case 'p':
+		o->port = (uint16_t)qpg_cli_int(arg, 1, 65535, "--port");
+		return 1;
+	case QPG_OPT_CA:
+		o->ca = arg;
+		return 1;
+	case QPG_OPT_CERT:
+		o->cert = arg;
+		return 1;
+	case QPG_OPT_KEY:
+		o->key = arg;
+		return 1;
+	case QPG_OPT_TRANSPORT:
+		o->transport = qpg_cli_transport(arg);
+		return 1;
+	case 'd':
+		o->ib_dev = arg;
+		return 1;
+	case 'i':
+		o->ib_port = (int)qpg_cli_int(arg, 1, 255, "--ib-port");
+		return 1;
+	case 'x':
+		o->gid_index = (int)qpg_cli_int(arg, 0, 255, "--gid-index");
+		return 1;
+	case QPG_OPT_NOAUTH:
+		o->auth = false;
+		return 1;
 	case QPG_OPT_HTO:
-		o->handshake_timeout_ms = (unsigned)qpg_cli_int(arg, 10, 3600000, "--handshake-timeout");
+		o->handshake_timeout_ms =
+		    (unsigned)qpg_cli_int(arg, 10, 3600000, "--handshake-timeout");
 		return 1;
 	case QPG_OPT_CREDITS:
 		o->credits = (uint16_t)qpg_cli_int(arg, 1, QPG_WIRE_MAX_CREDITS, "--credits");
 		return 1;
-	default: return 0;
+	case QPG_OPT_QP_TIMEOUT:
+		o->qp_timeout = (uint8_t)qpg_cli_int(arg, 1, 31, "--qp-timeout");
+		return 1;
+	default:
+		return 0;
 	}
 }

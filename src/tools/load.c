@@ -13,6 +13,8 @@ struct conn_state {
 	long sent, verified;
 	uint64_t sent_ns;
 	bool established, closed, done;
+	bool outstanding; /* a request is on the wire */
+	bool queued;	  /* waiting for an --inflight slot */
 };
 
 struct engine {
@@ -22,6 +24,11 @@ struct engine {
 	uint8_t *payload;
 	int done_traffic;
 	bool stop_sending; /* duration reached */
+	long inflight;
+	/* Connections ready to send while the aggregate limit is reached, FIFO
+	 * so every connection gets its turn. Each is in it at most once. */
+	int *waiting;
+	int wait_head, wait_len;
 };
 
 static uint64_t now_ns(void)
@@ -49,6 +56,13 @@ static void finish(struct engine *e, struct conn_state *s)
 static void send_next(struct engine *e, struct conn_state *s)
 {
 	const struct load_opts *o = e->o;
+	if (o->inflight > 0 && e->inflight >= o->inflight) {
+		if (!s->queued) {
+			s->queued = true;
+			e->waiting[(e->wait_head + e->wait_len++) % o->nconns] = s->index;
+		}
+		return;
+	}
 	for (uint32_t j = 0; j < o->size; j++)
 		e->payload[j] = pattern(s->index, s->sent, j);
 	if (s->index == 0 && s->sent == o->corrupt_at)
@@ -58,6 +72,8 @@ static void send_next(struct engine *e, struct conn_state *s)
 	if (rc == 0) {
 		s->sent++;
 		e->r->sent++;
+		s->outstanding = true;
+		e->inflight++;
 	} else {
 		fprintf(stderr, "qpgate: conn %d: send failed: %s\n", s->index, strerror(-rc));
 		finish(e, s);
@@ -67,6 +83,31 @@ static void send_next(struct engine *e, struct conn_state *s)
 static bool more_to_send(const struct engine *e, const struct conn_state *s)
 {
 	return e->o->duration_s > 0 ? !e->stop_sending : s->sent < e->o->msgs;
+}
+
+static void request_done(struct engine *e, struct conn_state *s)
+{
+	if (s->outstanding) {
+		s->outstanding = false;
+		e->inflight--;
+	}
+}
+
+/* Hand freed --inflight slots to the connections that waited longest. */
+static void pump_waiting(struct engine *e)
+{
+	while (e->wait_len > 0 && e->inflight < e->o->inflight) {
+		struct conn_state *s = &e->conns[e->waiting[e->wait_head]];
+		e->wait_head = (e->wait_head + 1) % e->o->nconns;
+		e->wait_len--;
+		s->queued = false;
+		if (s->closed || s->done)
+			continue;
+		if (more_to_send(e, s))
+			send_next(e, s);
+		else
+			finish(e, s);
+	}
 }
 
 static void on_established(struct qpg_client_conn *c, void *user)
@@ -92,10 +133,12 @@ static void on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const 
 		r->mismatches++;
 	s->verified++;
 	r->verified++;
+	request_done(e, s);
 	if (more_to_send(e, s))
 		send_next(e, s);
 	else
 		finish(e, s);
+	pump_waiting(e);
 }
 
 static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class err,
@@ -119,6 +162,7 @@ static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class 
 		}
 	}
 	s->closed = true;
+	request_done(e, s);
 	if (err != QPG_ERR_NONE) {
 		r->failed++;
 		if (r->fail_by_class[err]++ == 0)
@@ -127,12 +171,13 @@ static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class 
 			fprintf(stderr, "qpgate: conn %d: %s\n", s->index, why);
 	}
 	finish(e, s);
+	pump_waiting(e);
 }
 
 const struct qpg_client_cbs load_callbacks = {
-	.established = on_established,
-	.reply = on_reply,
-	.closed = on_closed,
+    .established = on_established,
+    .reply = on_reply,
+    .closed = on_closed,
 };
 
 void load_size_client(struct qpg_client_opts *co, const struct load_opts *o)
@@ -174,9 +219,11 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 		qpg_hist_init(&r->phase[p]);
 	e.payload = malloc(o->size ? o->size : 1);
 	e.conns = calloc((size_t)o->nconns, sizeof(*e.conns));
-	if (!e.payload || !e.conns) {
+	e.waiting = calloc((size_t)o->nconns, sizeof(*e.waiting));
+	if (!e.payload || !e.conns || !e.waiting) {
 		free(e.payload);
 		free(e.conns);
+		free(e.waiting);
 		return -ENOMEM;
 	}
 	uint64_t t0 = now_ns(), deadline = t0 + (uint64_t)o->timeout_ms * 1000000ull, next = 0;
@@ -187,7 +234,8 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 	 * made ourselves. */
 	while (r->established + r->failed < o->nconns && now_ns() < deadline) {
 		uint64_t now = now_ns();
-		long allowed = o->ramp > 0 ? (long)((double)(now - t0) / 1e9 * o->ramp) + 1 : o->nconns;
+		long allowed =
+		    o->ramp > 0 ? (long)((double)(now - t0) / 1e9 * o->ramp) + 1 : o->nconns;
 		while (r->started < o->nconns && r->started < allowed &&
 		       r->started - (r->established + r->failed) < o->window) {
 			struct conn_state *s = &e.conns[r->started];
@@ -253,6 +301,7 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 		qpg_client_run(cl, 10);
 	free(e.payload);
 	free(e.conns);
+	free(e.waiting);
 	return 0;
 }
 
@@ -261,10 +310,11 @@ void load_print(const struct load_result *r, uint32_t size)
 	if (r->have_first) {
 		const struct qpg_conn_info *ci = &r->first;
 		if (ci->transport == QPG_TRANSPORT_RDMA)
-			printf(" conn 0  local QPN 0x%06x PSN 0x%06x | remote QPN 0x%06x PSN 0x%06x | "
-			       "auth %s | conn id %llu\n",
-			       ci->local_qpn, ci->local_psn, ci->peer_qpn, ci->peer_psn,
-			       ci->auth ? "on" : "off", (unsigned long long)ci->conn_id);
+			printf(
+			    " conn 0  local QPN 0x%06x PSN 0x%06x | remote QPN 0x%06x PSN 0x%06x | "
+			    "auth %s | conn id %llu\n",
+			    ci->local_qpn, ci->local_psn, ci->peer_qpn, ci->peer_psn,
+			    ci->auth ? "on" : "off", (unsigned long long)ci->conn_id);
 		else
 			printf(" conn 0  tcp transport | auth %s | conn id %llu\n",
 			       ci->auth ? "on" : "off", (unsigned long long)ci->conn_id);
@@ -274,8 +324,9 @@ void load_print(const struct load_result *r, uint32_t size)
 		       "p99 [us]", "max [us]");
 		for (int p = 0; p < QPG_PHASE_COUNT; p++) {
 			const struct qpg_hist *h = &r->phase[p];
-			printf(" %-16s %12.1f %12.1f %12.1f %12.1f\n", qpg_phase_name((enum qpg_phase)p),
-			       qpg_hist_mean(h) / 1e3, (double)qpg_hist_quantile(h, 0.5) / 1e3,
+			printf(" %-16s %12.1f %12.1f %12.1f %12.1f\n",
+			       qpg_phase_name((enum qpg_phase)p), qpg_hist_mean(h) / 1e3,
+			       (double)qpg_hist_quantile(h, 0.5) / 1e3,
 			       (double)qpg_hist_quantile(h, 0.99) / 1e3, (double)h->max / 1e3);
 		}
 	}

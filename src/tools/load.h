@@ -19,6 +19,7 @@ struct load_opts {
 	double duration_s;   /* traffic phase length, 0: use msgs */
 	uint32_t size;
 	long window;         /* handshakes in flight */
+	long inflight;       /* echoes in flight over all connections, 0: one per connection */
 	double ramp;         /* new connections per second, 0: as fast as the window allows */
 	long hold_ms;        /* all connected -> wait -> traffic */
 	long timeout_ms;     /* whole run */

@@ -61,12 +61,11 @@ static void on_progress(const struct load_result *r, const char *phase, void *ar
 
 static json_t *hist_json(const struct qpg_hist *h, double scale)
 {
-	return json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:f}", "count", (json_int_t)h->count,
-			 "mean", qpg_hist_mean(h) / scale, "p50", qpg_hist_quantile(h, 0.5) / scale,
-			 "p95", qpg_hist_quantile(h, 0.95) / scale, "p99",
-			 qpg_hist_quantile(h, 0.99) / scale, "p999",
-			 qpg_hist_quantile(h, 0.999) / scale, "max",
-			 h->count ? (double)h->max / scale : 0.0);
+	return json_pack(
+	    "{s:I, s:f, s:f, s:f, s:f, s:f, s:f}", "count", (json_int_t)h->count, "mean",
+	    qpg_hist_mean(h) / scale, "p50", qpg_hist_quantile(h, 0.5) / scale, "p95",
+	    qpg_hist_quantile(h, 0.95) / scale, "p99", qpg_hist_quantile(h, 0.99) / scale, "p999",
+	    qpg_hist_quantile(h, 0.999) / scale, "max", h->count ? (double)h->max / scale : 0.0);
 }
 
 static json_t *proc_json(const struct proc_sample *p)
@@ -109,8 +108,8 @@ static json_t *build_json(const struct qpg_client_opts *co, const struct load_op
 	json_t *snap = json_array();
 	static const char *const when[3] = {"baseline", "connected", "end"};
 	for (int k = 0; k < 3; k++)
-		json_array_append_new(snap, json_pack("{s:s, s:o, s:o, s:o}", "at", when[k], "client",
-						      proc_json(&s->client[k]), "server",
+		json_array_append_new(snap, json_pack("{s:s, s:o, s:o, s:o}", "at", when[k],
+						      "client", proc_json(&s->client[k]), "server",
 						      proc_json(&s->server[k]), "device",
 						      dev_json(&s->dev[k])));
 	double pkb = per_client_kb(s, r);
@@ -119,24 +118,24 @@ static json_t *build_json(const struct qpg_client_opts *co, const struct load_op
 	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 	double rate = r->traffic_s > 0 ? (double)r->verified / r->traffic_s : 0;
 	return json_pack(
-		"{s:{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:f, s:b, s:f, s:I, s:i},"
-		" s:{s:{s:i, s:i, s:i, s:f, s:o, s:o, s:o, s:f},"
-		"    s:{s:I, s:I, s:I, s:o, s:f, s:f, s:f},"
-		"    s:{s:o, s:o}}}",
-		"test_info", "tool", "qpgate-perf", "version", "0.1.0", "date", date, "transport",
-		co->transport == QPG_KIND_RDMA ? "rdma" : "tcp", "host", co->host, "port", co->port,
-		"clients", lo->nconns, "msgs_per_client", (json_int_t)(lo->duration_s > 0 ? 0 : lo->msgs),
-		"duration_s", lo->duration_s, "auth", co->auth, "ramp_per_s", lo->ramp, "window",
-		(json_int_t)lo->window, "size", (int)lo->size,
-		"results", "connections", "attempted", r->nconns, "succeeded", r->established,
-		"failed", r->failed, "success_rate", r->nconns ? (double)r->established / r->nconns : 0,
-		"failures", fails, "connect_ms", hist_json(&r->setup, 1e6), "phases_us", phases,
-		"connect_phase_s", r->connect_s,
-		"data", "sent", (json_int_t)r->sent, "verified", (json_int_t)r->verified, "mismatches",
-		(json_int_t)r->mismatches, "latency_us", hist_json(&r->lat, 1e3), "msgs_per_s", rate,
-		"bytes_per_s", rate * lo->size, "traffic_phase_s", r->traffic_s,
-		"resources", "snapshots", snap, "server_memory_per_client_kb",
-		pkb >= 0 ? json_real(pkb) : json_null());
+	    "{s:{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:f, s:b, s:f, s:I, s:i, s:I},"
+	    " s:{s:{s:i, s:i, s:i, s:f, s:o, s:o, s:o, s:f},"
+	    "    s:{s:I, s:I, s:I, s:o, s:f, s:f, s:f},"
+	    "    s:{s:o, s:o}}}",
+	    "test_info", "tool", "qpgate-perf", "version", "0.1.0", "date", date, "transport",
+	    co->transport == QPG_KIND_RDMA ? "rdma" : "tcp", "host", co->host, "port", co->port,
+	    "clients", lo->nconns, "msgs_per_client",
+	    (json_int_t)(lo->duration_s > 0 ? 0 : lo->msgs), "duration_s", lo->duration_s, "auth",
+	    co->auth, "ramp_per_s", lo->ramp, "window", (json_int_t)lo->window, "size",
+	    (int)lo->size, "inflight", (json_int_t)lo->inflight, "results", "connections",
+	    "attempted", r->nconns, "succeeded", r->established, "failed", r->failed,
+	    "success_rate", r->nconns ? (double)r->established / r->nconns : 0, "failures", fails,
+	    "connect_ms", hist_json(&r->setup, 1e6), "phases_us", phases, "connect_phase_s",
+	    r->connect_s, "data", "sent", (json_int_t)r->sent, "verified", (json_int_t)r->verified,
+	    "mismatches", (json_int_t)r->mismatches, "latency_us", hist_json(&r->lat, 1e3),
+	    "msgs_per_s", rate, "bytes_per_s", rate * lo->size, "traffic_phase_s", r->traffic_s,
+	    "resources", "snapshots", snap, "server_memory_per_client_kb",
+	    pkb >= 0 ? json_real(pkb) : json_null());
 }
 
 static int write_csv(const char *path, const struct load_opts *lo, const struct load_result *r,
@@ -150,22 +149,24 @@ static int write_csv(const char *path, const struct load_opts *lo, const struct 
 		   "connect_p99_ms,connect_max_ms,size,messages,verified,mismatches,lat_p50_us,"
 		   "lat_p99_us,lat_p999_us,msgs_per_s,bytes_per_s,server_rss_kb,"
 		   "server_kb_per_client,device_qps_connected\n");
-	fprintf(f, "%d,%d,%d,%.6f,%.3f,%.3f,%.3f,%.3f,%u,%ld,%ld,%ld,%.1f,%.1f,%.1f,%.1f,%.1f,%ld,%.2f,%ld\n",
+	fprintf(f,
+		"%d,%d,%d,%.6f,%.3f,%.3f,%.3f,%.3f,%u,%ld,%ld,%ld,%.1f,%.1f,%.1f,%.1f,%.1f,%ld,%."
+		"2f,%ld\n",
 		r->nconns, r->established, r->failed,
 		r->nconns ? (double)r->established / r->nconns : 0,
 		qpg_hist_quantile(&r->setup, 0.5) / 1e6, qpg_hist_quantile(&r->setup, 0.95) / 1e6,
 		qpg_hist_quantile(&r->setup, 0.99) / 1e6, (double)r->setup.max / 1e6, lo->size,
 		r->sent, r->verified, r->mismatches, qpg_hist_quantile(&r->lat, 0.5) / 1e3,
-		qpg_hist_quantile(&r->lat, 0.99) / 1e3, qpg_hist_quantile(&r->lat, 0.999) / 1e3, rate,
-		rate * lo->size, s->server[1].rss_kb, per_client_kb(s, r), s->dev[1].qp);
+		qpg_hist_quantile(&r->lat, 0.99) / 1e3, qpg_hist_quantile(&r->lat, 0.999) / 1e3,
+		rate, rate * lo->size, s->server[1].rss_kb, per_client_kb(s, r), s->dev[1].qp);
 	return fclose(f);
 }
 
 static void print_resources(const struct samples *s, const struct load_result *r)
 {
 	static const char *const when[3] = {"baseline", "connected", "end"};
-	printf("\n %-10s %-8s %10s %10s %8s %7s %9s %6s %6s %6s %6s\n", "resources", "at",
-	       "cpu[s]", "rss[kB]", "threads", "fds", "dev:qp", "cq", "mr", "pd", "srq");
+	printf("\n %-10s %-8s %10s %10s %8s %7s %9s %6s %6s %6s %6s\n", "resources", "at", "cpu[s]",
+	       "rss[kB]", "threads", "fds", "dev:qp", "cq", "mr", "pd", "srq");
 	for (int k = 0; k < 3; k++) {
 		const struct proc_sample *who[2] = {&s->client[k], &s->server[k]};
 		for (int w = 0; w < 2; w++) {
@@ -186,18 +187,22 @@ static void print_resources(const struct samples *s, const struct load_result *r
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: qpgate-perf -c N [options] HOST SERVERNAME\n" QPG_CLI_CLIENT_HELP
-		   "  -c, --clients N       concurrent clients (default 10)\n"
-		   "      --ramp R          new connections per second (default: as fast as --window allows)\n"
-		   "      --window N        handshakes in progress at once (default 64)\n"
-		   "  -s, --size BYTES      message size (default 64)\n"
-		   "  -n, --iters N         messages per client (default 10)\n"
-		   "  -D, --duration S      send for S seconds instead of -n\n"
-		   "      --hold MS         once all are connected, wait MS before traffic\n"
-		   "      --timeout MS      give up on the whole run after MS (default 600000)\n"
-		   "      --server-pid PID  also report the server's CPU, RSS, threads, fds\n"
-		   "      --json FILE       results as JSON (test_info + results)\n"
-		   "      --csv FILE        results as one CSV row with a header\n");
+	fprintf(
+	    f,
+	    "usage: qpgate-perf -c N [options] HOST SERVERNAME\n" QPG_CLI_CLIENT_HELP
+	    "  -c, --clients N       concurrent clients (default 10)\n"
+	    "      --ramp R          new connections per second (default: as fast as --window "
+	    "allows)\n"
+	    "      --window N        handshakes in progress at once (default 64)\n"
+	    "      --inflight N      echoes in flight over all clients (default: one per client)\n"
+	    "  -s, --size BYTES      message size (default 64)\n"
+	    "  -n, --iters N         messages per client (default 10)\n"
+	    "  -D, --duration S      send for S seconds instead of -n\n"
+	    "      --hold MS         once all are connected, wait MS before traffic\n"
+	    "      --timeout MS      give up on the whole run after MS (default 600000)\n"
+	    "      --server-pid PID  also report the server's CPU, RSS, threads, fds\n"
+	    "      --json FILE       results as JSON (test_info + results)\n"
+	    "      --csv FILE        results as one CSV row with a header\n");
 }
 
 int main(int argc, char **argv)
@@ -211,41 +216,72 @@ int main(int argc, char **argv)
 	lo.msgs = 10;
 	lo.timeout_ms = 600000;
 	const char *json_path = NULL, *csv_path = NULL;
-	enum { O_RAMP = 256, O_WINDOW, O_HOLD, O_TIMEOUT, O_SPID, O_JSON, O_CSV };
+	enum { O_RAMP = 256, O_WINDOW, O_INFLIGHT, O_HOLD, O_TIMEOUT, O_SPID, O_JSON, O_CSV };
 	static const struct option opts[] = {
-		QPG_CLI_CLIENT_LONGOPTS,
-		{"clients", 1, 0, 'c'},
-		{"ramp", 1, 0, O_RAMP},
-		{"window", 1, 0, O_WINDOW},
-		{"size", 1, 0, 's'},
-		{"iters", 1, 0, 'n'},
-		{"duration", 1, 0, 'D'},
-		{"hold", 1, 0, O_HOLD},
-		{"timeout", 1, 0, O_TIMEOUT},
-		{"server-pid", 1, 0, O_SPID},
-		{"json", 1, 0, O_JSON},
-		{"csv", 1, 0, O_CSV},
-		{"help", 0, 0, 'h'},
-		{0, 0, 0, 0},
+	    QPG_CLI_CLIENT_LONGOPTS,
+	    {"clients", 1, 0, 'c'},
+	    {"ramp", 1, 0, O_RAMP},
+	    {"window", 1, 0, O_WINDOW},
+	    {"inflight", 1, 0, O_INFLIGHT},
+	    {"size", 1, 0, 's'},
+	    {"iters", 1, 0, 'n'},
+	    {"duration", 1, 0, 'D'},
+	    {"hold", 1, 0, O_HOLD},
+	    {"timeout", 1, 0, O_TIMEOUT},
+	    {"server-pid", 1, 0, O_SPID},
+	    {"json", 1, 0, O_JSON},
+	    {"csv", 1, 0, O_CSV},
+	    {"help", 0, 0, 'h'},
+	    {0, 0, 0, 0},
 	};
 	int ch;
-	while ((ch = getopt_long(argc, argv, QPG_CLI_CLIENT_SHORTOPTS "c:s:n:D:h", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, QPG_CLI_CLIENT_SHORTOPTS "c:s:n:D:h", opts, NULL)) !=
+	       -1) {
 		if (qpg_cli_client_opt(ch, optarg, &co))
 			continue;
 		switch (ch) {
-		case 'c': lo.nconns = (int)qpg_cli_int(optarg, 1, 10000000, "--clients"); break;
-		case O_RAMP: lo.ramp = qpg_cli_double(optarg, 0.001, 1e9, "--ramp"); break;
-		case O_WINDOW: lo.window = qpg_cli_int(optarg, 1, 10000000, "--window"); break;
-		case 's': lo.size = (uint32_t)qpg_cli_int(optarg, 1, QPG_WIRE_MAX_MSG, "--size"); break;
-		case 'n': lo.msgs = qpg_cli_int(optarg, 0, 1000000000, "--iters"); break;
-		case 'D': lo.duration_s = qpg_cli_double(optarg, 0.001, 86400, "--duration"); break;
-		case O_HOLD: lo.hold_ms = qpg_cli_int(optarg, 0, 86400000, "--hold"); break;
-		case O_TIMEOUT: lo.timeout_ms = qpg_cli_int(optarg, 1, 86400000, "--timeout"); break;
-		case O_SPID: s.server_pid = (pid_t)qpg_cli_int(optarg, 1, 1 << 30, "--server-pid"); break;
-		case O_JSON: json_path = optarg; break;
-		case O_CSV: csv_path = optarg; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 'c':
+			lo.nconns = (int)qpg_cli_int(optarg, 1, 10000000, "--clients");
+			break;
+		case O_RAMP:
+			lo.ramp = qpg_cli_double(optarg, 0.001, 1e9, "--ramp");
+			break;
+		case O_INFLIGHT:
+			lo.inflight = qpg_cli_int(optarg, 1, 100000000, "--inflight");
+			break;
+		case O_WINDOW:
+			lo.window = qpg_cli_int(optarg, 1, 10000000, "--window");
+			break;
+		case 's':
+			lo.size = (uint32_t)qpg_cli_int(optarg, 1, QPG_WIRE_MAX_MSG, "--size");
+			break;
+		case 'n':
+			lo.msgs = qpg_cli_int(optarg, 0, 1000000000, "--iters");
+			break;
+		case 'D':
+			lo.duration_s = qpg_cli_double(optarg, 0.001, 86400, "--duration");
+			break;
+		case O_HOLD:
+			lo.hold_ms = qpg_cli_int(optarg, 0, 86400000, "--hold");
+			break;
+		case O_TIMEOUT:
+			lo.timeout_ms = qpg_cli_int(optarg, 1, 86400000, "--timeout");
+			break;
+		case O_SPID:
+			s.server_pid = (pid_t)qpg_cli_int(optarg, 1, 1 << 30, "--server-pid");
+			break;
+		case O_JSON:
+			json_path = optarg;
+			break;
+		case O_CSV:
+			csv_path = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
 	if (argc - optind != 2) {
@@ -286,10 +322,11 @@ int main(int argc, char **argv)
 	       lo.nconns, co.transport == QPG_KIND_RDMA ? "rdma" : "tcp", co.auth ? "on" : "off",
 	       lo.size);
 	load_print(r, lo.size);
-	printf(" success rate %.2f%%   connect p50 %.1f ms  p95 %.1f ms  p99 %.1f ms  max %.1f ms\n",
-	       r->nconns ? 100.0 * r->established / r->nconns : 0,
-	       qpg_hist_quantile(&r->setup, 0.5) / 1e6, qpg_hist_quantile(&r->setup, 0.95) / 1e6,
-	       qpg_hist_quantile(&r->setup, 0.99) / 1e6, (double)r->setup.max / 1e6);
+	printf(
+	    " success rate %.2f%%   connect p50 %.1f ms  p95 %.1f ms  p99 %.1f ms  max %.1f ms\n",
+	    r->nconns ? 100.0 * r->established / r->nconns : 0,
+	    qpg_hist_quantile(&r->setup, 0.5) / 1e6, qpg_hist_quantile(&r->setup, 0.95) / 1e6,
+	    qpg_hist_quantile(&r->setup, 0.99) / 1e6, (double)r->setup.max / 1e6);
 	print_resources(&s, r);
 
 	int rc = load_ok(r, &lo) ? 0 : 1;

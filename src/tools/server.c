@@ -21,7 +21,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: qpgate-server --cert FILE --key FILE [options]\n"
-		"  -p, --port N             TCP port for the TLS control channel (default 7471; 0: any)\n"
+		"  -p, --port N             TCP port for the TLS control channel (default 7471; 0: "
+		"any)\n"
 		"      --bind ADDR          address to listen on (default 127.0.0.1)\n"
 		"      --cert FILE          server certificate chain (PEM)\n"
 		"      --key FILE           server private key (PEM)\n"
@@ -34,13 +35,18 @@ static void usage(FILE *f)
 		"  -x, --gid-index N        GID index (default: the IPv4-mapped RoCE v2 GID)\n"
 		"      --handshake-timeout MS  deadline for TCP+TLS+bootstrap (default 5000)\n"
 		"      --max-pending N      unfinished handshakes, whole server (default 4096)\n"
-		"      --max-pending-per-peer N  unfinished handshakes per peer address (default 2048)\n"
+		"      --max-pending-per-peer N  unfinished handshakes per peer address (default "
+		"2048)\n"
 		"      --max-conns-per-peer N    connections per peer address (default: no limit)\n"
 		"      --allow-no-auth      accept clients that turn per-message auth off\n"
 		"  -s, --max-msg BYTES      largest message (default 4096)\n"
 		"      --srq-depth N        receives posted per thread (default 4096)\n"
-		"      --port-file FILE     write the bound port (and the metrics port) here once listening\n"
-		"      --metrics HOST:PORT  serve Prometheus metrics at /metrics (e.g. 127.0.0.1:9471)\n"
+		"      --qp-timeout N       RC ACK timeout 4.096 us * 2^N, 7 tries (default 18 = "
+		"1.07 s)\n"
+		"      --port-file FILE     write the bound port (and the metrics port) here once "
+		"listening\n"
+		"      --metrics HOST:PORT  serve Prometheus metrics at /metrics (e.g. "
+		"127.0.0.1:9471)\n"
 		"  -v, --verbose            log every connection\n");
 }
 
@@ -67,48 +73,128 @@ int main(int argc, char **argv)
 	struct qpg_server_opts o;
 	qpg_server_opts_default(&o);
 	const char *port_file = NULL, *metrics_addr = NULL;
-	enum { O_BIND = 256, O_CERT, O_KEY, O_CA, O_MAX, O_THREADS, O_TRANSPORT, O_HTO, O_MP,
-	       O_MPP, O_MCP, O_NOAUTH, O_SRQ, O_PORTFILE, O_METRICS };
+	enum {
+		O_BIND = 256,
+		O_CERT,
+		O_KEY,
+		O_CA,
+		O_MAX,
+		O_THREADS,
+		O_TRANSPORT,
+		O_HTO,
+		O_MP,
+		O_MPP,
+		O_MCP,
+		O_NOAUTH,
+		O_SRQ,
+		O_PORTFILE,
+		O_METRICS,
+		O_QPTO
+	};
 	static const struct option lo[] = {
-		{"port", 1, 0, 'p'},          {"bind", 1, 0, O_BIND},
-		{"cert", 1, 0, O_CERT},       {"key", 1, 0, O_KEY},
-		{"client-ca", 1, 0, O_CA},    {"max-clients", 1, 0, O_MAX},
-		{"threads", 1, 0, O_THREADS}, {"transport", 1, 0, O_TRANSPORT},
-		{"ib-dev", 1, 0, 'd'},        {"ib-port", 1, 0, 'i'},
-		{"gid-index", 1, 0, 'x'},     {"handshake-timeout", 1, 0, O_HTO},
-		{"max-pending", 1, 0, O_MP},  {"max-pending-per-peer", 1, 0, O_MPP},
-		{"max-conns-per-peer", 1, 0, O_MCP}, {"allow-no-auth", 0, 0, O_NOAUTH},
-		{"max-msg", 1, 0, 's'},       {"srq-depth", 1, 0, O_SRQ},
-		{"port-file", 1, 0, O_PORTFILE}, {"metrics", 1, 0, O_METRICS},
-		{"verbose", 0, 0, 'v'},
-		{"help", 0, 0, 'h'},          {0, 0, 0, 0},
+	    {"port", 1, 0, 'p'},
+	    {"bind", 1, 0, O_BIND},
+	    {"cert", 1, 0, O_CERT},
+	    {"key", 1, 0, O_KEY},
+	    {"client-ca", 1, 0, O_CA},
+	    {"max-clients", 1, 0, O_MAX},
+	    {"threads", 1, 0, O_THREADS},
+	    {"transport", 1, 0, O_TRANSPORT},
+	    {"ib-dev", 1, 0, 'd'},
+	    {"ib-port", 1, 0, 'i'},
+	    {"gid-index", 1, 0, 'x'},
+	    {"handshake-timeout", 1, 0, O_HTO},
+	    {"max-pending", 1, 0, O_MP},
+	    {"max-pending-per-peer", 1, 0, O_MPP},
+	    {"max-conns-per-peer", 1, 0, O_MCP},
+	    {"allow-no-auth", 0, 0, O_NOAUTH},
+	    {"max-msg", 1, 0, 's'},
+	    {"srq-depth", 1, 0, O_SRQ},
+	    {"qp-timeout", 1, 0, O_QPTO},
+	    {"port-file", 1, 0, O_PORTFILE},
+	    {"metrics", 1, 0, O_METRICS},
+	    {"verbose", 0, 0, 'v'},
+	    {"help", 0, 0, 'h'},
+	    {0, 0, 0, 0},
 	};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "p:d:i:x:s:vh", lo, NULL)) != -1) {
 		switch (ch) {
-		case 'p': o.port = (uint16_t)qpg_cli_int(optarg, 0, 65535, "--port"); break;
-		case O_BIND: o.bind_addr = optarg; break;
-		case O_CERT: o.cert = optarg; break;
-		case O_KEY: o.key = optarg; break;
-		case O_CA: o.client_ca = optarg; break;
-		case O_MAX: o.max_clients = (unsigned)qpg_cli_int(optarg, 1, 10000000, "--max-clients"); break;
-		case O_THREADS: o.threads = (unsigned)qpg_cli_int(optarg, 1, 256, "--threads"); break;
-		case O_TRANSPORT: o.transport = qpg_cli_transport(optarg); break;
-		case 'd': o.ib_dev = optarg; break;
-		case 'i': o.ib_port = (int)qpg_cli_int(optarg, 1, 255, "--ib-port"); break;
-		case 'x': o.gid_index = (int)qpg_cli_int(optarg, 0, 255, "--gid-index"); break;
-		case O_HTO: o.handshake_timeout_ms = (unsigned)qpg_cli_int(optarg, 10, 3600000, "--handshake-timeout"); break;
-		case O_MP: o.max_pending = (unsigned)qpg_cli_int(optarg, 1, 10000000, "--max-pending"); break;
-		case O_MPP: o.max_pending_per_peer = (unsigned)qpg_cli_int(optarg, 1, 10000000, "--max-pending-per-peer"); break;
-		case O_MCP: o.max_conns_per_peer = (unsigned)qpg_cli_int(optarg, 1, 10000000, "--max-conns-per-peer"); break;
-		case O_NOAUTH: o.allow_no_auth = true; break;
-		case 's': o.max_msg = (uint32_t)qpg_cli_int(optarg, 1, QPG_WIRE_MAX_MSG, "--max-msg"); break;
-		case O_SRQ: o.srq_depth = (uint32_t)qpg_cli_int(optarg, 16, 1 << 20, "--srq-depth"); break;
-		case O_PORTFILE: port_file = optarg; break;
-		case O_METRICS: metrics_addr = optarg; break;
-		case 'v': o.verbose = 1; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 'p':
+			o.port = (uint16_t)qpg_cli_int(optarg, 0, 65535, "--port");
+			break;
+		case O_BIND:
+			o.bind_addr = optarg;
+			break;
+		case O_CERT:
+			o.cert = optarg;
+			break;
+		case O_KEY:
+			o.key = optarg;
+			break;
+		case O_CA:
+			o.client_ca = optarg;
+			break;
+		case O_MAX:
+			o.max_clients = (unsigned)qpg_cli_int(optarg, 1, 10000000, "--max-clients");
+			break;
+		case O_THREADS:
+			o.threads = (unsigned)qpg_cli_int(optarg, 1, 256, "--threads");
+			break;
+		case O_TRANSPORT:
+			o.transport = qpg_cli_transport(optarg);
+			break;
+		case 'd':
+			o.ib_dev = optarg;
+			break;
+		case 'i':
+			o.ib_port = (int)qpg_cli_int(optarg, 1, 255, "--ib-port");
+			break;
+		case 'x':
+			o.gid_index = (int)qpg_cli_int(optarg, 0, 255, "--gid-index");
+			break;
+		case O_HTO:
+			o.handshake_timeout_ms =
+			    (unsigned)qpg_cli_int(optarg, 10, 3600000, "--handshake-timeout");
+			break;
+		case O_MP:
+			o.max_pending = (unsigned)qpg_cli_int(optarg, 1, 10000000, "--max-pending");
+			break;
+		case O_MPP:
+			o.max_pending_per_peer =
+			    (unsigned)qpg_cli_int(optarg, 1, 10000000, "--max-pending-per-peer");
+			break;
+		case O_MCP:
+			o.max_conns_per_peer =
+			    (unsigned)qpg_cli_int(optarg, 1, 10000000, "--max-conns-per-peer");
+			break;
+		case O_NOAUTH:
+			o.allow_no_auth = true;
+			break;
+		case 's':
+			o.max_msg = (uint32_t)qpg_cli_int(optarg, 1, QPG_WIRE_MAX_MSG, "--max-msg");
+			break;
+		case O_QPTO:
+			o.qp_timeout = (uint8_t)qpg_cli_int(optarg, 1, 31, "--qp-timeout");
+			break;
+		case O_SRQ:
+			o.srq_depth = (uint32_t)qpg_cli_int(optarg, 16, 1 << 20, "--srq-depth");
+			break;
+		case O_PORTFILE:
+			port_file = optarg;
+			break;
+		case O_METRICS:
+			metrics_addr = optarg;
+			break;
+		case 'v':
+			o.verbose = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
 	if (optind != argc) {
@@ -149,10 +235,9 @@ int main(int argc, char **argv)
 		snprintf(tmp, sizeof(tmp), "%s.tmp", port_file);
 		FILE *f = fopen(tmp, "w");
 		if (!f ||
-		    fprintf(f, "%u %u\n", qpg_server_port(s), metrics ? metrics_http_port(metrics) : 0) <
-			    0 ||
-		    fclose(f) ||
-		    rename(tmp, port_file)) {
+		    fprintf(f, "%u %u\n", qpg_server_port(s),
+			    metrics ? metrics_http_port(metrics) : 0) < 0 ||
+		    fclose(f) || rename(tmp, port_file)) {
 			fprintf(stderr, "qpgate-server: error: cannot write %s\n", port_file);
 			return 1;
 		}

@@ -1,0 +1,542 @@
+/* qpgate-sweep: capacity sweep. Runs qpgate-perf at progressive client
+ * counts (a fresh process per run, so every run starts clean), waits for the
+ * server and device to settle back to their baseline between runs, then
+ * binary-searches the largest client count at 100% success and at >= 99%,
+ * and writes a report directory (report.json, report.md, report.html).
+ *
+ *   qpgate-sweep [options] -- [qpgate-perf flags] HOST SERVERNAME */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "report.h"
+#include "resources.h"
+
+#define MAX_POINTS 64
+
+struct sweep {
+	const char *perf_path;
+	const char *out_dir;
+	char **perf_args; /* passed through, ends with HOST SERVERNAME */
+	int nperf_args;
+	pid_t server_pid;
+	/* --server-args: a fresh qpgate-server per run, so each run's memory
+	 * and resource figures start from an idle server. */
+	char *server_argv[64];
+	int server_argc;
+	const char *server_path;
+	const char *dev_name;
+	int settle_timeout_s;
+	struct proc_sample server_base;
+	struct dev_counts dev_base;
+	struct sweep_report rep;
+};
+
+static volatile sig_atomic_t g_stop; /* set by SIGINT/SIGTERM (tool, not library) */
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	g_stop = 1;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double jnum(json_t *root, const char *path)
+{
+	json_t *v = root;
+	char key[64];
+	for (const char *p = path; v && *p;) {
+		size_t n = strcspn(p, ".");
+		snprintf(key, sizeof(key), "%.*s", (int)n, p);
+		v = json_object_get(v, key);
+		p += n + (p[n] == '.');
+	}
+	return v && json_is_number(v) ? json_number_value(v) : -1;
+}
+
+/* Wait until the server's fd count and the device's QP count are back to
+ * what they were before the first run: the previous run's connections are
+ * gone, so the next one measures only itself. */
+static bool settle(struct sweep *sw, double *took)
+{
+	double t0 = now_s();
+	for (;;) {
+		bool ok = true;
+		if (sw->server_base.ok) {
+			struct proc_sample p;
+			proc_sample(sw->server_pid, &p);
+			ok = ok && p.ok && p.fds <= sw->server_base.fds;
+		}
+		if (sw->dev_base.ok) {
+			struct dev_counts d;
+			dev_counts(sw->dev_name, &d);
+			ok = ok && d.ok && d.qp <= sw->dev_base.qp;
+		}
+		*took = now_s() - t0;
+		if (ok)
+			return true;
+		if (*took > sw->settle_timeout_s || g_stop)
+			return false;
+		usleep(200000);
+	}
+}
+
+static void describe_failures(json_t *perf, char *out, size_t len)
+{
+	json_t *f = json_object_get(
+	    json_object_get(json_object_get(perf, "results"), "connections"), "failures");
+	const char *k;
+	json_t *v;
+	size_t used = 0;
+	out[0] = 0;
+	json_object_foreach(f, k, v)
+	{
+		int n = snprintf(out + used, len - used, "%s%s %lld", used ? ", " : "", k,
+				 (long long)json_integer_value(v));
+		if (n < 0 || (size_t)n >= len - used)
+			break;
+		used += (size_t)n;
+	}
+}
+
+/* Starts qpgate-server with --server-args on a free port; fills PORT. */
+static pid_t spawn_server(struct sweep *sw, char *port, size_t port_len)
+{
+	char port_file[PATH_MAX], log_path[PATH_MAX];
+	snprintf(port_file, sizeof(port_file), "%s/runs/server.port", sw->out_dir);
+	snprintf(log_path, sizeof(log_path), "%s/runs/server.log", sw->out_dir);
+	unlink(port_file);
+	char *argv[80];
+	int a = 0;
+	argv[a++] = (char *)sw->server_path;
+	for (int i = 0; i < sw->server_argc; i++)
+		argv[a++] = sw->server_argv[i];
+	argv[a++] = "-p";
+	argv[a++] = "0";
+	argv[a++] = "--port-file";
+	argv[a++] = port_file;
+	argv[a] = NULL;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		if (!freopen(log_path, "a", stderr))
+			_exit(127);
+		execv(sw->server_path, argv);
+		_exit(127);
+	}
+	for (int i = 0; i < 300; i++) { /* up to 30 s: the lab is slow */
+		FILE *f = fopen(port_file, "r");
+		if (f) {
+			int ok = fscanf(f, "%15s", port) == 1;
+			fclose(f);
+			if (ok)
+				return pid;
+		}
+		if (waitpid(pid, NULL, WNOHANG) == pid)
+			break;
+		usleep(100000);
+	}
+	fprintf(stderr, "qpgate-sweep: the server did not start (see %s)\n", log_path);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	(void)port_len;
+	return -1;
+}
+
+static bool stop_server(pid_t pid)
+{
+	int status = 0;
+	kill(pid, SIGTERM);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* One qpgate-perf run at N clients. Returns 0 with P filled in, or -1 when
+ * the run produced no report at all (the tool could not start). */
+static int run_point(struct sweep *sw, int n, enum sweep_stage stage, struct sweep_point *p)
+{
+	char json_path[PATH_MAX], txt_path[PATH_MAX], nbuf[16], pidbuf[16];
+	snprintf(json_path, sizeof(json_path), "%s/runs/perf-%d.json", sw->out_dir, n);
+	snprintf(txt_path, sizeof(txt_path), "%s/runs/perf-%d.txt", sw->out_dir, n);
+	snprintf(nbuf, sizeof(nbuf), "%d", n);
+	unlink(json_path);
+
+	char port[16];
+	pid_t spawned = 0;
+	if (sw->server_argc) {
+		if ((spawned = spawn_server(sw, port, sizeof(port))) < 0)
+			return -1;
+		sw->server_pid = spawned;
+		proc_sample(spawned, &sw->server_base);
+	}
+	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)sw->server_pid);
+
+	char *argv[128];
+	int a = 0;
+	argv[a++] = (char *)sw->perf_path;
+	argv[a++] = "-c";
+	argv[a++] = nbuf;
+	argv[a++] = "--json";
+	argv[a++] = json_path;
+	if (sw->server_pid) {
+		argv[a++] = "--server-pid";
+		argv[a++] = pidbuf;
+	}
+	if (spawned) {
+		argv[a++] = "-p";
+		argv[a++] = port;
+	}
+	for (int i = 0; i < sw->nperf_args && a < 127; i++)
+		argv[a++] = sw->perf_args[i];
+	argv[a] = NULL;
+
+	fprintf(stderr, "qpgate-sweep: %s: %d clients\n", sweep_stage_name(stage), n);
+	double t0 = now_s();
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		FILE *f = freopen(txt_path, "w", stdout);
+		if (!f)
+			_exit(127);
+		execv(sw->perf_path, argv);
+		fprintf(stderr, "qpgate-sweep: cannot run %s: %s\n", sw->perf_path,
+			strerror(errno));
+		_exit(127);
+	}
+	int status = 0;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		if (g_stop)
+			kill(pid, SIGTERM);
+	bool server_ok = true;
+	if (spawned) {
+		server_ok = stop_server(spawned);
+		sw->server_base.ok = false; /* gone: only the device has to settle */
+	}
+	memset(p, 0, sizeof(*p));
+	p->clients = n;
+	p->stage = stage;
+	p->wall_s = now_s() - t0;
+	json_error_t jerr;
+	p->perf = json_load_file(json_path, 0, &jerr);
+	if (!p->perf) {
+		fprintf(stderr, "qpgate-sweep: %d clients: no report from qpgate-perf (%s)\n", n,
+			jerr.text);
+		return -1;
+	}
+	json_t *r = p->perf;
+	p->connected = (int)jnum(r, "results.connections.succeeded");
+	p->failed = (int)jnum(r, "results.connections.failed");
+	p->success = jnum(r, "results.connections.success_rate");
+	p->all_verified = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	p->server_exit_ok = server_ok;
+	p->connect_p50_ms = jnum(r, "results.connections.connect_ms.p50");
+	p->connect_p99_ms = jnum(r, "results.connections.connect_ms.p99");
+	p->msgs_per_s = jnum(r, "results.data.msgs_per_s");
+	p->lat_p50_us = jnum(r, "results.data.latency_us.p50");
+	p->lat_p99_us = jnum(r, "results.data.latency_us.p99");
+	p->verified = (long)jnum(r, "results.data.verified");
+	p->mismatches = (long)jnum(r, "results.data.mismatches");
+	p->kb_per_client = jnum(r, "results.resources.server_memory_per_client_kb");
+	json_t *snap = json_object_get(json_object_get(r, "results"), "resources");
+	snap = json_object_get(snap, "snapshots");
+	double q0 = jnum(json_array_get(snap, 0), "device.qp");
+	double q1 = jnum(json_array_get(snap, 1), "device.qp");
+	p->dev_qps_per_client = q0 >= 0 && q1 >= 0 && n > 0 ? (q1 - q0) / n : -1;
+	describe_failures(r, p->failures, sizeof(p->failures));
+	p->settled = settle(sw, &p->settle_s);
+	if (!server_ok)
+		fprintf(stderr, "qpgate-sweep: %d clients: the server did not exit cleanly\n", n);
+	fprintf(stderr,
+		"qpgate-sweep: %d clients: %.2f%% connected, %s, connect p50 %.1f ms p99 %.1f ms, "
+		"%.0f msg/s%s\n",
+		n, 100 * p->success, p->all_verified ? "all echoes verified" : "NOT all verified",
+		p->connect_p50_ms, p->connect_p99_ms, p->msgs_per_s,
+		p->settled ? "" : ", resources did NOT return to baseline");
+	return 0;
+}
+
+static bool is_full(const struct sweep_point *p)
+{
+	return p->success >= 1.0 && p->all_verified;
+}
+
+static bool is_99(const struct sweep_point *p)
+{
+	return p->success >= 0.99 && p->mismatches == 0;
+}
+
+/* From every point measured so far: the largest N at the level below the
+ * smallest N that missed it. */
+static struct sweep_bound bound_of(const struct sweep_report *rep,
+				   bool (*meets)(const struct sweep_point *))
+{
+	struct sweep_bound b = {0, 0};
+	for (int i = 0; i < rep->npoints; i++)
+		if (!meets(&rep->points[i]) && (!b.fail_at || rep->points[i].clients < b.fail_at))
+			b.fail_at = rep->points[i].clients;
+	for (int i = 0; i < rep->npoints; i++) {
+		int n = rep->points[i].clients;
+		if (meets(&rep->points[i]) && n > b.n && (!b.fail_at || n < b.fail_at))
+			b.n = n;
+	}
+	return b;
+}
+
+static int add_point(struct sweep *sw, int n, enum sweep_stage stage)
+{
+	if (sw->rep.npoints >= MAX_POINTS || g_stop)
+		return -1;
+	struct sweep_point *p = &sw->rep.points[sw->rep.npoints];
+	if (run_point(sw, n, stage, p) != 0)
+		return -1;
+	sw->rep.npoints++;
+	return 0;
+}
+
+/* Narrow [b.n, b.fail_at) until it is within RESOLUTION (a fraction of the
+ * lower end) or ITERS runs are spent. */
+static void search(struct sweep *sw, bool (*meets)(const struct sweep_point *),
+		   enum sweep_stage stage, double resolution, int iters)
+{
+	for (int k = 0; k < iters && !g_stop; k++) {
+		struct sweep_bound b = bound_of(&sw->rep, meets);
+		if (!b.fail_at)
+			return; /* nothing failed: the largest N tried is a lower bound */
+		int gap = b.fail_at - b.n;
+		int step = (int)(b.n * resolution);
+		if (gap <= 1 || gap <= step)
+			return;
+		if (add_point(sw, b.n + gap / 2, stage) != 0)
+			return;
+	}
+}
+
+static int parse_steps(const char *s, int *steps, int max)
+{
+	int n = 0;
+	char *copy = strdup(s), *save = NULL;
+	for (char *t = strtok_r(copy, ",", &save); t && n < max; t = strtok_r(NULL, ",", &save))
+		steps[n++] = (int)qpg_cli_int(t, 1, 10000000, "--steps");
+	free(copy);
+	return n;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "usage: qpgate-sweep [options] -- [qpgate-perf flags] HOST SERVERNAME\n"
+	    "  --steps LIST        progressive client counts (default 10,100,500,1000,5000,10000)\n"
+	    "  --max N             keep doubling past the last step up to N (default: the last "
+	    "step)\n"
+	    "  --search-iters K    runs per binary search (default 8)\n"
+	    "  --resolution F      stop a search when the bracket is within F of its lower end\n"
+	    "                      (default 0.02)\n"
+	    "  --out DIR           report directory (default ./qpgate-report)\n"
+	    "  --server-args ARGS  start a fresh qpgate-server with ARGS for every run (it gets\n"
+	    "                      -p 0 --port-file; perf gets -p and --server-pid)\n"
+	    "  --server-pid PID    or: an already running server to watch\n"
+	    "  -d, --ib-dev DEV    device whose QP count must settle between runs\n"
+	    "  --settle-timeout S  longest wait for the baseline between runs (default 120)\n"
+	    "  --perf PATH         qpgate-perf to run (default: next to this program)\n"
+	    "  --title TEXT        report title\n");
+}
+
+/* NAME in this program's directory: the tools are installed together. */
+static const char *sibling_path(char *buf, size_t len, const char *name)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+	if (n <= 0)
+		return name;
+	buf[n] = 0;
+	char *slash = strrchr(buf, '/');
+	if (!slash || (size_t)(slash - buf) + strlen(name) + 2 > len)
+		return name;
+	snprintf(slash + 1, len - (size_t)(slash + 1 - buf), "%s", name);
+	return buf;
+}
+
+int main(int argc, char **argv)
+{
+	struct sweep sw = {0};
+	static struct sweep_point points[MAX_POINTS];
+	char perf_buf[PATH_MAX], server_buf[PATH_MAX];
+	int steps[32], nsteps = parse_steps("10,100,500,1000,5000,10000", steps, 32);
+	int max_clients = 0, iters = 8;
+	double resolution = 0.02;
+	sw.out_dir = "qpgate-report";
+	sw.settle_timeout_s = 120;
+	sw.rep.points = points;
+	sw.rep.title = "qpgate capacity sweep";
+	sw.perf_path = sibling_path(perf_buf, sizeof(perf_buf), "qpgate-perf");
+	sw.server_path = sibling_path(server_buf, sizeof(server_buf), "qpgate-server");
+	enum {
+		O_STEPS = 256,
+		O_MAX,
+		O_ITERS,
+		O_RES,
+		O_OUT,
+		O_SPID,
+		O_SETTLE,
+		O_PERF,
+		O_TITLE,
+		O_SARGS
+	};
+	static const struct option opts[] = {
+	    {"steps", 1, 0, O_STEPS},
+	    {"max", 1, 0, O_MAX},
+	    {"search-iters", 1, 0, O_ITERS},
+	    {"resolution", 1, 0, O_RES},
+	    {"out", 1, 0, O_OUT},
+	    {"server-pid", 1, 0, O_SPID},
+	    {"ib-dev", 1, 0, 'd'},
+	    {"settle-timeout", 1, 0, O_SETTLE},
+	    {"perf", 1, 0, O_PERF},
+	    {"title", 1, 0, O_TITLE},
+	    {"server-args", 1, 0, O_SARGS},
+	    {"help", 0, 0, 'h'},
+	    {0, 0, 0, 0},
+	};
+	int ch;
+	while ((ch = getopt_long(argc, argv, "+d:h", opts, NULL)) != -1) {
+		switch (ch) {
+		case O_STEPS:
+			nsteps = parse_steps(optarg, steps, 32);
+			break;
+		case O_MAX:
+			max_clients = (int)qpg_cli_int(optarg, 1, 10000000, "--max");
+			break;
+		case O_ITERS:
+			iters = (int)qpg_cli_int(optarg, 0, 40, "--search-iters");
+			break;
+		case O_RES:
+			resolution = qpg_cli_double(optarg, 0, 1, "--resolution");
+			break;
+		case O_OUT:
+			sw.out_dir = optarg;
+			break;
+		case O_SPID:
+			sw.server_pid = (pid_t)qpg_cli_int(optarg, 1, 1 << 30, "--server-pid");
+			break;
+		case 'd':
+			sw.dev_name = optarg;
+			break;
+		case O_SETTLE:
+			sw.settle_timeout_s =
+			    (int)qpg_cli_int(optarg, 0, 86400, "--settle-timeout");
+			break;
+		case O_PERF:
+			sw.perf_path = optarg;
+			break;
+		case O_TITLE:
+			sw.rep.title = optarg;
+			break;
+		case O_SARGS:
+			/* Split on blanks: certificate paths with spaces need a wrapper. */
+			for (char *t = strtok(optarg, " \t"); t && sw.server_argc < 60;
+			     t = strtok(NULL, " \t"))
+				sw.server_argv[sw.server_argc++] = t;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (argc - optind < 2 || nsteps == 0) {
+		usage(stderr);
+		return 2;
+	}
+	sw.perf_args = argv + optind;
+	sw.nperf_args = argc - optind;
+	sw.rep.transport = "rdma";
+	for (int i = 0; i + 1 < sw.nperf_args; i++)
+		if (!strcmp(sw.perf_args[i], "--transport"))
+			sw.rep.transport = sw.perf_args[i + 1];
+
+	char cmd[2048];
+	size_t used = (size_t)snprintf(cmd, sizeof(cmd), "qpgate-perf -c N");
+	for (int i = 0; i < sw.nperf_args && used < sizeof(cmd); i++)
+		used += (size_t)snprintf(cmd + used, sizeof(cmd) - used, " %s", sw.perf_args[i]);
+	sw.rep.command = cmd;
+
+	char runs[PATH_MAX];
+	snprintf(runs, sizeof(runs), "%s/runs", sw.out_dir);
+	if ((mkdir(sw.out_dir, 0755) && errno != EEXIST) ||
+	    (mkdir(runs, 0755) && errno != EEXIST)) {
+		fprintf(stderr, "qpgate-sweep: cannot create %s: %s\n", runs, strerror(errno));
+		return 1;
+	}
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if (sw.server_pid)
+		proc_sample(sw.server_pid, &sw.server_base);
+	dev_counts(sw.dev_name, &sw.dev_base);
+	time_t now = time(NULL);
+	strftime(sw.rep.date, sizeof(sw.rep.date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+	double t0 = now_s();
+
+	/* Progressive steps, then doubling up to --max: stop at the first run
+	 * below 99% (its bracket is what the searches need). */
+	int last = 0;
+	for (int i = 0; !g_stop; i++) {
+		int n = i < nsteps ? steps[i] : (last * 2 < max_clients ? last * 2 : max_clients);
+		if (i >= nsteps && (n <= last || n > max_clients))
+			break;
+		if (add_point(&sw, n, STAGE_STEP) != 0)
+			break;
+		last = n;
+		if (!is_99(&sw.rep.points[sw.rep.npoints - 1]))
+			break;
+	}
+	search(&sw, is_full, STAGE_SEARCH_FULL, resolution, iters);
+	search(&sw, is_99, STAGE_SEARCH_99, resolution, iters);
+	sw.rep.full = bound_of(&sw.rep, is_full);
+	sw.rep.p99 = bound_of(&sw.rep, is_99);
+	sw.rep.total_s = now_s() - t0;
+
+	char err[512];
+	int rc = report_write(&sw.rep, sw.out_dir, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "qpgate-sweep: %s\n", err);
+		return 1;
+	}
+	printf("\n %-9s %-11s %-9s %-9s %-11s %-11s %-12s %-10s %-9s\n", "#clients", "stage",
+	       "success", "verified", "conn p50", "conn p99", "kB/client", "msg/s", "settled");
+	for (int i = 0; i < sw.rep.npoints; i++) {
+		const struct sweep_point *p = &sw.rep.points[i];
+		printf(" %-9d %-11s %7.2f%%  %-9s %8.1f ms %8.1f ms %12.1f %-10.0f %-9s\n",
+		       p->clients, sweep_stage_name(p->stage), 100 * p->success,
+		       p->all_verified ? "all" : "NO", p->connect_p50_ms, p->connect_p99_ms,
+		       p->kb_per_client, p->msgs_per_s, p->settled ? "yes" : "NO");
+	}
+	printf("\n largest N at 100%% success: %d%s\n", sw.rep.full.n,
+	       sw.rep.full.fail_at ? "" : " (nothing failed: a lower bound)");
+	printf(" largest N at >= 99%% success: %d%s\n", sw.rep.p99.n,
+	       sw.rep.p99.fail_at ? "" : " (nothing failed: a lower bound)");
+	printf(" report: %s/report.html (also report.md, report.json)\n", sw.out_dir);
+	for (int i = 0; i < sw.rep.npoints; i++)
+		json_decref(sw.rep.points[i].perf);
+	return g_stop ? 130 : 0;
+}
