@@ -4,7 +4,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps build test demo asan tsan certs format clean
+.PHONY: all deps build test demo asan tsan fuzz certs format clean
 
 all: build
 
@@ -32,6 +32,11 @@ asan: deps
 tsan: deps
 	$(MAKE) --no-print-directory test BUILD=build-tsan BUILD_TYPE=Debug CMAKE_ARGS=-DQPG_SANITIZE=thread
 
+# libFuzzer (clang) on the bootstrap parser and the framing, FUZZ_SECONDS each.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	scripts/fuzz $(FUZZ_SECONDS)
+
 certs:
 	scripts/make-certs certs
 
@@ -39,4 +44,4 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf build build-asan build-tsan
+	rm -rf build build-asan build-tsan build-fuzz
