@@ -67,7 +67,7 @@ struct qpg_conn_info {
 	uint64_t setup_ns;
 };
 void qpg_client_conn_info(const struct qpg_client_conn *c, struct qpg_conn_info *out);
-/* Record the first-message phase (time since RTS) once. */
+/* Record the first-message phase once: first send to this first reply. */
 void qpg_client_conn_mark_first_msg(struct qpg_client_conn *c);
 /* Test hook: flip a bit in the tag of the next message sent. */
 void qpg_client_conn_corrupt_next_tag(struct qpg_client_conn *c);

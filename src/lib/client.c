@@ -22,6 +22,7 @@ struct qpg_client {
 struct client_user {
 	void *user;
 	uint64_t rts_ns;
+	uint64_t first_send_ns; /* the first request handed to the transport */
 	uint32_t outstanding; /* requests sent, reply not yet received */
 	bool first_done;
 };
@@ -211,9 +212,13 @@ int qpg_client_send(struct qpg_client_conn *cc, uint8_t type, const void *payloa
 	if (!b)
 		return -ENOBUFS;
 	memcpy(qpg__frame_payload(b), payload, len);
+	uint64_t t = qpg__now_ns();
 	int rc = qpg__conn_send(c, b, type, len);
-	if (rc == 0)
+	if (rc == 0) {
 		u->outstanding++;
+		if (!u->first_send_ns)
+			u->first_send_ns = t;
+	}
 	return rc;
 }
 
@@ -255,8 +260,10 @@ void qpg_client_conn_mark_first_msg(struct qpg_client_conn *cc)
 {
 	struct qpg__conn *c = (struct qpg__conn *)cc;
 	struct client_user *u = c->user;
-	if (u && !u->first_done) {
-		c->phase_ns[QPG_PHASE_FIRST_MSG] = qpg__now_ns() - u->rts_ns;
+	/* From the first send, not from RTS: a load tool may hold connections
+	 * open for a while before traffic starts. */
+	if (u && !u->first_done && u->first_send_ns) {
+		c->phase_ns[QPG_PHASE_FIRST_MSG] = qpg__now_ns() - u->first_send_ns;
 		u->first_done = true;
 	}
 }

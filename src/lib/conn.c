@@ -540,6 +540,14 @@ static void drive_tls(struct qpg__conn *c)
 		enum qpg_err_class e = QPG_ERR_TLS;
 		if (qpg__tls_verify_failed(c->ssl))
 			e = strstr(c->why, "host name") ? QPG_ERR_HOSTNAME : QPG_ERR_CERT;
+		if (!c->ep->is_server && qpg__tls_peer_sent_nothing(c->ssl)) {
+			/* The server refuses over its limits before any TLS work. */
+			qpg__conn_close(c, QPG_ERR_PEER_CLOSED,
+					"the server closed the connection before the TLS handshake "
+					"(at its limit of pending handshakes or connections per "
+					"address?)");
+			return;
+		}
 		qpg__conn_close(c, e, "TLS handshake failed: %s", c->why);
 		return;
 	}

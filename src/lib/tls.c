@@ -196,3 +196,9 @@ enum qpg__tls_io qpg__tls_write(SSL *ssl, const void *buf, size_t len, size_t *n
 		return QPG_TLS_DONE;
 	return classify(ssl, 0, why, why_len);
 }
+
+bool qpg__tls_peer_sent_nothing(const SSL *ssl)
+{
+	BIO *rb = SSL_get_rbio(ssl);
+	return rb && BIO_number_read(rb) == 0;
+}

@@ -4,6 +4,7 @@
 #define QPG_TLS_H
 
 #include <openssl/ssl.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 struct qpg__tls_files {
@@ -38,5 +39,8 @@ enum qpg__tls_io qpg__tls_write(SSL *ssl, const void *buf, size_t len, size_t *n
 /* True when the last failure was certificate verification (so the caller
  * can say "certificate verification failed" rather than "TLS error"). */
 int qpg__tls_verify_failed(SSL *ssl);
+/* True when the peer has not sent a single byte yet: a close at that point
+ * is a refusal before TLS (a limit), not a TLS failure. */
+bool qpg__tls_peer_sent_nothing(const SSL *ssl);
 
 #endif

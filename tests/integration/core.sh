@@ -265,6 +265,37 @@ tls)
 	check "mTLS: a client with its certificate connects and echoes (exit $rc)" [ $rc -eq 0 ]
 	stop_server
 	;;
+limits)
+	# Slowloris from 127.0.0.2 (idle sockets and half-sent ClientHellos)
+	# while real clients connect from 127.0.0.1; then the per-peer
+	# connection limit.
+	start_server --handshake-timeout 3000 --max-pending-per-peer 100
+	"$bin/slowloris" 127.0.0.2 127.0.0.1 "$port" 300 20 >"$work/loris.out" 2>&1 &
+	loris=$!
+	sleep 0.5
+	out=$(client -c 50 -n 10 -s 200 2>&1); rc=$?
+	grep -E '^ 50 ' <<<"$out" | sed 's/^/  /'
+	check "50 real clients connect and verify 500 echoes during the attack (exit $rc)" [ $rc -eq 0 ]
+	wait "$loris"
+	cat "$work/loris.out" | sed 's/^/  slowloris: /'
+	check "all 300 attacker sockets were opened" grep -q 'opened=300' "$work/loris.out"
+	check "the server closed all 300 (100 by the 3 s deadline, 200 at once)" grep -q 'closed=300 of 300' "$work/loris.out"
+	check "the last one within 3 s deadline + 3 s slack" \
+		awk '{for (i = 1; i <= NF; i++) if ($i == "after") exit !($(i + 1) <= 6.0)}' "$work/loris.out"
+	stop_server
+	check "server counted the 200 refused beyond 100 pending from one address" [ "$(stat refused_pending)" -eq 200 ]
+	check "server closed the 100 stalled handshakes by the deadline" [ "$(stat timeouts)" -eq 100 ]
+	check "nothing left connected" [ "$(stat connected)" -eq 0 ]
+
+	# The per-address connection limit counts handshakes in progress too.
+	start_server --max-conns-per-peer 60
+	out=$(client -c 80 -n 1 --hold 1000 2>&1)
+	grep -E '^ 80 |failed:' <<<"$out" | sed 's/^/  /'
+	check "per-peer connection limit: 60 of 80 connected at once" grep -Eq '^ 80 +60 +20 ' <<<"$out"
+	check "the 20 refused were told why" grep -q 'failed: 20 x .*closed the connection before' <<<"$out"
+	stop_server
+	check "server counted 20 per-peer refusals" [ "$(stat refused_per_peer)" -eq 20 ]
+	;;
 *)
 	echo "unknown scenario $scenario"
 	exit 2
