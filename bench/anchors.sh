@@ -8,6 +8,7 @@
 # Boots the lab unless it already runs on an RDMA device. Writes
 # build/bench/anchors.json. Prints numbers; asserts nothing about them.
 set -euo pipefail
+[ -n "${QPG_TRACE:-}" ] && set -x
 size=64 clients=1000 conn_clients=200 iters=2000
 while getopts "s:c:C:n:" o; do
 	case $o in
@@ -60,33 +61,36 @@ bw_out=$(perftest ib_send_bw -n $((iters * 5)))
 bw_mpps=$(awk -v s="$size" '$1 == s && NF >= 5 {print $5; exit}' <<<"$bw_out")
 
 # ---- cmtime: rdma_cm needs an IP on the netdev, so rxe on a dummy ----------
+modprobe rdma_ucm # /dev/infiniband/rdma_cm for librdmacm
 ip link add qpgdummy0 type dummy
 ip addr add 10.251.0.1/24 dev qpgdummy0
 ip link set qpgdummy0 up
 rdma link add qpgrxe1 type rxe netdev qpgdummy0
 sleep 1
 log "cmtime -c $conn_clients on rxe over a dummy netdev"
-cmtime -b 10.251.0.1 -c "$conn_clients" >"$work/cmtime.srv" 2>&1 &
+timeout 600 cmtime -b 10.251.0.1 -c "$conn_clients" >"$work/cmtime.srv" 2>&1 &
 cm_srv=$!
 pids+=("$cm_srv")
 sleep 2
 t0=$(date +%s.%N)
-cmtime -s 10.251.0.1 -c "$conn_clients" >"$work/cmtime.cli" 2>&1 || cat "$work/cmtime.cli" >&2
+timeout 600 cmtime -s 10.251.0.1 -c "$conn_clients" >"$work/cmtime.cli" 2>&1 || cat "$work/cmtime.cli" >&2
 t1=$(date +%s.%N)
+kill "$cm_srv" 2>/dev/null || true # the cmtime server does not exit by itself
 wait "$cm_srv" 2>/dev/null || true
 cat "$work/cmtime.cli" >&2
 # cmtime times each step for all connections at once; "connect" ends when
 # every connection is established. Connects/s = connections / (sum of the
 # steps up to and including connect).
-cm_connect_ms=$(awk '
+# Rows: "connect      :       57.95       52.65 ...": the step, then its total
+# in ms (the time for that step over all connections).
+cm_connect_ms=$(awk -F: '
 	/^step/ {on = 1; next}
-	on && NF >= 3 {
-		name = $1; for (i = 2; i <= NF - 6; i++) name = name " " $i
-		total = $(NF - 5)
-		if (name ~ /disconnect|destroy/) exit
-		sum += total
+	on && NF == 2 {
+		gsub(/ +$/, "", $1); split($2, f, " ")
+		if ($1 ~ /disconnect|destroy/) exit
+		sum += f[1]
 	}
-	END {print sum}' "$work/cmtime.cli")
+	END {print sum + 0}' "$work/cmtime.cli")
 cm_rate=$(awk -v n="$conn_clients" -v ms="$cm_connect_ms" 'BEGIN{if (ms > 0) printf "%.1f", n / (ms / 1000); else print 0}')
 cm_wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b - a}')
 rdma link delete qpgrxe1 || true

@@ -156,6 +156,8 @@ static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class 
 		for (int p = 0; p < QPG_PHASE_COUNT; p++)
 			qpg_hist_add(&r->phase[p], ci.phase_ns[p]);
 		qpg_hist_add(&r->setup, ci.setup_ns);
+		if (e->o->conn_done)
+			e->o->conn_done(&ci, e->o->progress_arg);
 		if (s->index == 0) {
 			r->first = ci;
 			r->have_first = true;

@@ -31,6 +31,8 @@ struct load_opts {
 	void *progress_arg;
 	/* Called once when the connect phase ends, all connections still up. */
 	void (*connected)(const struct load_result *r, void *arg);
+	/* Called for every connection that was established, as it closes. */
+	void (*conn_done)(const struct qpg_conn_info *ci, void *arg);
 };
 
 struct load_result {

@@ -20,6 +20,7 @@ struct samples {
 	pid_t server_pid;
 	const char *dev_name;
 	bool tty;
+	FILE *psn_log; /* --psn-log: one line per connection */
 	double last_line_s;
 	uint64_t t0;
 };
@@ -42,6 +43,13 @@ static void take(struct samples *s, int k)
 static void on_connected(const struct load_result *r, void *arg)
 {
 	take(arg, 1);
+}
+
+static void on_conn_done(const struct qpg_conn_info *ci, void *arg)
+{
+	struct samples *s = arg;
+	if (s->psn_log && ci->transport == QPG_TRANSPORT_RDMA)
+		fprintf(s->psn_log, "%u %u\n", ci->local_psn, ci->peer_psn);
 }
 
 static void on_progress(const struct load_result *r, const char *phase, void *arg)
@@ -202,7 +210,8 @@ static void usage(FILE *f)
 	    "      --timeout MS      give up on the whole run after MS (default 600000)\n"
 	    "      --server-pid PID  also report the server's CPU, RSS, threads, fds\n"
 	    "      --json FILE       results as JSON (test_info + results)\n"
-	    "      --csv FILE        results as one CSV row with a header\n");
+	    "      --csv FILE        results as one CSV row with a header\n"
+		   "      --psn-log FILE    append 'LOCAL_PSN PEER_PSN' per rdma connection (PSN audits)\n");
 }
 
 int main(int argc, char **argv)
@@ -216,7 +225,7 @@ int main(int argc, char **argv)
 	lo.msgs = 10;
 	lo.timeout_ms = 600000;
 	const char *json_path = NULL, *csv_path = NULL;
-	enum { O_RAMP = 256, O_WINDOW, O_INFLIGHT, O_HOLD, O_TIMEOUT, O_SPID, O_JSON, O_CSV };
+	enum { O_RAMP = 256, O_WINDOW, O_INFLIGHT, O_PSNLOG, O_HOLD, O_TIMEOUT, O_SPID, O_JSON, O_CSV };
 	static const struct option opts[] = {
 	    QPG_CLI_CLIENT_LONGOPTS,
 	    {"clients", 1, 0, 'c'},
@@ -231,6 +240,7 @@ int main(int argc, char **argv)
 	    {"server-pid", 1, 0, O_SPID},
 	    {"json", 1, 0, O_JSON},
 	    {"csv", 1, 0, O_CSV},
+	    {"psn-log", 1, 0, O_PSNLOG},
 	    {"help", 0, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -276,6 +286,12 @@ int main(int argc, char **argv)
 		case O_CSV:
 			csv_path = optarg;
 			break;
+		case O_PSNLOG:
+			if (!(s.psn_log = fopen(optarg, "a"))) {
+				fprintf(stderr, "qpgate-perf: cannot open %s\n", optarg);
+				return 2;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -299,6 +315,7 @@ int main(int argc, char **argv)
 	s.t0 = (uint64_t)now_s();
 	lo.progress = on_progress;
 	lo.connected = on_connected;
+	lo.conn_done = on_conn_done;
 	lo.progress_arg = &s;
 
 	char err[512];
@@ -342,6 +359,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "qpgate-perf: cannot write %s\n", csv_path);
 		rc = 1;
 	}
+	if (s.psn_log && fclose(s.psn_log) != 0)
+		rc = 1;
 	free(r);
 	return rc;
 }

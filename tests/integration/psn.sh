@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# PSN quality over real connections and reconnects (rdma, in the lab):
+# ROUNDS runs of CLIENTS connections each log both sides' PSNs, then simple
+# statistical tests at a fixed significance level check that they are
+# uniform 24-bit values and independent of each other.
+#   psn.sh [CLIENTS] [ROUNDS]
+set -u
+n=${1:-1250}
+rounds=${2:-4}
+here=$(cd "$(dirname "$0")/../.." && pwd -P)
+bin=${QPG_BIN:-$here/build/bin}
+work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-psn.XXXXXX")
+srv=""
+trap 'if [ -n "$srv" ]; then kill -9 "$srv" 2>/dev/null; fi; rm -rf "$work"' EXIT
+. "$here/tests/integration/lib.sh"
+"$here/scripts/make-certs" "$work" localhost >/dev/null 2>&1
+"$bin/qpgate-server" --cert "$work/server.crt" --key "$work/server.key" -p 0 \
+	--port-file "$work/port" --handshake-timeout 60000 2>"$work/server.log" &
+srv=$!
+for _ in $(seq 1 300); do [ -s "$work/port" ] && break; sleep 0.1; done
+read -r port _ <"$work/port"
+for r in $(seq 1 "$rounds"); do # every round reconnects from scratch
+	"$bin/qpgate-perf" --ca "$work/ca.crt" -p "$port" -c "$n" -n 1 --psn-log "$work/psn" \
+		127.0.0.1 localhost >/dev/null 2>&1
+	check "round $r: $n connections, every echo verified" [ $? -eq 0 ]
+done
+kill -TERM "$srv"; wait "$srv"; srv=""
+pairs=$(wc -l <"$work/psn")
+check "$pairs connections logged (client PSN, server PSN)" [ "$pairs" -eq $((n * rounds)) ]
+
+# One awk pass prints "name value limit" rows; each must be within its limit.
+# Significance: every limit is a >= 4.4-sigma bound (p < 1e-5 per test), so
+# a correct CSPRNG fails this test about once in 10^4 runs.
+awk '
+function fabs(x) { return x < 0 ? -x : x }
+{
+	v[NR * 2 - 1] = $1; v[NR * 2] = $2        # all PSNs, in connection order
+	pair_c[NR] = $1; pair_s[NR] = $2
+}
+END {
+	N = NR * 2
+	for (i = 1; i <= N; i++) {
+		if (v[i] > 16777215 || v[i] < 0) out_of_range++
+		bucket[int(v[i] / 262144)]++            # 64 buckets of the 24-bit range
+		seen[v[i]]++
+		x = v[i]
+		for (b = 0; b < 24; b++) { if (x % 2) ones[b]++; x = int(x / 2) }
+	}
+	# chi-square, 63 degrees of freedom: p = 1e-5 at 124.8
+	e = N / 64
+	for (k = 0; k < 64; k++) chi += (bucket[k] - e) ^ 2 / e
+	printf "out_of_range %d 0\n", out_of_range
+	printf "chi_square_64_buckets %.1f 124.8\n", chi
+	# each bit set half the time: |z| <= 4.4 for every one of the 24 bits
+	for (b = 0; b < 24; b++) { z = fabs(ones[b] - N / 2) / sqrt(N / 4); if (z > zmax) zmax = z }
+	printf "max_bit_bias_z %.2f 4.4\n", zmax
+	# serial independence: lag-1 correlation of consecutive PSNs,
+	# and client vs server PSN of the same connection
+	for (i = 1; i <= N; i++) m += v[i]; m /= N
+	for (i = 1; i <= N; i++) { d = v[i] - m; var += d * d; if (i > 1) cov += d * (v[i - 1] - m) }
+	printf "lag1_correlation_abs %.4f %.4f\n", fabs(cov / var), 4.4 / sqrt(N)
+	P = NR
+	for (i = 1; i <= P; i++) { mc += pair_c[i]; ms += pair_s[i] }
+	mc /= P; ms /= P
+	for (i = 1; i <= P; i++) { a = pair_c[i] - mc; b = pair_s[i] - ms; sab += a * b; saa += a * a; sbb += b * b }
+	printf "client_server_correlation_abs %.4f %.4f\n", fabs(sab / sqrt(saa * sbb)), 4.4 / sqrt(P)
+	# repeats: birthday expectation N^2 / 2^25; allow expectation + 5 sigma + 1
+	for (k in seen) if (seen[k] > 1) dups += seen[k] - 1
+	exp_d = N * N / 33554432
+	printf "repeated_psns %d %.0f\n", dups, exp_d + 5 * sqrt(exp_d) + 1
+}' "$work/psn" >"$work/stats"
+while read -r name value limit; do
+	check "$name = $value (limit $limit)" awk -v a="$value" -v b="$limit" 'BEGIN{exit !(a <= b)}'
+done <"$work/stats"
+finish_checks
