@@ -2,6 +2,7 @@
 # One qpgate-perf run against a fresh server on one rxe device, in the lab.
 #   bench/perf-lab.sh CLIENTS [extra qpgate-perf flags...]
 # Run it through the lab: scripts/rxe-vm --mem 8192 -- bench/perf-lab.sh 10000
+# QPG_SERVER_ARGS adds server flags (e.g. "--qp-timeout 14").
 set -euo pipefail
 clients=${1:?usage: perf-lab.sh CLIENTS [flags]}
 shift
@@ -15,7 +16,7 @@ trap 'if [ -n "$srv" ]; then kill "$srv" 2>/dev/null || true; fi; rm -rf "$work"
 "$repo/scripts/make-certs" "$work" localhost 2>/dev/null
 "$bin/qpgate-server" --cert "$work/server.crt" --key "$work/server.key" -p 0 \
 	--port-file "$work/port" --handshake-timeout 120000 --max-pending 100000 \
-	--max-pending-per-peer 100000 2>"$work/server.log" &
+	--max-pending-per-peer 100000 ${QPG_SERVER_ARGS:-} 2>"$work/server.log" &
 srv=$!
 for _ in $(seq 1 100); do [ -s "$work/port" ] && break; sleep 0.1; done
 read -r port _ <"$work/port"

@@ -14,7 +14,7 @@ struct qpg_client_opts {
 	const char *host;
 	uint16_t port;
 	const char *servername; /* checked against the server certificate */
-	const char *ca;         /* NULL: the system trust store */
+	const char *ca;		/* NULL: the system trust store */
 	const char *cert, *key; /* for mutual TLS */
 	int transport;
 	const char *ib_dev;
@@ -27,7 +27,7 @@ struct qpg_client_opts {
 	unsigned handshake_timeout_ms;
 	uint32_t pool_max; /* slots in the client's registered pool; 0: auto */
 	uint32_t srq_depth;
-	uint8_t qp_timeout; /* RC local ACK timeout: 4.096 us * 2^N per try; 0: default */
+	uint8_t qp_timeout;    /* RC local ACK timeout: 4.096 us * 2^N per try; 0: default */
 	uint8_t test_mutation; /* test hook: break our own HELLO */
 };
 void qpg_client_opts_default(struct qpg_client_opts *o);

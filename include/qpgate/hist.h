@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define QPG_HIST_SUB_BITS 4
-#define QPG_HIST_SUB      (1u << QPG_HIST_SUB_BITS)
+#define QPG_HIST_SUB	  (1u << QPG_HIST_SUB_BITS)
 #define QPG_HIST_BUCKETS  ((64 - QPG_HIST_SUB_BITS + 1) * QPG_HIST_SUB)
 
 struct qpg_hist {

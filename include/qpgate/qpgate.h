@@ -24,19 +24,19 @@ const char *qpg_phase_name(enum qpg_phase p);
 /* Why a connection ended badly, for people and for per-type failure counts. */
 enum qpg_err_class {
 	QPG_ERR_NONE,
-	QPG_ERR_REFUSED,       /* TCP connect refused or unreachable */
-	QPG_ERR_TLS,           /* TLS failed for another reason */
-	QPG_ERR_CERT,          /* certificate verification failed */
-	QPG_ERR_HOSTNAME,      /* host name mismatch */
-	QPG_ERR_REJECTED,      /* server sent REJECT (see reject code) */
-	QPG_ERR_SERVER_FULL,   /* REJECT: server full */
-	QPG_ERR_VERSION,       /* REJECT or local: version mismatch */
-	QPG_ERR_TIMEOUT,       /* handshake or request deadline */
-	QPG_ERR_PROTOCOL,      /* malformed message from the peer */
-	QPG_ERR_AUTH,          /* bad tag or out-of-order sequence */
-	QPG_ERR_QP,            /* the QP went into error */
-	QPG_ERR_PEER_CLOSED,   /* the peer closed the connection */
-	QPG_ERR_LOCAL,         /* a local resource failed */
+	QPG_ERR_REFUSED,     /* TCP connect refused or unreachable */
+	QPG_ERR_TLS,	     /* TLS failed for another reason */
+	QPG_ERR_CERT,	     /* certificate verification failed */
+	QPG_ERR_HOSTNAME,    /* host name mismatch */
+	QPG_ERR_REJECTED,    /* server sent REJECT (see reject code) */
+	QPG_ERR_SERVER_FULL, /* REJECT: server full */
+	QPG_ERR_VERSION,     /* REJECT or local: version mismatch */
+	QPG_ERR_TIMEOUT,     /* handshake or request deadline */
+	QPG_ERR_PROTOCOL,    /* malformed message from the peer */
+	QPG_ERR_AUTH,	     /* bad tag or out-of-order sequence */
+	QPG_ERR_QP,	     /* the QP went into error */
+	QPG_ERR_PEER_CLOSED, /* the peer closed the connection */
+	QPG_ERR_LOCAL,	     /* a local resource failed */
 	QPG_ERR_COUNT
 };
 const char *qpg_err_class_name(enum qpg_err_class e);

@@ -11,24 +11,24 @@
 
 struct qpg_server_opts {
 	const char *bind_addr; /* default 127.0.0.1 */
-	uint16_t port;         /* 0: pick one (see qpg_server_port) */
+	uint16_t port;	       /* 0: pick one (see qpg_server_port) */
 	const char *cert, *key;
 	const char *client_ca; /* set: mutual TLS required */
 	unsigned max_clients;
 	unsigned threads; /* 0: number of cores */
-	int transport;    /* enum qpg_transport_kind */
+	int transport;	  /* enum qpg_transport_kind */
 	const char *ib_dev;
 	int ib_port;
 	int gid_index; /* < 0: auto */
 	unsigned handshake_timeout_ms;
-	unsigned max_pending;          /* unfinished handshakes, whole server */
+	unsigned max_pending;	       /* unfinished handshakes, whole server */
 	unsigned max_pending_per_peer; /* unfinished handshakes per peer address */
 	unsigned max_conns_per_peer;   /* 0: no limit */
-	bool allow_no_auth;            /* accept clients that turn message auth off */
+	bool allow_no_auth;	       /* accept clients that turn message auth off */
 	uint32_t max_msg;
 	uint32_t srq_depth;
 	uint8_t qp_timeout; /* RC local ACK timeout: 4.096 us * 2^N per try; 0: default */
-	uint8_t service; /* enum qpg_wire_service */
+	uint8_t service;    /* enum qpg_wire_service */
 	int verbose;
 };
 

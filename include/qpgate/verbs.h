@@ -46,7 +46,7 @@ struct qpg_qp_opts {
 	uint32_t max_send_wr;
 	uint32_t max_recv_wr;
 	uint32_t max_inline;
-	int access; /* remote access for INIT; 0 for two-sided only */
+	int access;	 /* remote access for INIT; 0 for two-sided only */
 	uint8_t timeout; /* local ACK timeout exponent */
 	uint8_t retry_cnt;
 	uint8_t rnr_retry;

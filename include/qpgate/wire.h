@@ -15,14 +15,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define QPG_WIRE_MAGIC   0x51504742u /* "QPGB" */
-#define QPG_WIRE_VERSION 1
-#define QPG_WIRE_HDR_LEN 12
-#define QPG_WIRE_PARAMS_LEN 48
+#define QPG_WIRE_MAGIC		 0x51504742u /* "QPGB" */
+#define QPG_WIRE_VERSION	 1
+#define QPG_WIRE_HDR_LEN	 12
+#define QPG_WIRE_PARAMS_LEN	 48
 #define QPG_WIRE_REJECT_TEXT_MAX 200
-#define QPG_WIRE_MAX_MSG (1u << 20) /* 1 MiB payload per frame */
-#define QPG_WIRE_MAX_CREDITS 1024
-#define QPG_WIRE_MAX_BOOT_LEN (QPG_WIRE_HDR_LEN + 4 + QPG_WIRE_REJECT_TEXT_MAX)
+#define QPG_WIRE_MAX_MSG	 (1u << 20) /* 1 MiB payload per frame */
+#define QPG_WIRE_MAX_CREDITS	 1024
+#define QPG_WIRE_MAX_BOOT_LEN	 (QPG_WIRE_HDR_LEN + 4 + QPG_WIRE_REJECT_TEXT_MAX)
 
 enum qpg_wire_type {
 	QPG_WIRE_HELLO = 1,  /* client -> server */

@@ -23,7 +23,7 @@ struct client_user {
 	void *user;
 	uint64_t rts_ns;
 	uint64_t first_send_ns; /* the first request handed to the transport */
-	uint32_t outstanding; /* requests sent, reply not yet received */
+	uint32_t outstanding;	/* requests sent, reply not yet received */
 	bool first_done;
 };
 
@@ -92,7 +92,8 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	cl->o = *o;
 	cl->cbs = *cbs;
 	snprintf(cl->host, sizeof(cl->host), "%s", o->host);
-	snprintf(cl->servername, sizeof(cl->servername), "%s", o->servername ? o->servername : o->host);
+	snprintf(cl->servername, sizeof(cl->servername), "%s",
+		 o->servername ? o->servername : o->host);
 	int rc;
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;
 	char ps[8];
@@ -121,13 +122,13 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 		}
 	}
 	struct qpg__ep_opts eo = {
-		.t = t,
-		.dev = t == &qpg__transport_rdma ? &cl->dev : NULL,
-		.max_msg = o->max_msg,
-		.srq_depth = o->srq_depth,
-		.pool_max = o->pool_max ? o->pool_max : 16384,
-		.qp_max_send_wr = o->credits,
-		.qp_timeout = o->qp_timeout,
+	    .t = t,
+	    .dev = t == &qpg__transport_rdma ? &cl->dev : NULL,
+	    .max_msg = o->max_msg,
+	    .srq_depth = o->srq_depth,
+	    .pool_max = o->pool_max ? o->pool_max : 16384,
+	    .qp_max_send_wr = o->credits,
+	    .qp_timeout = o->qp_timeout,
 	};
 	rc = qpg__endpoint_init(&cl->ep, &eo);
 	if (rc) {
@@ -147,9 +148,9 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	cl->ep.service = o->service;
 	cl->ep.handshake_timeout_ns = (uint64_t)o->handshake_timeout_ms * 1000000ull;
 	cl->ep.cbs = (struct qpg__endpoint_cbs){
-		.established = cl_established,
-		.message = cl_message,
-		.closed = cl_closed,
+	    .established = cl_established,
+	    .message = cl_message,
+	    .closed = cl_closed,
 	};
 	*out = cl;
 	return 0;
@@ -172,14 +173,14 @@ int qpg_client_connect(struct qpg_client *cl, void *user, struct qpg_client_conn
 		return -ENOMEM;
 	u->user = user;
 	struct qpg__client_params p = {
-		.addr = (struct sockaddr *)&cl->addr,
-		.addr_len = cl->addr_len,
-		.servername = cl->servername,
-		.service = cl->o.service,
-		.auth = cl->o.auth,
-		.credits = cl->o.credits,
-		.max_msg = cl->o.max_msg,
-		.test_mutation = cl->o.test_mutation,
+	    .addr = (struct sockaddr *)&cl->addr,
+	    .addr_len = cl->addr_len,
+	    .servername = cl->servername,
+	    .service = cl->o.service,
+	    .auth = cl->o.auth,
+	    .credits = cl->o.credits,
+	    .max_msg = cl->o.max_msg,
+	    .test_mutation = cl->o.test_mutation,
 	};
 	struct qpg__conn *c;
 	int rc = qpg__conn_connect(&cl->ep, &p, &c);

@@ -9,7 +9,7 @@
 
 /* Transports embed their base struct first and get back to their own with
  * this, as Redis' connection layer does. */
-#define qpg__container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#define qpg__container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 #define QPG_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define QPG_MAX(a, b) ((a) > (b) ? (a) : (b))

@@ -216,7 +216,7 @@ static int conn_flush(struct qpg__conn *c)
 	while (c->out_off < c->out_len) {
 		size_t n = c->out_retry ? c->out_retry : c->out_len - c->out_off, done = 0;
 		enum qpg__tls_io r =
-			qpg__tls_write(c->ssl, c->out + c->out_off, n, &done, c->why, sizeof(c->why));
+		    qpg__tls_write(c->ssl, c->out + c->out_off, n, &done, c->why, sizeof(c->why));
 		if (r == QPG_TLS_DONE) {
 			c->out_off += done;
 			c->out_retry = 0;
@@ -285,7 +285,7 @@ static enum qpg_err_class err_class_of_reject(uint16_t code)
 }
 
 static void reject(struct qpg__conn *c, uint16_t code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void reject(struct qpg__conn *c, uint16_t code, const char *fmt, ...)
 {
 	char text[QPG_WIRE_REJECT_TEXT_MAX + 1];
@@ -340,7 +340,8 @@ static void server_on_hello(struct qpg__conn *c)
 	char why[128];
 	int rc = qpg_wire_decode_params(c->boot_in, c->boot_in_len, &peer, why, sizeof(why));
 	if (rc == -EPROTONOSUPPORT) {
-		reject(c, QPG_REJECT_VERSION, "version mismatch: server speaks protocol %u, client sent %u",
+		reject(c, QPG_REJECT_VERSION,
+		       "version mismatch: server speaks protocol %u, client sent %u",
 		       QPG_WIRE_VERSION, c->boot_in[4]);
 		return;
 	}
@@ -462,7 +463,8 @@ static void client_on_reply(struct qpg__conn *c)
 		return;
 	}
 	if (peer.transport != c->t->wire_id || peer.flags != c->local.flags) {
-		qpg__conn_close(c, QPG_ERR_PROTOCOL, "server answered with other transport or flags");
+		qpg__conn_close(c, QPG_ERR_PROTOCOL,
+				"server answered with other transport or flags");
 		return;
 	}
 	qpg__phase_end(c, QPG_PHASE_EXCHANGE);
@@ -472,7 +474,8 @@ static void client_on_reply(struct qpg__conn *c)
 	c->credits = QPG_MIN(c->credits, peer.credits);
 	int rc = c->t->conn_establish(c, &peer);
 	if (rc) {
-		qpg__conn_close(c, QPG_ERR_LOCAL, "cannot connect the data path: %s", strerror(-rc));
+		qpg__conn_close(c, QPG_ERR_LOCAL, "cannot connect the data path: %s",
+				strerror(-rc));
 		return;
 	}
 	become_established(c);
@@ -494,12 +497,12 @@ static void read_bootstrap(struct qpg__conn *c)
 			if (c->is_server)
 				reject(c, QPG_REJECT_MALFORMED, "malformed bootstrap header");
 			else
-				qpg__conn_close(c, need == -EPROTONOSUPPORT ? QPG_ERR_VERSION
-									    : QPG_ERR_PROTOCOL,
-						"%s from server",
-						need == -EPROTONOSUPPORT
-							? "unsupported protocol version"
-							: "malformed bootstrap message");
+				qpg__conn_close(
+				    c,
+				    need == -EPROTONOSUPPORT ? QPG_ERR_VERSION : QPG_ERR_PROTOCOL,
+				    "%s from server",
+				    need == -EPROTONOSUPPORT ? "unsupported protocol version"
+							     : "malformed bootstrap message");
 			return;
 		}
 		if (need > 0 && (size_t)need == c->boot_in_len) {
@@ -509,7 +512,8 @@ static void read_bootstrap(struct qpg__conn *c)
 				client_on_reply(c);
 			return;
 		}
-		size_t want = need ? (size_t)need - c->boot_in_len : QPG_WIRE_HDR_LEN - c->boot_in_len;
+		size_t want =
+		    need ? (size_t)need - c->boot_in_len : QPG_WIRE_HDR_LEN - c->boot_in_len;
 		size_t got = 0;
 		enum qpg__tls_io r = qpg__tls_read(c->ssl, c->boot_in + c->boot_in_len, want, &got,
 						   c->why, sizeof(c->why));
@@ -686,7 +690,8 @@ void qpg__conn_on_frame(struct qpg__conn *c, struct qpg_buf *b, size_t len)
 	if (h.seq != c->auth.rx.seq) {
 		qpg_pool_put(&ep->pool, b);
 		stat_add(&ep->stats.seq_failures, 1);
-		qpg__conn_close(c, QPG_ERR_AUTH, "out-of-order message: sequence %llu, expected %llu",
+		qpg__conn_close(c, QPG_ERR_AUTH,
+				"out-of-order message: sequence %llu, expected %llu",
 				(unsigned long long)h.seq, (unsigned long long)c->auth.rx.seq);
 		return;
 	}
@@ -707,8 +712,8 @@ void qpg__conn_on_frame(struct qpg__conn *c, struct qpg_buf *b, size_t len)
 
 /* ---- endpoint ---- */
 
-int qpg__rdma_dev_open_explained(struct qpg_rdma_dev *dev, const char *name, int port, int gid_index,
-				 char *err, size_t err_len)
+int qpg__rdma_dev_open_explained(struct qpg_rdma_dev *dev, const char *name, int port,
+				 int gid_index, char *err, size_t err_len)
 {
 	int rc = qpg_rdma_dev_open(dev, name, (uint8_t)port, gid_index);
 	if (rc)
@@ -741,7 +746,7 @@ void qpg__endpoint_tick(struct qpg__endpoint *ep)
 			qpg__conn_close(c, QPG_ERR_TIMEOUT, "handshake timeout after %llu ms (%s)",
 					(unsigned long long)(ep->handshake_timeout_ns / 1000000),
 					c->state == QPG_CONN_CONNECTING ? "TCP connect"
-					: c->state == QPG_CONN_TLS      ? "TLS"
+					: c->state == QPG_CONN_TLS	? "TLS"
 									: "bootstrap");
 		else if (c->deadline_ns && now > c->deadline_ns && c->state == QPG_CONN_REJECTING)
 			qpg__conn_close(c, c->err, "%s", c->why);
@@ -767,8 +772,8 @@ int qpg__endpoint_init(struct qpg__endpoint *ep, const struct qpg__ep_opts *o)
 	ep->loop.owner = ep;
 	ep->loop.on_tick = ep_tick;
 	ep->loop.on_batch_end = ep_batch_end;
-	rc = qpg_pool_init(&ep->pool, o->dev ? o->dev->pd : NULL,
-			   qpg_frame_len(o->max_msg, 1), 256, o->pool_max, 0);
+	rc = qpg_pool_init(&ep->pool, o->dev ? o->dev->pd : NULL, qpg_frame_len(o->max_msg, 1), 256,
+			   o->pool_max, 0);
 	if (rc)
 		goto err_loop;
 	rc = ep->t->ep_init(ep);

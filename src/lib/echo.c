@@ -23,7 +23,7 @@ static void echo_message(struct qpg__conn *c, const struct qpg_frame_hdr *h, str
 }
 
 const struct qpg__service qpg__service_echo = {
-	.id = QPG_SERVICE_ECHO,
-	.name = "echo",
-	.message = echo_message,
+    .id = QPG_SERVICE_ECHO,
+    .name = "echo",
+    .message = echo_message,
 };

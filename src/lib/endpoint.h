@@ -73,9 +73,9 @@ struct qpg__ep_stats {
 struct qpg__ep_opts {
 	const struct qpg__transport_ops *t;
 	struct qpg_rdma_dev *dev; /* shared by the process's endpoints (RDMA only) */
-	uint32_t max_msg;         /* payload bytes per frame */
+	uint32_t max_msg;	  /* payload bytes per frame */
 	uint32_t srq_depth;
-	uint32_t pool_max;        /* slots; bounds everything in flight */
+	uint32_t pool_max; /* slots; bounds everything in flight */
 	uint32_t qp_max_send_wr;
 	uint8_t qp_timeout; /* local ACK timeout exponent, 0: the verbs default */
 	uint32_t tick_ms;
@@ -103,7 +103,7 @@ struct qpg__conn {
 	bool admitted;
 	bool handshake_done;
 	bool corrupt_next_tag; /* test hook */
-	uint8_t test_mutation;   /* test hook: enum qpg__hello_mutation */
+	uint8_t test_mutation; /* test hook: enum qpg__hello_mutation */
 	uint64_t closing_since_ns;
 	struct qpg__conn *prev, *next; /* endpoint's list, in creation order */
 	struct qpg__conn *next_dead;
@@ -114,9 +114,9 @@ struct qpg__conn {
 	struct sockaddr_storage peer_addr;
 	struct qpg_wire_params local, peer;
 	struct qpg__auth auth;
-	uint32_t max_msg;    /* payload limit agreed for frames to the peer */
-	uint16_t credits;    /* agreed requests in flight */
-	uint32_t in_flight;  /* sends posted, not completed */
+	uint32_t max_msg;   /* payload limit agreed for frames to the peer */
+	uint16_t credits;   /* agreed requests in flight */
+	uint32_t in_flight; /* sends posted, not completed */
 	uint64_t conn_id;
 	/* bootstrap input, then (tcp) frame reassembly is the transport's */
 	uint8_t boot_in[QPG_WIRE_MAX_BOOT_LEN];
@@ -153,7 +153,7 @@ struct qpg__endpoint {
 	uint8_t qp_timeout;
 	SSL_CTX *ssl_ctx;
 	bool is_server;
-	bool auth_required;   /* server: refuse HELLOs without the auth flag */
+	bool auth_required; /* server: refuse HELLOs without the auth flag */
 	uint8_t service;
 	uint16_t credits_max;
 	uint64_t handshake_timeout_ns;
@@ -166,8 +166,8 @@ struct qpg__endpoint {
 };
 
 /* Open the RDMA device, or explain in ERR what to do instead. */
-int qpg__rdma_dev_open_explained(struct qpg_rdma_dev *dev, const char *name, int port, int gid_index,
-				 char *err, size_t err_len);
+int qpg__rdma_dev_open_explained(struct qpg_rdma_dev *dev, const char *name, int port,
+				 int gid_index, char *err, size_t err_len);
 
 int qpg__endpoint_init(struct qpg__endpoint *ep, const struct qpg__ep_opts *o);
 void qpg__endpoint_fini(struct qpg__endpoint *ep);
@@ -216,7 +216,7 @@ void qpg__conn_on_frame(struct qpg__conn *c, struct qpg_buf *b, size_t len);
 void qpg__conn_on_sent(struct qpg__conn *c, bool ok, const char *why);
 /* End C with ERR and a reason. Idempotent. */
 void qpg__conn_close(struct qpg__conn *c, enum qpg_err_class err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 /* Queue bytes on the control channel and try to flush. */
 int qpg__conn_write(struct qpg__conn *c, const void *data, size_t len);
 /* Test hook: flip a bit of the next tag sent. */

@@ -50,8 +50,8 @@ int qpg__loop_init(struct qpg__loop *l, uint32_t tick_ms)
 		if (fd < 0)
 			goto fail;
 		struct itimerspec its = {
-			.it_interval = {tick_ms / 1000, (long)(tick_ms % 1000) * 1000000L},
-			.it_value = {tick_ms / 1000, (long)(tick_ms % 1000) * 1000000L},
+		    .it_interval = {tick_ms / 1000, (long)(tick_ms % 1000) * 1000000L},
+		    .it_value = {tick_ms / 1000, (long)(tick_ms % 1000) * 1000000L},
 		};
 		if (timerfd_settime(fd, 0, &its, NULL) < 0 ||
 		    qpg__loop_add(l, &l->tick, fd, EPOLLIN, tick_cb) < 0) {

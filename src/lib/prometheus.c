@@ -7,16 +7,26 @@
 static const char *reject_reason(int code)
 {
 	switch (code) {
-	case QPG_REJECT_MALFORMED: return "malformed";
-	case QPG_REJECT_VERSION: return "version";
-	case QPG_REJECT_SERVER_FULL: return "server_full";
-	case QPG_REJECT_BAD_PARAMS: return "bad_params";
-	case QPG_REJECT_TRANSPORT: return "transport";
-	case QPG_REJECT_SERVICE: return "service";
-	case QPG_REJECT_AUTH_REQUIRED: return "auth_required";
-	case QPG_REJECT_RESOURCES: return "resources";
-	case QPG_REJECT_SHUTTING_DOWN: return "shutting_down";
-	default: return NULL;
+	case QPG_REJECT_MALFORMED:
+		return "malformed";
+	case QPG_REJECT_VERSION:
+		return "version";
+	case QPG_REJECT_SERVER_FULL:
+		return "server_full";
+	case QPG_REJECT_BAD_PARAMS:
+		return "bad_params";
+	case QPG_REJECT_TRANSPORT:
+		return "transport";
+	case QPG_REJECT_SERVICE:
+		return "service";
+	case QPG_REJECT_AUTH_REQUIRED:
+		return "auth_required";
+	case QPG_REJECT_RESOURCES:
+		return "resources";
+	case QPG_REJECT_SHUTTING_DOWN:
+		return "shutting_down";
+	default:
+		return NULL;
 	}
 }
 
@@ -30,7 +40,8 @@ int qpg_server_prometheus(struct qpg_server *s, char **out, size_t *len)
 #define METRIC(name, type, help) fprintf(f, "# HELP " name " " help "\n# TYPE " name " " type "\n")
 	METRIC("qpgate_connected_clients", "gauge", "Clients with an established connection.");
 	fprintf(f, "qpgate_connected_clients %lld\n", st.connected);
-	METRIC("qpgate_handshakes_in_progress", "gauge", "Unfinished TCP+TLS+bootstrap handshakes.");
+	METRIC("qpgate_handshakes_in_progress", "gauge",
+	       "Unfinished TCP+TLS+bootstrap handshakes.");
 	fprintf(f, "qpgate_handshakes_in_progress %lld\n", st.handshaking);
 	METRIC("qpgate_handshakes_total", "counter", "Finished handshakes by result.");
 	fprintf(f, "qpgate_handshakes_total{result=\"ok\"} %llu\n", st.handshakes_ok);
@@ -38,10 +49,11 @@ int qpg_server_prometheus(struct qpg_server *s, char **out, size_t *len)
 	METRIC("qpgate_rejections_total", "counter", "Connections refused, by reason.");
 	for (int code = 1; code < 16; code++)
 		if (reject_reason(code))
-			fprintf(f, "qpgate_rejections_total{reason=\"%s\"} %llu\n", reject_reason(code),
-				st.rejected[code]);
+			fprintf(f, "qpgate_rejections_total{reason=\"%s\"} %llu\n",
+				reject_reason(code), st.rejected[code]);
 	fprintf(f, "qpgate_rejections_total{reason=\"pending_limit\"} %llu\n", st.refused_pending);
-	fprintf(f, "qpgate_rejections_total{reason=\"per_peer_limit\"} %llu\n", st.refused_per_peer);
+	fprintf(f, "qpgate_rejections_total{reason=\"per_peer_limit\"} %llu\n",
+		st.refused_per_peer);
 	METRIC("qpgate_connections_closed_total", "counter", "Closed connections by reason.");
 	for (int e = 0; e < QPG_ERR_COUNT; e++)
 		fprintf(f, "qpgate_connections_closed_total{reason=\"%s\"} %llu\n",
@@ -74,7 +86,8 @@ int qpg_server_prometheus(struct qpg_server *s, char **out, size_t *len)
 	}
 	cum += st.handshake_ns_bucket[23];
 	fprintf(f, "qpgate_handshake_duration_seconds_bucket{le=\"+Inf\"} %llu\n", cum);
-	fprintf(f, "qpgate_handshake_duration_seconds_sum %.9f\n", (double)st.handshake_ns_sum / 1e9);
+	fprintf(f, "qpgate_handshake_duration_seconds_sum %.9f\n",
+		(double)st.handshake_ns_sum / 1e9);
 	fprintf(f, "qpgate_handshake_duration_seconds_count %llu\n", cum);
 #undef METRIC
 	return fclose(f) == 0 ? 0 : -1;

@@ -2,9 +2,9 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <netdb.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +59,7 @@ void qpg_server_opts_default(struct qpg_server_opts *o)
 }
 
 static void slog(const struct qpg_server *s, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 static void slog(const struct qpg_server *s, const char *fmt, ...)
 {
 	va_list ap;
@@ -139,7 +139,8 @@ static void listen_cb(struct qpg__io *io, uint32_t events)
 	for (int i = 0; i < 64; i++) {
 		struct sockaddr_storage ss;
 		socklen_t len = sizeof(ss);
-		int fd = accept4(io->fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd =
+		    accept4(io->fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EMFILE || errno == ENFILE)
 				slog(s, "accept: %s (raise ulimit -n)", strerror(errno));
@@ -179,7 +180,8 @@ static void *worker_main(void *arg)
 
 static int open_listener(const struct qpg_server *s, uint16_t port, char *err, size_t err_len)
 {
-	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,
+				 .ai_socktype = SOCK_STREAM,
 				 .ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV},
 			*ai;
 	char ps[8];
@@ -239,8 +241,8 @@ struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err,
 		goto fail;
 	}
 	if (t == &qpg__transport_rdma) {
-		if (qpg__rdma_dev_open_explained(&s->dev, s->o.ib_dev, s->o.ib_port,
-						 s->o.gid_index, err, err_len))
+		if (qpg__rdma_dev_open_explained(&s->dev, s->o.ib_dev, s->o.ib_port, s->o.gid_index,
+						 err, err_len))
 			goto fail;
 	}
 	struct qpg__tls_files tf = {s->o.cert, s->o.key, s->o.client_ca};
@@ -261,13 +263,13 @@ struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err,
 		w->index = (int)i;
 		w->listen_io.fd = -1;
 		struct qpg__ep_opts eo = {
-			.t = t,
-			.dev = t == &qpg__transport_rdma ? &s->dev : NULL,
-			.max_msg = s->o.max_msg,
-			.srq_depth = s->o.srq_depth,
-			.pool_max = 16384,
-			.qp_max_send_wr = 4,
-			.qp_timeout = s->o.qp_timeout,
+		    .t = t,
+		    .dev = t == &qpg__transport_rdma ? &s->dev : NULL,
+		    .max_msg = s->o.max_msg,
+		    .srq_depth = s->o.srq_depth,
+		    .pool_max = 16384,
+		    .qp_max_send_wr = 4,
+		    .qp_timeout = s->o.qp_timeout,
 		};
 		int rc = qpg__endpoint_init(&w->ep, &eo);
 		if (rc) {
@@ -282,10 +284,10 @@ struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err,
 		w->ep.auth_required = !s->o.allow_no_auth;
 		w->ep.handshake_timeout_ns = (uint64_t)s->o.handshake_timeout_ms * 1000000ull;
 		w->ep.cbs = (struct qpg__endpoint_cbs){
-			.admit = srv_admit,
-			.established = srv_established,
-			.message = srv_message,
-			.closed = srv_closed,
+		    .admit = srv_admit,
+		    .established = srv_established,
+		    .message = srv_message,
+		    .closed = srv_closed,
 		};
 		int fd = open_listener(s, port, err, err_len);
 		if (fd < 0)
@@ -311,8 +313,9 @@ uint16_t qpg_server_port(const struct qpg_server *s)
 
 int qpg_server_run(struct qpg_server *s)
 {
-	slog(s, "listening on %s:%u, transport %s%s%s, %u threads, max %u clients, "
-		"handshake timeout %u ms, message auth %s, mTLS %s",
+	slog(s,
+	     "listening on %s:%u, transport %s%s%s, %u threads, max %u clients, "
+	     "handshake timeout %u ms, message auth %s, mTLS %s",
 	     s->o.bind_addr, s->port, s->o.transport == QPG_KIND_RDMA ? "rdma" : "tcp",
 	     s->o.transport == QPG_KIND_RDMA ? " on " : "",
 	     s->o.transport == QPG_KIND_RDMA ? s->dev.name : "", s->nworkers, s->o.max_clients,

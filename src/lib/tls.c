@@ -150,8 +150,8 @@ static enum qpg__tls_io classify(SSL *ssl, int ret, char *why, size_t why_len)
 		long v = SSL_get_verify_result(ssl);
 		if (v != X509_V_OK) {
 			const char *what = v == X509_V_ERR_HOSTNAME_MISMATCH
-						   ? "host name mismatch"
-						   : "certificate verification failed";
+					       ? "host name mismatch"
+					       : "certificate verification failed";
 			snprintf(why, why_len, "%s: %s", what, X509_verify_cert_error_string(v));
 			ERR_clear_error();
 		} else {

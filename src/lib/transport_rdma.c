@@ -61,8 +61,8 @@ static void srq_refill(struct rdma_ep *r)
 				break;
 			b->owner = NULL; /* NULL owner marks a receive */
 			sges[n] = (struct ibv_sge){(uintptr_t)b->addr, b->len, b->lkey};
-			wrs[n] = (struct ibv_recv_wr){.wr_id = (uintptr_t)b, .sg_list = &sges[n],
-						      .num_sge = 1, .next = NULL};
+			wrs[n] = (struct ibv_recv_wr){
+			    .wr_id = (uintptr_t)b, .sg_list = &sges[n], .num_sge = 1, .next = NULL};
 			if (n)
 				wrs[n - 1].next = &wrs[n];
 			n++;
@@ -174,7 +174,8 @@ static int rdma_ep_init(struct qpg__endpoint *ep)
 		errno = rc;
 		goto err;
 	}
-	if ((rc = qpg__loop_add(&ep->loop, &r->channel_io, r->channel->fd, EPOLLIN, channel_cb)) < 0) {
+	if ((rc = qpg__loop_add(&ep->loop, &r->channel_io, r->channel->fd, EPOLLIN, channel_cb)) <
+	    0) {
 		errno = -rc;
 		goto err;
 	}
@@ -258,8 +259,8 @@ static int rdma_conn_establish(struct qpg__conn *c, const struct qpg_wire_params
 {
 	struct rdma_conn *rc = to_rdma(c);
 	struct qpg__endpoint *ep = c->ep;
-	struct qpg_qp_addr pa = {.qpn = peer->qpn, .psn = peer->psn, .lid = peer->lid,
-				 .mtu = peer->mtu};
+	struct qpg_qp_addr pa = {
+	    .qpn = peer->qpn, .psn = peer->psn, .lid = peer->lid, .mtu = peer->mtu};
 	memcpy(pa.gid, peer->gid, 16);
 	struct qpg_qp_opts o;
 	qpg_qp_opts_default(&o);
@@ -281,8 +282,11 @@ static int rdma_send(struct qpg__conn *c, struct qpg_buf *b, size_t len)
 	struct rdma_conn *rc = to_rdma(c);
 	b->owner = c;
 	struct ibv_sge sge = {(uintptr_t)b->addr, (uint32_t)len, b->lkey};
-	struct ibv_send_wr wr = {.wr_id = (uintptr_t)b, .sg_list = &sge, .num_sge = 1,
-				 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED},
+	struct ibv_send_wr wr = {.wr_id = (uintptr_t)b,
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED},
 			   *bad;
 	int err = ibv_post_send(rc->qp, &wr, &bad);
 	if (err) {
@@ -333,16 +337,16 @@ static void rdma_conn_release(struct qpg__conn *c)
 }
 
 const struct qpg__transport_ops qpg__transport_rdma = {
-	.name = "rdma",
-	.wire_id = QPG_TRANSPORT_RDMA,
-	.conn_size = sizeof(struct rdma_conn),
-	.ep_init = rdma_ep_init,
-	.ep_fini = rdma_ep_fini,
-	.conn_prepare = rdma_conn_prepare,
-	.conn_establish = rdma_conn_establish,
-	.send = rdma_send,
-	.on_stream = rdma_on_stream,
-	.conn_shutdown = rdma_conn_shutdown,
-	.conn_busy = rdma_conn_busy,
-	.conn_release = rdma_conn_release,
+    .name = "rdma",
+    .wire_id = QPG_TRANSPORT_RDMA,
+    .conn_size = sizeof(struct rdma_conn),
+    .ep_init = rdma_ep_init,
+    .ep_fini = rdma_ep_fini,
+    .conn_prepare = rdma_conn_prepare,
+    .conn_establish = rdma_conn_establish,
+    .send = rdma_send,
+    .on_stream = rdma_on_stream,
+    .conn_shutdown = rdma_conn_shutdown,
+    .conn_busy = rdma_conn_busy,
+    .conn_release = rdma_conn_release,
 };

@@ -85,8 +85,8 @@ static void tcp_on_stream(struct qpg__conn *c)
 			continue;
 		}
 		size_t got = 0;
-		enum qpg__tls_io r = qpg__tls_read(c->ssl, (uint8_t *)tc->rx->addr + tc->rx_len, want,
-						   &got, c->why, sizeof(c->why));
+		enum qpg__tls_io r = qpg__tls_read(c->ssl, (uint8_t *)tc->rx->addr + tc->rx_len,
+						   want, &got, c->why, sizeof(c->why));
 		if (r == QPG_TLS_DONE) {
 			tc->rx_len += got;
 			continue;
@@ -117,18 +117,18 @@ static void tcp_conn_release(struct qpg__conn *c)
 }
 
 const struct qpg__transport_ops qpg__transport_tcp = {
-	.name = "tcp",
-	.wire_id = QPG_TRANSPORT_TCP,
-	.conn_size = sizeof(struct tcp_conn),
-	.ep_init = tcp_ep_init,
-	.ep_fini = tcp_ep_fini,
-	.conn_prepare = tcp_conn_prepare,
-	.conn_establish = tcp_conn_establish,
-	.send = tcp_send,
-	.on_stream = tcp_on_stream,
-	.conn_shutdown = tcp_conn_shutdown,
-	.conn_busy = tcp_conn_busy,
-	.conn_release = tcp_conn_release,
+    .name = "tcp",
+    .wire_id = QPG_TRANSPORT_TCP,
+    .conn_size = sizeof(struct tcp_conn),
+    .ep_init = tcp_ep_init,
+    .ep_fini = tcp_ep_fini,
+    .conn_prepare = tcp_conn_prepare,
+    .conn_establish = tcp_conn_establish,
+    .send = tcp_send,
+    .on_stream = tcp_on_stream,
+    .conn_shutdown = tcp_conn_shutdown,
+    .conn_busy = tcp_conn_busy,
+    .conn_release = tcp_conn_release,
 };
 
 const struct qpg__transport_ops *qpg__transport_by_kind(int kind)

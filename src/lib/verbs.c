@@ -184,8 +184,7 @@ int qpg_qp_to_rtr(struct qpg_rdma_dev *dev, struct ibv_qp *qp, const struct qpg_
 	a.ah_attr.grh.hop_limit = 64;
 	return -ibv_modify_qp(qp, &a,
 			      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				      IBV_QP_MIN_RNR_TIMER);
+				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
 }
 
 int qpg_qp_to_rts(struct ibv_qp *qp, uint32_t sq_psn, const struct qpg_qp_opts *o)
@@ -200,7 +199,7 @@ int qpg_qp_to_rts(struct ibv_qp *qp, uint32_t sq_psn, const struct qpg_qp_opts *
 	a.max_rd_atomic = 1;
 	return -ibv_modify_qp(qp, &a,
 			      IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				      IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+				  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
 int qpg_qp_to_error(struct ibv_qp *qp)

@@ -27,20 +27,23 @@ enum {
 };
 #define QPG_CLI_CLIENT_LONGOPTS                                                                    \
 	{"port", 1, 0, 'p'}, {"ca", 1, 0, QPG_OPT_CA}, {"cert", 1, 0, QPG_OPT_CERT},               \
-		{"key", 1, 0, QPG_OPT_KEY}, {"transport", 1, 0, QPG_OPT_TRANSPORT},                \
-		{"ib-dev", 1, 0, 'd'}, {"ib-port", 1, 0, 'i'}, {"gid-index", 1, 0, 'x'},           \
-		{"no-auth", 0, 0, QPG_OPT_NOAUTH}, {"handshake-timeout", 1, 0, QPG_OPT_HTO},       \
-		{"credits", 1, 0, QPG_OPT_CREDITS}, {"qp-timeout", 1, 0, QPG_OPT_QP_TIMEOUT}
+	    {"key", 1, 0, QPG_OPT_KEY}, {"transport", 1, 0, QPG_OPT_TRANSPORT},                    \
+	    {"ib-dev", 1, 0, 'd'}, {"ib-port", 1, 0, 'i'}, {"gid-index", 1, 0, 'x'},               \
+	    {"no-auth", 0, 0, QPG_OPT_NOAUTH}, {"handshake-timeout", 1, 0, QPG_OPT_HTO},           \
+	    {"credits", 1, 0, QPG_OPT_CREDITS},                                                    \
+	{                                                                                          \
+		"qp-timeout", 1, 0, QPG_OPT_QP_TIMEOUT                                             \
+	}
 #define QPG_CLI_CLIENT_SHORTOPTS "p:d:i:x:"
 #define QPG_CLI_CLIENT_HELP                                                                        \
-	"  -p, --port N          server port (default 7471)\n"                                    \
-	"      --ca FILE         CA that signed the server certificate\n"                         \
-	"      --cert FILE --key FILE   client certificate for mutual TLS\n"                     \
-	"      --transport rdma|tcp  (default rdma)\n"                                           \
-	"  -d, --ib-dev DEV  -i, --ib-port N  -x, --gid-index N\n"                                \
-	"      --no-auth         turn per-message authentication off (to measure its cost)\n"   \
-	"      --handshake-timeout MS  per connection (default 10000)\n"                         \
-	"      --credits N       requests in flight per connection (default 1)\n"                \
+	"  -p, --port N          server port (default 7471)\n"                                     \
+	"      --ca FILE         CA that signed the server certificate\n"                          \
+	"      --cert FILE --key FILE   client certificate for mutual TLS\n"                       \
+	"      --transport rdma|tcp  (default rdma)\n"                                             \
+	"  -d, --ib-dev DEV  -i, --ib-port N  -x, --gid-index N\n"                                 \
+	"      --no-auth         turn per-message authentication off (to measure its cost)\n"      \
+	"      --handshake-timeout MS  per connection (default 10000)\n"                           \
+	"      --credits N       requests in flight per connection (default 1)\n"                  \
 	"      --qp-timeout N    RC ACK timeout 4.096 us * 2^N, 7 tries (default 18 = 1.07 s)\n"
 
 /* Returns 1 when CH was one of the shared flags (and applies it to O). */

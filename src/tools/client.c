@@ -35,50 +35,78 @@ int main(int argc, char **argv)
 	const char *expect = NULL;
 	enum { O_TIMEOUT = 256, O_HOLD, O_EXPECT, O_CORRUPT, O_BADHELLO, O_WINDOW, O_READY };
 	static const struct option opts[] = {
-		QPG_CLI_CLIENT_LONGOPTS,
-		{"conns", 1, 0, 'c'},
-		{"iters", 1, 0, 'n'},
-		{"size", 1, 0, 's'},
-		{"timeout", 1, 0, O_TIMEOUT},
-		{"hold", 1, 0, O_HOLD},
-		{"expect-error", 1, 0, O_EXPECT},
-		{"test-corrupt-tag-at", 1, 0, O_CORRUPT},
-		{"test-bad-hello", 1, 0, O_BADHELLO},
-		{"window", 1, 0, O_WINDOW},
-		{"ready-file", 1, 0, O_READY},
-		{"verbose", 0, 0, 'v'},
-		{"help", 0, 0, 'h'},
-		{0, 0, 0, 0},
+	    QPG_CLI_CLIENT_LONGOPTS,
+	    {"conns", 1, 0, 'c'},
+	    {"iters", 1, 0, 'n'},
+	    {"size", 1, 0, 's'},
+	    {"timeout", 1, 0, O_TIMEOUT},
+	    {"hold", 1, 0, O_HOLD},
+	    {"expect-error", 1, 0, O_EXPECT},
+	    {"test-corrupt-tag-at", 1, 0, O_CORRUPT},
+	    {"test-bad-hello", 1, 0, O_BADHELLO},
+	    {"window", 1, 0, O_WINDOW},
+	    {"ready-file", 1, 0, O_READY},
+	    {"verbose", 0, 0, 'v'},
+	    {"help", 0, 0, 'h'},
+	    {0, 0, 0, 0},
 	};
 	int ch;
-	while ((ch = getopt_long(argc, argv, QPG_CLI_CLIENT_SHORTOPTS "c:n:s:vh", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, QPG_CLI_CLIENT_SHORTOPTS "c:n:s:vh", opts, NULL)) !=
+	       -1) {
 		if (qpg_cli_client_opt(ch, optarg, &o))
 			continue;
 		switch (ch) {
-		case 'c': lo.nconns = (int)qpg_cli_int(optarg, 1, 1000000, "--conns"); break;
-		case 'n': lo.msgs = qpg_cli_int(optarg, 0, 1000000000, "--iters"); break;
-		case 's': lo.size = (uint32_t)qpg_cli_int(optarg, 1, QPG_WIRE_MAX_MSG, "--size"); break;
-		case O_TIMEOUT: lo.timeout_ms = qpg_cli_int(optarg, 1, 86400000, "--timeout"); break;
-		case O_HOLD: lo.hold_ms = qpg_cli_int(optarg, 0, 86400000, "--hold"); break;
-		case O_EXPECT: expect = optarg; break;
-		case O_CORRUPT: lo.corrupt_at = (int)qpg_cli_int(optarg, 0, 1000000000, "--test-corrupt-tag-at"); break;
-		case O_WINDOW: lo.window = qpg_cli_int(optarg, 1, 1000000, "--window"); break;
-		case O_READY: lo.ready_file = optarg; break;
+		case 'c':
+			lo.nconns = (int)qpg_cli_int(optarg, 1, 1000000, "--conns");
+			break;
+		case 'n':
+			lo.msgs = qpg_cli_int(optarg, 0, 1000000000, "--iters");
+			break;
+		case 's':
+			lo.size = (uint32_t)qpg_cli_int(optarg, 1, QPG_WIRE_MAX_MSG, "--size");
+			break;
+		case O_TIMEOUT:
+			lo.timeout_ms = qpg_cli_int(optarg, 1, 86400000, "--timeout");
+			break;
+		case O_HOLD:
+			lo.hold_ms = qpg_cli_int(optarg, 0, 86400000, "--hold");
+			break;
+		case O_EXPECT:
+			expect = optarg;
+			break;
+		case O_CORRUPT:
+			lo.corrupt_at =
+			    (int)qpg_cli_int(optarg, 0, 1000000000, "--test-corrupt-tag-at");
+			break;
+		case O_WINDOW:
+			lo.window = qpg_cli_int(optarg, 1, 1000000, "--window");
+			break;
+		case O_READY:
+			lo.ready_file = optarg;
+			break;
 		case O_BADHELLO: {
-			static const char *const modes[] = {"", "version", "psn", "qpn", "truncated", "length", "stall"};
+			static const char *const modes[] = {"",		 "version", "psn",  "qpn",
+							    "truncated", "length",  "stall"};
 			o.test_mutation = 0;
 			for (unsigned k = 1; k < sizeof(modes) / sizeof(modes[0]); k++)
 				if (strcmp(optarg, modes[k]) == 0)
 					o.test_mutation = (uint8_t)k;
 			if (!o.test_mutation) {
-				fprintf(stderr, "error: unknown --test-bad-hello mode '%s'\n", optarg);
+				fprintf(stderr, "error: unknown --test-bad-hello mode '%s'\n",
+					optarg);
 				return 2;
 			}
 			break;
 		}
-		case 'v': lo.verbose = true; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 'v':
+			lo.verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
 	if (argc - optind != 2) {

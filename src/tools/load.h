@@ -15,15 +15,15 @@ struct load_result;
 
 struct load_opts {
 	int nconns;
-	long msgs;           /* per connection; ignored when duration_s > 0 */
-	double duration_s;   /* traffic phase length, 0: use msgs */
+	long msgs;	   /* per connection; ignored when duration_s > 0 */
+	double duration_s; /* traffic phase length, 0: use msgs */
 	uint32_t size;
-	long window;         /* handshakes in flight */
-	long inflight;       /* echoes in flight over all connections, 0: one per connection */
-	double ramp;         /* new connections per second, 0: as fast as the window allows */
-	long hold_ms;        /* all connected -> wait -> traffic */
-	long timeout_ms;     /* whole run */
-	int corrupt_at;      /* test hook, -1: off */
+	long window;	 /* handshakes in flight */
+	long inflight;	 /* echoes in flight over all connections, 0: one per connection */
+	double ramp;	 /* new connections per second, 0: as fast as the window allows */
+	long hold_ms;	 /* all connected -> wait -> traffic */
+	long timeout_ms; /* whole run */
+	int corrupt_at;	 /* test hook, -1: off */
 	const char *ready_file;
 	bool verbose;
 	/* Called about every 250 ms while running (live progress). */
@@ -41,8 +41,8 @@ struct load_result {
 	long sent, verified, mismatches;
 	bool timed_out;
 	double connect_s, traffic_s;
-	struct qpg_hist lat;       /* echo round trip, ns */
-	struct qpg_hist setup;     /* TCP connect to RTS, ns */
+	struct qpg_hist lat;   /* echo round trip, ns */
+	struct qpg_hist setup; /* TCP connect to RTS, ns */
 	struct qpg_hist phase[QPG_PHASE_COUNT];
 	int fail_by_class[QPG_ERR_COUNT];
 	char fail_example[QPG_ERR_COUNT][256];

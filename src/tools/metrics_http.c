@@ -59,7 +59,8 @@ struct metrics_http *metrics_http_start(struct qpg_server *s, const char *addr, 
 	}
 	memcpy(host, addr, (size_t)(colon - addr));
 	host[colon - addr] = 0;
-	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1))};
+	struct sockaddr_in sin = {.sin_family = AF_INET,
+				  .sin_port = htons((uint16_t)atoi(colon + 1))};
 	if (inet_pton(AF_INET, host, &sin.sin_addr) != 1) {
 		snprintf(err, err_len, "--metrics host must be an IPv4 address, not '%s'", host);
 		return NULL;
@@ -70,8 +71,8 @@ struct metrics_http *metrics_http_start(struct qpg_server *s, const char *addr, 
 	m->srv = s;
 	m->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
 				answer, m, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
-				MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
-				MHD_OPTION_END);
+				MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT,
+				10u, MHD_OPTION_END);
 	if (!m->d) {
 		snprintf(err, err_len, "cannot serve metrics on %s", addr);
 		free(m);

@@ -211,7 +211,8 @@ static void usage(FILE *f)
 	    "      --server-pid PID  also report the server's CPU, RSS, threads, fds\n"
 	    "      --json FILE       results as JSON (test_info + results)\n"
 	    "      --csv FILE        results as one CSV row with a header\n"
-		   "      --psn-log FILE    append 'LOCAL_PSN PEER_PSN' per rdma connection (PSN audits)\n");
+	    "      --psn-log FILE    append 'LOCAL_PSN PEER_PSN' per rdma connection (PSN "
+	    "audits)\n");
 }
 
 int main(int argc, char **argv)
@@ -225,7 +226,17 @@ int main(int argc, char **argv)
 	lo.msgs = 10;
 	lo.timeout_ms = 600000;
 	const char *json_path = NULL, *csv_path = NULL;
-	enum { O_RAMP = 256, O_WINDOW, O_INFLIGHT, O_PSNLOG, O_HOLD, O_TIMEOUT, O_SPID, O_JSON, O_CSV };
+	enum {
+		O_RAMP = 256,
+		O_WINDOW,
+		O_INFLIGHT,
+		O_PSNLOG,
+		O_HOLD,
+		O_TIMEOUT,
+		O_SPID,
+		O_JSON,
+		O_CSV
+	};
 	static const struct option opts[] = {
 	    QPG_CLI_CLIENT_LONGOPTS,
 	    {"clients", 1, 0, 'c'},

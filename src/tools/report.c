@@ -297,7 +297,7 @@ static const char css[] =
     "svg .al{text-anchor:middle;font-size:12px;fill:#1d2330}svg .lg{font-size:12px}"
     "table{border-collapse:collapse;width:100%;background:#fff;border-radius:10px;"
     "overflow:hidden;box-shadow:0 1px 3px #0002;margin:14px 0;font-size:13px}"
-    "th,td{padding:6px 10px;white-space:nowrap;text-align:right;border-bottom:1px solid #eef0f3}"
+    "th,td{padding:5px 8px;white-space:nowrap;text-align:right;border-bottom:1px solid #eef0f3}"
     "th{background:#1d2330;color:#fff;font-weight:normal}td.l,th.l{text-align:left}"
     ".bad{color:#b3261e;font-weight:bold}.ok{color:#1b7f3b}code{font-size:12px}";
 
@@ -381,7 +381,8 @@ static int write_html(const struct sweep_report *rep, const char *path)
 		svg_chart(f, &charts[i]);
 		fputs("</figure>\n", f);
 	}
-	fputs("</div>\n<h2>Runs</h2>\n<table><tr><th>clients</th><th class=\"l\">stage</th>"
+	fputs("</div>\n<h2>Runs</h2>\n<div class=\"tw\"><table><tr><th>clients</th><th "
+	      "class=\"l\">stage</th>"
 	      "<th>connected</th><th>success</th><th class=\"l\">echoes</th><th>connect p50 "
 	      "[ms]</th><th>p99 [ms]</th><th>server kB/client</th><th>device QPs/client</th>"
 	      "<th>msg/s</th><th>echo p50 [&micro;s]</th><th>p99 [&micro;s]</th>"
@@ -410,7 +411,8 @@ static int write_html(const struct sweep_report *rep, const char *path)
 		svg_escape(f, q->failures[0] ? q->failures : "-");
 		fputs("</td></tr>\n", f);
 	}
-	fputs("</table>\n<h2>Seed prototype, as published (seeds 002 and 003)</h2>\n<table><tr>"
+	fputs("</table></div>\n<h2>Seed prototype, as published (seeds 002 and 003)</h2>\n<div "
+	      "class=\"tw\"><table><tr>"
 	      "<th>clients</th><th>connected</th><th>success</th><th class=\"l\">resources per "
 	      "client</th></tr>\n",
 	      f);
@@ -420,7 +422,8 @@ static int write_html(const struct sweep_report *rep, const char *path)
 			"QP + 2 CQ + 2 MR</td></tr>\n",
 			seed_runs[i].clients, seed_runs[i].connected, sy[i] >= 100 ? "ok" : "bad",
 			sy[i]);
-	fputs("</table>\n<p class=\"sub\">qpgate: one QP per client on the server, sharing each "
+	fputs("</table></div>\n<p class=\"sub\">qpgate: one QP per client on the server, sharing "
+	      "each "
 	      "thread's CQ, SRQ and registered pool; every connection bootstrapped over TLS 1.3 "
 	      "with CSPRNG PSNs, every message authenticated. Times measured on this run's "
 	      "machine; under qemu TCG absolute times are inflated, compare them as ratios "

@@ -68,8 +68,9 @@ void dev_counts(const char *dev, struct dev_counts *c)
 		struct {
 			const char *key;
 			long *val;
-		} keys[] = {{" pd ", &c->pd}, {" cq ", &c->cq}, {" qp ", &c->qp}, {" cm_id ", &c->cm_id},
-			    {" mr ", &c->mr}, {" ctx ", &c->ctx}, {" srq ", &c->srq}};
+		} keys[] = {{" pd ", &c->pd},	    {" cq ", &c->cq}, {" qp ", &c->qp},
+			    {" cm_id ", &c->cm_id}, {" mr ", &c->mr}, {" ctx ", &c->ctx},
+			    {" srq ", &c->srq}};
 		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
 			char *at = strstr(line, keys[k].key);
 			if (at)

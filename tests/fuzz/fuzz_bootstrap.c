@@ -18,7 +18,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int need = qpg_wire_peek(data, size, &type, &version);
 	if (need <= 0)
 		return 0;
-	if ((size_t)need > QPG_WIRE_MAX_BOOT_LEN && (size_t)need > QPG_WIRE_HDR_LEN + QPG_WIRE_PARAMS_LEN)
+	if ((size_t)need > QPG_WIRE_MAX_BOOT_LEN &&
+	    (size_t)need > QPG_WIRE_HDR_LEN + QPG_WIRE_PARAMS_LEN)
 		abort();
 	if ((size_t)need > size)
 		return 0;

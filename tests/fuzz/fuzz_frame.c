@@ -47,8 +47,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t plen = size > MAX_PAYLOAD ? MAX_PAYLOAD : size;
 	static uint8_t frame[QPG_FRAME_HDR_LEN + MAX_PAYLOAD + QPG_FRAME_TAG_LEN];
 	uint64_t seq = size * 2654435761u;
-	struct qpg_frame_hdr out = {.version = QPG_WIRE_VERSION, .type = QPG_FRAME_ECHO_REQ,
-				    .len = (uint32_t)plen, .seq = seq};
+	struct qpg_frame_hdr out = {.version = QPG_WIRE_VERSION,
+				    .type = QPG_FRAME_ECHO_REQ,
+				    .len = (uint32_t)plen,
+				    .seq = seq};
 	qpg_frame_hdr_encode(frame, &out);
 	memcpy(frame + QPG_FRAME_HDR_LEN, data, plen);
 	size_t body = QPG_FRAME_HDR_LEN + plen;

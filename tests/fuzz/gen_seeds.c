@@ -29,9 +29,15 @@ int main(int argc, char **argv)
 	mkdir(frame, 0755);
 
 	uint8_t b[256];
-	struct qpg_wire_params p = {.transport = QPG_TRANSPORT_RDMA, .flags = QPG_WIRE_FLAG_AUTH,
-				    .service = QPG_SERVICE_ECHO, .mtu = 5, .qpn = 0x11, .psn = 0xabcdef,
-				    .port = 1, .max_msg = 4096, .credits = 1};
+	struct qpg_wire_params p = {.transport = QPG_TRANSPORT_RDMA,
+				    .flags = QPG_WIRE_FLAG_AUTH,
+				    .service = QPG_SERVICE_ECHO,
+				    .mtu = 5,
+				    .qpn = 0x11,
+				    .psn = 0xabcdef,
+				    .port = 1,
+				    .max_msg = 4096,
+				    .credits = 1};
 	p.gid[10] = p.gid[11] = 0xff;
 	p.gid[12] = 127;
 	p.gid[15] = 1;
@@ -40,11 +46,14 @@ int main(int argc, char **argv)
 	p.conn_id = 42;
 	n = qpg_wire_encode_params(b, sizeof(b), QPG_WIRE_ACCEPT, &p);
 	put(boot, "accept-rdma", b, (size_t)n);
-	struct qpg_wire_params t = {.transport = QPG_TRANSPORT_TCP, .service = QPG_SERVICE_KV,
-				    .max_msg = 1 << 20, .credits = 64};
+	struct qpg_wire_params t = {.transport = QPG_TRANSPORT_TCP,
+				    .service = QPG_SERVICE_KV,
+				    .max_msg = 1 << 20,
+				    .credits = 64};
 	n = qpg_wire_encode_params(b, sizeof(b), QPG_WIRE_HELLO, &t);
 	put(boot, "hello-tcp", b, (size_t)n);
-	n = qpg_wire_encode_reject(b, sizeof(b), QPG_REJECT_SERVER_FULL, "server full (100 of 100)");
+	n = qpg_wire_encode_reject(b, sizeof(b), QPG_REJECT_SERVER_FULL,
+				   "server full (100 of 100)");
 	put(boot, "reject-full", b, (size_t)n);
 	p.psn = 0x1000000;
 	n = qpg_wire_encode_params(b, sizeof(b), QPG_WIRE_HELLO, &p);
@@ -54,10 +63,13 @@ int main(int argc, char **argv)
 	put(boot, "hello-version-2", b, (size_t)n);
 	put(boot, "hello-truncated", b, 20);
 
-	static const char *const payloads[] = {"", "x", "hello, qpgate", "0123456789abcdef0123456789abcdef"};
+	static const char *const payloads[] = {"", "x", "hello, qpgate",
+					       "0123456789abcdef0123456789abcdef"};
 	for (unsigned i = 0; i < 4; i++) {
-		struct qpg_frame_hdr h = {.version = QPG_WIRE_VERSION, .type = QPG_FRAME_ECHO_REQ,
-					  .len = (uint32_t)strlen(payloads[i]), .seq = i};
+		struct qpg_frame_hdr h = {.version = QPG_WIRE_VERSION,
+					  .type = QPG_FRAME_ECHO_REQ,
+					  .len = (uint32_t)strlen(payloads[i]),
+					  .seq = i};
 		qpg_frame_hdr_encode(b, &h);
 		memcpy(b + QPG_FRAME_HDR_LEN, payloads[i], h.len);
 		memset(b + QPG_FRAME_HDR_LEN + h.len, 0x5a, QPG_FRAME_TAG_LEN);

@@ -13,7 +13,7 @@
 
 #include "qpgate/verbs.h"
 
-#define MSGS     256
+#define MSGS	 256
 #define MSG_SIZE 1024
 
 struct side {
@@ -51,7 +51,8 @@ static void bring_up(struct side *s, const struct qpg_qp_opts *o, const struct q
 
 	struct ibv_qp_attr a;
 	struct ibv_qp_init_attr ia;
-	assert_int_equal(ibv_query_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_RQ_PSN, &ia), 0);
+	assert_int_equal(ibv_query_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_RQ_PSN, &ia),
+			 0);
 	assert_int_equal(a.qp_state, IBV_QPS_RTS);
 	assert_int_equal(a.sq_psn, s->psn);
 	assert_int_equal(a.rq_psn, peer->psn);
@@ -119,8 +120,11 @@ static void test_rc_send_recv_through_srq(void **state)
 		for (int j = 0; j < MSG_SIZE; j++)
 			p[j] = (unsigned char)(i * 31 + j * 7 + (int)a.psn);
 		struct ibv_sge sge = {(uintptr_t)tx[i]->addr, MSG_SIZE, tx[i]->lkey};
-		struct ibv_send_wr wr = {.wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1,
-					 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
+		struct ibv_send_wr wr = {.wr_id = (uint64_t)i,
+					 .sg_list = &sge,
+					 .num_sge = 1,
+					 .opcode = IBV_WR_SEND,
+					 .send_flags = IBV_SEND_SIGNALED};
 		struct ibv_send_wr *bad;
 		assert_int_equal(ibv_post_send(a.qp, &wr, &bad), 0);
 	}
@@ -144,8 +148,8 @@ static void test_rc_send_recv_through_srq(void **state)
 			/* RC delivers in order: the i-th receive holds the i-th send. */
 			unsigned char *p = rx[wc.wr_id]->addr;
 			for (int j = 0; j < MSG_SIZE; j++)
-				assert_int_equal(p[j],
-						 (unsigned char)(received * 31 + j * 7 + (int)a.psn));
+				assert_int_equal(
+				    p[j], (unsigned char)(received * 31 + j * 7 + (int)a.psn));
 			seen[wc.wr_id] = 1;
 			received++;
 		}
@@ -166,7 +170,7 @@ static void test_rc_send_recv_through_srq(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rc_send_recv_through_srq),
+	    cmocka_unit_test(test_rc_send_recv_through_srq),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

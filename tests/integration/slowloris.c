@@ -43,7 +43,8 @@ int main(int argc, char **argv)
 		return 1;
 	/* A TLS record header for a handshake message plus the start of a
 	 * ClientHello: the server's TLS layer waits for the rest. */
-	static const unsigned char partial[] = {0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc};
+	static const unsigned char partial[] = {0x16, 0x03, 0x01, 0x02, 0x00,
+						0x01, 0x00, 0x01, 0xfc};
 	int opened = 0;
 	for (int i = 0; i < n; i++) {
 		int fd = socket(AF_INET, SOCK_STREAM, 0);

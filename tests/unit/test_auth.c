@@ -42,7 +42,7 @@ static void test_tag_verifies_and_binds_seq_and_bytes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_tag_verifies_and_binds_seq_and_bytes),
+	    cmocka_unit_test(test_tag_verifies_and_binds_seq_and_bytes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

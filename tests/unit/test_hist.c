@@ -9,7 +9,8 @@
 
 static void test_bucket_bounds_are_monotonic_and_contain_value(void **state)
 {
-	uint64_t samples[] = {0, 1, 15, 16, 17, 31, 32, 1000, 123456789, UINT64_MAX / 3, UINT64_MAX};
+	uint64_t samples[] = {0,	 1, 15, 16, 17, 31, 32, 1000, 123456789, UINT64_MAX / 3,
+			      UINT64_MAX};
 	for (size_t i = 0; i < sizeof(samples) / sizeof(samples[0]); i++) {
 		unsigned b = qpg_hist_bucket_of(samples[i]);
 		assert_true(b < QPG_HIST_BUCKETS);
@@ -66,10 +67,10 @@ static void test_empty(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_bucket_bounds_are_monotonic_and_contain_value),
-		cmocka_unit_test(test_quantiles_within_relative_error),
-		cmocka_unit_test(test_merge_equals_single),
-		cmocka_unit_test(test_empty),
+	    cmocka_unit_test(test_bucket_bounds_are_monotonic_and_contain_value),
+	    cmocka_unit_test(test_quantiles_within_relative_error),
+	    cmocka_unit_test(test_merge_equals_single),
+	    cmocka_unit_test(test_empty),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

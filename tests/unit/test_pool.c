@@ -61,9 +61,9 @@ static void test_psn_is_24_bit(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_pool_grows_by_chunks_and_caps),
-		cmocka_unit_test(test_pool_rejects_bad_sizes),
-		cmocka_unit_test(test_psn_is_24_bit),
+	    cmocka_unit_test(test_pool_grows_by_chunks_and_caps),
+	    cmocka_unit_test(test_pool_rejects_bad_sizes),
+	    cmocka_unit_test(test_psn_is_24_bit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

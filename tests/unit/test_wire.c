@@ -11,10 +11,17 @@
 
 static struct qpg_wire_params good(void)
 {
-	struct qpg_wire_params p = {.transport = QPG_TRANSPORT_RDMA, .flags = QPG_WIRE_FLAG_AUTH,
-				    .service = QPG_SERVICE_ECHO, .mtu = 5, .qpn = 0x123456,
-				    .psn = 0xabcdef, .lid = 0, .port = 1, .max_msg = 4096,
-				    .credits = 4, .conn_id = 77};
+	struct qpg_wire_params p = {.transport = QPG_TRANSPORT_RDMA,
+				    .flags = QPG_WIRE_FLAG_AUTH,
+				    .service = QPG_SERVICE_ECHO,
+				    .mtu = 5,
+				    .qpn = 0x123456,
+				    .psn = 0xabcdef,
+				    .lid = 0,
+				    .port = 1,
+				    .max_msg = 4096,
+				    .credits = 4,
+				    .conn_id = 77};
 	p.gid[10] = p.gid[11] = 0xff;
 	p.gid[12] = 127;
 	p.gid[15] = 1;
@@ -53,19 +60,19 @@ static void test_every_field_validated(void **state)
 	assert_int_equal(decode_mutated(b + 8, 0x01, why), -EINVAL); /* PSN > 24 bits */
 	assert_non_null(strstr(why, "PSN"));
 	assert_int_equal(decode_mutated(4, 9, why), -EPROTONOSUPPORT); /* version */
-	assert_int_equal(decode_mutated(0, 'X', why), -EPROTO);        /* magic */
-	assert_int_equal(decode_mutated(5, 9, why), -EPROTO);          /* type */
-	assert_int_equal(decode_mutated(11, 47, why), -EPROTO);        /* length */
+	assert_int_equal(decode_mutated(0, 'X', why), -EPROTO);	       /* magic */
+	assert_int_equal(decode_mutated(5, 9, why), -EPROTO);	       /* type */
+	assert_int_equal(decode_mutated(11, 47, why), -EPROTO);	       /* length */
 	assert_int_equal(decode_mutated(b + 0, 9, why), -EINVAL);      /* transport */
 	assert_int_equal(decode_mutated(b + 1, 0x80, why), -EINVAL);   /* flags */
 	assert_int_equal(decode_mutated(b + 2, 9, why), -EINVAL);      /* service */
 	assert_int_equal(decode_mutated(b + 3, 6, why), -EINVAL);      /* MTU */
 	assert_int_equal(decode_mutated(b + 3, 0, why), -EINVAL);
-	assert_int_equal(decode_mutated(b + 14, 0, why), -EINVAL);     /* port 0 */
-	assert_int_equal(decode_mutated(b + 15, 1, why), -EINVAL);     /* reserved */
-	assert_int_equal(decode_mutated(b + 16, 0xff, why), -EINVAL);  /* multicast GID */
-	assert_int_equal(decode_mutated(b + 32, 0xff, why), -EINVAL);  /* max_msg */
-	assert_int_equal(decode_mutated(b + 36, 0xff, why), -EINVAL);  /* credits */
+	assert_int_equal(decode_mutated(b + 14, 0, why), -EINVAL);    /* port 0 */
+	assert_int_equal(decode_mutated(b + 15, 1, why), -EINVAL);    /* reserved */
+	assert_int_equal(decode_mutated(b + 16, 0xff, why), -EINVAL); /* multicast GID */
+	assert_int_equal(decode_mutated(b + 32, 0xff, why), -EINVAL); /* max_msg */
+	assert_int_equal(decode_mutated(b + 36, 0xff, why), -EINVAL); /* credits */
 
 	/* QPN 0 and 1 */
 	uint8_t buf[128];
@@ -110,7 +117,8 @@ static void test_reject_roundtrip_and_sanitized(void **state)
 static void test_frame_header(void **state)
 {
 	uint8_t buf[64] = {0};
-	struct qpg_frame_hdr h = {QPG_WIRE_VERSION, QPG_FRAME_ECHO_REQ, 0, 32, 0x0102030405060708ull},
+	struct qpg_frame_hdr h = {QPG_WIRE_VERSION, QPG_FRAME_ECHO_REQ, 0, 32,
+				  0x0102030405060708ull},
 			     o;
 	qpg_frame_hdr_encode(buf, &h);
 	assert_int_equal(buf[8], 0x01);
@@ -125,11 +133,11 @@ static void test_frame_header(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_roundtrip),
-		cmocka_unit_test(test_every_field_validated),
-		cmocka_unit_test(test_truncated_and_garbage),
-		cmocka_unit_test(test_reject_roundtrip_and_sanitized),
-		cmocka_unit_test(test_frame_header),
+	    cmocka_unit_test(test_roundtrip),
+	    cmocka_unit_test(test_every_field_validated),
+	    cmocka_unit_test(test_truncated_and_garbage),
+	    cmocka_unit_test(test_reject_roundtrip_and_sanitized),
+	    cmocka_unit_test(test_frame_header),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
