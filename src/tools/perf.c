@@ -202,7 +202,8 @@ static void usage(FILE *f)
 	    "      --ramp R          new connections per second (default: as fast as --window "
 	    "allows)\n"
 	    "      --window N        handshakes in progress at once (default 64)\n"
-	    "      --inflight N      echoes in flight over all clients (default: one per client)\n"
+	    "      --inflight N      echoes in flight over all clients (default 1024; 0: one per\n"
+	    "                        client, all at once)\n"
 	    "  -s, --size BYTES      message size (default 64)\n"
 	    "  -n, --iters N         messages per client (default 10)\n"
 	    "  -D, --duration S      send for S seconds instead of -n\n"
@@ -268,7 +269,7 @@ int main(int argc, char **argv)
 			lo.ramp = qpg_cli_double(optarg, 0.001, 1e9, "--ramp");
 			break;
 		case O_INFLIGHT:
-			lo.inflight = qpg_cli_int(optarg, 1, 100000000, "--inflight");
+			lo.inflight = qpg_cli_int(optarg, 0, 100000000, "--inflight");
 			break;
 		case O_WINDOW:
 			lo.window = qpg_cli_int(optarg, 1, 10000000, "--window");

@@ -1,0 +1,82 @@
+/* The KV service's messages: fixed-layout, network byte order, carried as
+ * the payload of QPG_FRAME_KV_REQ / QPG_FRAME_KV_REPLY data frames (so they
+ * get the frame's version, sequence number and authentication tag).
+ *
+ * Request (16-byte header, then the key, then for PUT a chunk of the value):
+ *   0  u8  op         QPG_KV_PUT | QPG_KV_GET | QPG_KV_DEL
+ *   1  u8  flags      0 (reserved)
+ *   2  u16 key_len    1..QPG_KV_MAX_KEY
+ *   4  u32 req_id     chosen by the client, echoed in every reply frame
+ *   8  u32 value_len  PUT: the whole value's length; GET/DEL: 0
+ *  12  u32 offset     PUT: where this chunk goes in the value; GET/DEL: 0
+ *
+ * Reply (16-byte header, then for GET a chunk of the value):
+ *   0  u8  op         as requested
+ *   1  u8  status     enum qpg_kv_status
+ *   2  u16 reserved   0
+ *   4  u32 req_id
+ *   8  u32 value_len  GET: the whole value's length
+ *  12  u32 offset     GET: where this chunk sits in the value
+ *
+ * Values larger than one frame travel as consecutive chunks in order; a
+ * PUT's value is committed when its last chunk arrives, a GET is complete
+ * when offset + chunk = value_len. Every chunk is its own authenticated
+ * frame, so a client verifies each GET's value end to end. */
+#ifndef QPGATE_KV_H
+#define QPGATE_KV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define QPG_KV_HDR_LEN 16
+#define QPG_KV_MAX_KEY 250
+#define QPG_KV_MAX_VALUE (64u << 20) /* hard protocol limit; servers set lower */
+
+enum qpg_kv_op { QPG_KV_PUT = 1, QPG_KV_GET = 2, QPG_KV_DEL = 3 };
+
+enum qpg_kv_status {
+	QPG_KV_OK = 0,
+	QPG_KV_NOT_FOUND = 1,
+	QPG_KV_KEY_TOO_LARGE = 2,
+	QPG_KV_VALUE_TOO_LARGE = 3,
+	QPG_KV_STORE_FULL = 4,
+	QPG_KV_MALFORMED = 5,
+	QPG_KV_BUSY = 6, /* another PUT of this connection is still streaming */
+};
+
+struct qpg_kv_req {
+	uint8_t op;
+	uint8_t flags;
+	uint16_t key_len;
+	uint32_t req_id;
+	uint32_t value_len;
+	uint32_t offset;
+	const uint8_t *key;   /* points into the decoded buffer */
+	const uint8_t *chunk; /* PUT: this frame's part of the value */
+	uint32_t chunk_len;
+};
+
+struct qpg_kv_reply {
+	uint8_t op;
+	uint8_t status;
+	uint32_t req_id;
+	uint32_t value_len;
+	uint32_t offset;
+	const uint8_t *chunk;
+	uint32_t chunk_len;
+};
+
+/* Encoders write the header (and the key for requests) and return the
+ * bytes written; the caller appends the chunk. -ENOSPC if CAP is short. */
+int qpg_kv_encode_req(uint8_t *out, size_t cap, const struct qpg_kv_req *r);
+int qpg_kv_encode_reply(uint8_t *out, size_t cap, const struct qpg_kv_reply *r);
+
+/* Decode and validate. Returns 0, or QPG_KV_MALFORMED / QPG_KV_KEY_TOO_LARGE
+ * with a reason in WHY. Pointers in R point into IN. */
+int qpg_kv_decode_req(const uint8_t *in, size_t len, struct qpg_kv_req *r, char *why,
+		      size_t why_len);
+int qpg_kv_decode_reply(const uint8_t *in, size_t len, struct qpg_kv_reply *r);
+
+const char *qpg_kv_status_name(uint8_t status);
+
+#endif

@@ -1,0 +1,68 @@
+/* The KV service's store: one contiguous arena (registered with the device
+ * by the service, so values can be sent from where they live), a chained
+ * hash table of keys, and power-of-two size classes for the values.
+ *
+ * Shared by the server's loop threads: a mutex guards the table and the
+ * allocator; values are reference-counted so a GET streaming one keeps it
+ * alive while another thread replaces or deletes the key. */
+#ifndef QPG_KV_STORE_H
+#define QPG_KV_STORE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qpgate/kv.h"
+
+struct qpg__kv_value {
+	struct qpg__kv_value *next; /* hash chain */
+	atomic_int refs;            /* the table's + each reader's */
+	uint64_t hash;
+	uint32_t len;
+	uint32_t off;   /* in the arena */
+	uint8_t cls;    /* size class of the allocation */
+	uint16_t key_len;
+	uint8_t key[];
+};
+
+#define QPG__KV_CLASSES 32
+
+struct qpg__kv_store {
+	pthread_mutex_t lock;
+	uint8_t *arena;
+	size_t capacity;
+	size_t bump;       /* arena bytes ever handed out */
+	size_t live_bytes; /* bytes of committed values */
+	uint32_t max_value;
+	uint32_t free_head[QPG__KV_CLASSES]; /* offset + 1 of a free block, 0: none */
+	struct qpg__kv_value **buckets;
+	size_t nbuckets;
+	size_t nkeys;
+};
+
+/* CAPACITY bytes of value space, values up to MAX_VALUE. -ENOMEM, -EINVAL. */
+int qpg__kv_store_init(struct qpg__kv_store *s, size_t capacity, uint32_t max_value);
+void qpg__kv_store_fini(struct qpg__kv_store *s);
+
+/* Reserve space for a value of LEN bytes under KEY, not yet visible to
+ * readers. Returns QPG_KV_OK with *OUT set, QPG_KV_VALUE_TOO_LARGE or
+ * QPG_KV_STORE_FULL. Fill it through qpg__kv_data(), then commit or drop. */
+int qpg__kv_reserve(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len, uint32_t len,
+		    struct qpg__kv_value **out);
+/* Make V the value of its key, replacing (and releasing) any previous one. */
+void qpg__kv_commit(struct qpg__kv_store *s, struct qpg__kv_value *v);
+/* Look KEY up and take a reference, or NULL. Release with qpg__kv_release. */
+struct qpg__kv_value *qpg__kv_get(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len);
+/* Drop a reference; the last one frees the value's space. Also drops a
+ * reservation that was never committed. */
+void qpg__kv_release(struct qpg__kv_store *s, struct qpg__kv_value *v);
+/* Remove KEY. Returns QPG_KV_OK or QPG_KV_NOT_FOUND. */
+int qpg__kv_del(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len);
+
+static inline uint8_t *qpg__kv_data(struct qpg__kv_store *s, const struct qpg__kv_value *v)
+{
+	return s->arena + v->off;
+}
+
+#endif

@@ -1,0 +1,126 @@
+#include "qpgate/kv.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+static void put32(uint8_t *p, uint32_t v)
+{
+	put16(p, (uint16_t)(v >> 16));
+	put16(p + 2, (uint16_t)v);
+}
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)((p[0] << 8) | p[1]);
+}
+static uint32_t get32(const uint8_t *p)
+{
+	return ((uint32_t)get16(p) << 16) | get16(p + 2);
+}
+
+int qpg_kv_encode_req(uint8_t *out, size_t cap, const struct qpg_kv_req *r)
+{
+	if (cap < QPG_KV_HDR_LEN + (size_t)r->key_len)
+		return -ENOSPC;
+	out[0] = r->op;
+	out[1] = r->flags;
+	put16(out + 2, r->key_len);
+	put32(out + 4, r->req_id);
+	put32(out + 8, r->value_len);
+	put32(out + 12, r->offset);
+	memcpy(out + QPG_KV_HDR_LEN, r->key, r->key_len);
+	return QPG_KV_HDR_LEN + r->key_len;
+}
+
+int qpg_kv_encode_reply(uint8_t *out, size_t cap, const struct qpg_kv_reply *r)
+{
+	if (cap < QPG_KV_HDR_LEN)
+		return -ENOSPC;
+	out[0] = r->op;
+	out[1] = r->status;
+	put16(out + 2, 0);
+	put32(out + 4, r->req_id);
+	put32(out + 8, r->value_len);
+	put32(out + 12, r->offset);
+	return QPG_KV_HDR_LEN;
+}
+
+static int bad(char *why, size_t why_len, int status, const char *text)
+{
+	snprintf(why, why_len, "%s", text);
+	return status;
+}
+
+int qpg_kv_decode_req(const uint8_t *in, size_t len, struct qpg_kv_req *r, char *why,
+		      size_t why_len)
+{
+	memset(r, 0, sizeof(*r));
+	if (len < QPG_KV_HDR_LEN)
+		return bad(why, why_len, QPG_KV_MALFORMED, "request shorter than its header");
+	r->op = in[0];
+	r->flags = in[1];
+	r->key_len = get16(in + 2);
+	r->req_id = get32(in + 4);
+	r->value_len = get32(in + 8);
+	r->offset = get32(in + 12);
+	if (r->op != QPG_KV_PUT && r->op != QPG_KV_GET && r->op != QPG_KV_DEL)
+		return bad(why, why_len, QPG_KV_MALFORMED, "unknown operation");
+	if (r->flags)
+		return bad(why, why_len, QPG_KV_MALFORMED, "reserved flags set");
+	if (r->key_len == 0)
+		return bad(why, why_len, QPG_KV_MALFORMED, "empty key");
+	if (r->key_len > QPG_KV_MAX_KEY)
+		return bad(why, why_len, QPG_KV_KEY_TOO_LARGE, "key longer than 250 bytes");
+	if (len < QPG_KV_HDR_LEN + (size_t)r->key_len)
+		return bad(why, why_len, QPG_KV_MALFORMED, "key runs past the message");
+	r->key = in + QPG_KV_HDR_LEN;
+	size_t rest = len - QPG_KV_HDR_LEN - r->key_len;
+	if (r->op != QPG_KV_PUT) {
+		if (rest || r->value_len || r->offset)
+			return bad(why, why_len, QPG_KV_MALFORMED,
+				   "GET/DEL carry no value, length or offset");
+		return 0;
+	}
+	/* A PUT chunk lies inside the value it belongs to, and every chunk
+	 * but an empty value's carries bytes. */
+	r->chunk = in + QPG_KV_HDR_LEN + r->key_len;
+	r->chunk_len = (uint32_t)rest;
+	if (r->offset > r->value_len || rest > (size_t)(r->value_len - r->offset))
+		return bad(why, why_len, QPG_KV_MALFORMED, "PUT chunk outside its value");
+	if (rest == 0 && r->value_len != 0)
+		return bad(why, why_len, QPG_KV_MALFORMED, "empty PUT chunk");
+	return 0;
+}
+
+int qpg_kv_decode_reply(const uint8_t *in, size_t len, struct qpg_kv_reply *r)
+{
+	memset(r, 0, sizeof(*r));
+	if (len < QPG_KV_HDR_LEN)
+		return -EPROTO;
+	r->op = in[0];
+	r->status = in[1];
+	r->req_id = get32(in + 4);
+	r->value_len = get32(in + 8);
+	r->offset = get32(in + 12);
+	r->chunk = in + QPG_KV_HDR_LEN;
+	r->chunk_len = (uint32_t)(len - QPG_KV_HDR_LEN);
+	if (get16(in + 2) != 0 || r->op < QPG_KV_PUT || r->op > QPG_KV_DEL ||
+	    r->status > QPG_KV_BUSY)
+		return -EPROTO;
+	if (r->offset > r->value_len || r->chunk_len > r->value_len - r->offset)
+		return -EPROTO;
+	return 0;
+}
+
+const char *qpg_kv_status_name(uint8_t status)
+{
+	static const char *const names[] = {"ok",		"not found",  "key too large",
+					    "value too large", "store full", "malformed request",
+					    "busy"};
+	return status < sizeof(names) / sizeof(names[0]) ? names[status] : "unknown status";
+}

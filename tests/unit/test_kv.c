@@ -1,0 +1,183 @@
+/* The KV wire format and store: every malformed request is refused with
+ * its reason, and the store's accounting holds across put/replace/delete. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kv_store.h"
+#include "qpgate/kv.h"
+
+static int enc_req(uint8_t *buf, uint8_t op, const char *key, uint32_t vlen, uint32_t off)
+{
+	struct qpg_kv_req r = {.op = op, .key_len = (uint16_t)strlen(key), .req_id = 77,
+			       .value_len = vlen, .offset = off, .key = (const uint8_t *)key};
+	return qpg_kv_encode_req(buf, 512, &r);
+}
+
+static void test_req_round_trip(void **st)
+{
+	uint8_t buf[512];
+	char why[128];
+	int n = enc_req(buf, QPG_KV_PUT, "block/7", 10, 4);
+	memcpy(buf + n, "abcdef", 6);
+	struct qpg_kv_req r;
+	assert_int_equal(qpg_kv_decode_req(buf, (size_t)n + 6, &r, why, sizeof(why)), 0);
+	assert_int_equal(r.op, QPG_KV_PUT);
+	assert_int_equal(r.req_id, 77);
+	assert_int_equal(r.key_len, 7);
+	assert_memory_equal(r.key, "block/7", 7);
+	assert_int_equal(r.value_len, 10);
+	assert_int_equal(r.offset, 4);
+	assert_int_equal(r.chunk_len, 6);
+	assert_memory_equal(r.chunk, "abcdef", 6);
+	/* Big-endian on the wire. */
+	assert_int_equal(buf[2], 0);
+	assert_int_equal(buf[3], 7);
+	assert_int_equal(buf[7], 77);
+}
+
+static void expect_bad(const uint8_t *buf, size_t len, int status, const char *reason)
+{
+	struct qpg_kv_req r;
+	char why[128] = "";
+	assert_int_equal(qpg_kv_decode_req(buf, len, &r, why, sizeof(why)), status);
+	assert_non_null(strstr(why, reason));
+}
+
+static void test_req_refusals(void **st)
+{
+	uint8_t buf[600];
+	int n = enc_req(buf, QPG_KV_GET, "k", 0, 0);
+	expect_bad(buf, 10, QPG_KV_MALFORMED, "shorter than its header");
+	buf[0] = 9;
+	expect_bad(buf, (size_t)n, QPG_KV_MALFORMED, "unknown operation");
+	n = enc_req(buf, QPG_KV_GET, "k", 0, 0);
+	buf[1] = 1;
+	expect_bad(buf, (size_t)n, QPG_KV_MALFORMED, "reserved flags");
+	n = enc_req(buf, QPG_KV_GET, "k", 0, 0);
+	expect_bad(buf, (size_t)n - 1, QPG_KV_MALFORMED, "key runs past");
+	expect_bad(buf, (size_t)n + 3, QPG_KV_MALFORMED, "carry no value");
+	buf[2] = 0;
+	buf[3] = 0;
+	expect_bad(buf, QPG_KV_HDR_LEN, QPG_KV_MALFORMED, "empty key");
+	buf[2] = 1; /* 256 + ... */
+	buf[3] = 0;
+	expect_bad(buf, sizeof(buf), QPG_KV_KEY_TOO_LARGE, "longer than 250");
+	n = enc_req(buf, QPG_KV_PUT, "k", 10, 8);
+	memset(buf + n, 'x', 3);
+	expect_bad(buf, (size_t)n + 3, QPG_KV_MALFORMED, "outside its value");
+	n = enc_req(buf, QPG_KV_PUT, "k", 10, 11);
+	expect_bad(buf, (size_t)n + 1, QPG_KV_MALFORMED, "outside its value");
+	n = enc_req(buf, QPG_KV_PUT, "k", 10, 0);
+	expect_bad(buf, (size_t)n, QPG_KV_MALFORMED, "empty PUT chunk");
+}
+
+static void test_reply_round_trip(void **st)
+{
+	uint8_t buf[64];
+	struct qpg_kv_reply r = {.op = QPG_KV_GET, .status = QPG_KV_OK, .req_id = 5, .value_len = 20,
+				 .offset = 16};
+	int n = qpg_kv_encode_reply(buf, sizeof(buf), &r);
+	memcpy(buf + n, "wxyz", 4);
+	struct qpg_kv_reply d;
+	assert_int_equal(qpg_kv_decode_reply(buf, (size_t)n + 4, &d), 0);
+	assert_int_equal(d.req_id, 5);
+	assert_int_equal(d.chunk_len, 4);
+	/* A chunk past the value's end is refused. */
+	assert_int_not_equal(qpg_kv_decode_reply(buf, (size_t)n + 5, &d), 0);
+	buf[1] = 42;
+	assert_int_not_equal(qpg_kv_decode_reply(buf, (size_t)n + 4, &d), 0);
+}
+
+static int put(struct qpg__kv_store *s, const char *key, const char *val, uint32_t len)
+{
+	struct qpg__kv_value *v;
+	int rc = qpg__kv_reserve(s, (const uint8_t *)key, (uint16_t)strlen(key), len, &v);
+	if (rc != QPG_KV_OK)
+		return rc;
+	memset(qpg__kv_data(s, v), val[0], len);
+	qpg__kv_commit(s, v);
+	return QPG_KV_OK;
+}
+
+static void test_store_basics(void **st)
+{
+	struct qpg__kv_store s;
+	assert_int_equal(qpg__kv_store_init(&s, 1 << 20, 64 << 10), 0);
+	assert_int_equal(put(&s, "a", "1", 4096), QPG_KV_OK);
+	assert_int_equal(put(&s, "b", "2", 100), QPG_KV_OK);
+	struct qpg__kv_value *v = qpg__kv_get(&s, (const uint8_t *)"a", 1);
+	assert_non_null(v);
+	assert_int_equal(v->len, 4096);
+	assert_int_equal(qpg__kv_data(&s, v)[4095], '1');
+	qpg__kv_release(&s, v);
+	assert_null(qpg__kv_get(&s, (const uint8_t *)"c", 1));
+	assert_int_equal(s.nkeys, 2);
+	assert_int_equal(s.live_bytes, 4196);
+	/* Replace: the old value's block is reused, the arena does not grow. */
+	size_t bump = s.bump;
+	assert_int_equal(put(&s, "a", "3", 4000), QPG_KV_OK);
+	assert_int_equal(s.bump, bump + 4096); /* new block reserved before the old is freed */
+	assert_int_equal(put(&s, "a", "4", 4000), QPG_KV_OK);
+	assert_int_equal(s.bump, bump + 4096);
+	assert_int_equal(s.nkeys, 2);
+	assert_int_equal(qpg__kv_del(&s, (const uint8_t *)"a", 1), QPG_KV_OK);
+	assert_int_equal(qpg__kv_del(&s, (const uint8_t *)"a", 1), QPG_KV_NOT_FOUND);
+	assert_int_equal(s.nkeys, 1);
+	assert_int_equal(s.live_bytes, 100);
+	qpg__kv_store_fini(&s);
+}
+
+static void test_store_limits(void **st)
+{
+	struct qpg__kv_store s;
+	assert_int_equal(qpg__kv_store_init(&s, 64 << 10, 16 << 10), 0);
+	assert_int_equal(put(&s, "big", "x", (16 << 10) + 1), QPG_KV_VALUE_TOO_LARGE);
+	char key[8];
+	for (int i = 0; i < 4; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		assert_int_equal(put(&s, key, "y", 16 << 10), QPG_KV_OK);
+	}
+	assert_int_equal(put(&s, "k4", "y", 16 << 10), QPG_KV_STORE_FULL);
+	assert_int_equal(qpg__kv_del(&s, (const uint8_t *)"k0", 2), QPG_KV_OK);
+	assert_int_equal(put(&s, "k4", "y", 16 << 10), QPG_KV_OK);
+	qpg__kv_store_fini(&s);
+}
+
+static void test_store_reader_keeps_value(void **st)
+{
+	struct qpg__kv_store s;
+	assert_int_equal(qpg__kv_store_init(&s, 64 << 10, 16 << 10), 0);
+	assert_int_equal(put(&s, "k", "A", 8192), QPG_KV_OK);
+	struct qpg__kv_value *v = qpg__kv_get(&s, (const uint8_t *)"k", 1);
+	assert_non_null(v);
+	/* Deleted and its space wanted by others while a GET still streams it. */
+	assert_int_equal(qpg__kv_del(&s, (const uint8_t *)"k", 1), QPG_KV_OK);
+	for (int i = 0; i < 6; i++) {
+		char key[8];
+		snprintf(key, sizeof(key), "o%d", i);
+		put(&s, key, "B", 8192);
+	}
+	assert_int_equal(qpg__kv_data(&s, v)[0], 'A');
+	assert_int_equal(qpg__kv_data(&s, v)[8191], 'A');
+	qpg__kv_release(&s, v);
+	qpg__kv_store_fini(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_req_round_trip),
+		cmocka_unit_test(test_req_refusals),
+		cmocka_unit_test(test_reply_round_trip),
+		cmocka_unit_test(test_store_basics),
+		cmocka_unit_test(test_store_limits),
+		cmocka_unit_test(test_store_reader_keeps_value),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
