@@ -29,6 +29,8 @@ struct qpg_server_opts {
 	uint32_t srq_depth;
 	uint8_t qp_timeout; /* RC local ACK timeout: 4.096 us * 2^N per try; 0: default */
 	uint8_t service;    /* enum qpg_wire_service */
+	size_t kv_capacity;    /* KV: bytes of value space */
+	uint32_t kv_max_value; /* KV: largest value */
 	int verbose;
 };
 

@@ -104,6 +104,11 @@ enum qpg_frame_type {
 	QPG_FRAME_KV_REPLY = 4,
 };
 
+/* Frame flags. MORE: this reply is not the request's last (a value streamed
+ * in chunks); the request still holds its credit. */
+#define QPG_FRAME_FLAG_MORE 0x0001u
+#define QPG_FRAME_FLAGS_KNOWN QPG_FRAME_FLAG_MORE
+
 struct qpg_frame_hdr {
 	uint8_t version;
 	uint8_t type;

@@ -66,7 +66,9 @@ static void cl_message(struct qpg__conn *c, const struct qpg_frame_hdr *h, struc
 		qpg__conn_close(c, QPG_ERR_PROTOCOL, "reply without a request");
 		return;
 	}
-	u->outstanding--;
+	/* A streamed reply holds its request's credit until its last frame. */
+	if (!(h->flags & QPG_FRAME_FLAG_MORE))
+		u->outstanding--;
 	if (cl->cbs.reply)
 		cl->cbs.reply((struct qpg_client_conn *)c, u->user, h->type, qpg__frame_payload(b),
 			      h->len);

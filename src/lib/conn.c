@@ -618,6 +618,19 @@ static void ctrl_cb(struct qpg__io *io, uint32_t events)
 
 int qpg__conn_send(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, uint32_t payload_len)
 {
+	return qpg__conn_send_flags(c, b, type, 0, payload_len);
+}
+
+uint32_t qpg__conn_send_room(const struct qpg__conn *c)
+{
+	/* The QP was created with this many send WRs (transport_rdma.c). */
+	uint32_t depth = QPG_MAX((uint32_t)c->credits, c->ep->qp_max_send_wr);
+	return c->in_flight < depth ? depth - c->in_flight : 0;
+}
+
+int qpg__conn_send_flags(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, uint16_t flags,
+			 uint32_t payload_len)
+{
 	struct qpg__endpoint *ep = c->ep;
 	if (c->state != QPG_CONN_ESTABLISHED) {
 		qpg_pool_put(&ep->pool, b);
@@ -627,7 +640,7 @@ int qpg__conn_send(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, uint32_
 		qpg_pool_put(&ep->pool, b);
 		return -EMSGSIZE;
 	}
-	struct qpg_frame_hdr h = {QPG_WIRE_VERSION, type, 0, payload_len, c->auth.tx.seq++};
+	struct qpg_frame_hdr h = {QPG_WIRE_VERSION, type, flags, payload_len, c->auth.tx.seq++};
 	uint8_t *p = b->addr;
 	qpg_frame_hdr_encode(p, &h);
 	if (c->auth.enabled) {
@@ -705,6 +718,11 @@ void qpg__conn_on_frame(struct qpg__conn *c, struct qpg_buf *b, size_t len)
 		return;
 	}
 	c->auth.rx.seq++;
+	if (h.flags & ~QPG_FRAME_FLAGS_KNOWN) {
+		qpg_pool_put(&ep->pool, b);
+		qpg__conn_close(c, QPG_ERR_PROTOCOL, "unknown frame flags 0x%04x", h.flags);
+		return;
+	}
 	stat_add(&ep->stats.msgs_in, 1);
 	stat_add(&ep->stats.bytes_in, h.len);
 	ep->cbs.message(c, &h, b);

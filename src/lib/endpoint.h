@@ -127,6 +127,7 @@ struct qpg__conn {
 	enum qpg_err_class err;
 	char why[256];
 	void *user;
+	void *svc; /* the service's per-connection state (server side) */
 };
 
 struct qpg__endpoint_cbs {
@@ -145,6 +146,7 @@ struct qpg__endpoint {
 	struct qpg__loop loop;
 	const struct qpg__transport_ops *t;
 	void *tep; /* the transport's per-endpoint state */
+	void *service_ctx; /* the service's shared state (server side) */
 	struct qpg_rdma_dev *dev;
 	struct qpg_pool pool;
 	uint32_t max_msg;
@@ -206,6 +208,11 @@ int qpg__conn_connect(struct qpg__endpoint *ep, const struct qpg__client_params 
 
 /* Frame B (payload already at qpg__frame_payload(B)) and send it. */
 int qpg__conn_send(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, uint32_t payload_len);
+/* The same with frame FLAGS (QPG_FRAME_FLAG_MORE: more replies follow). */
+int qpg__conn_send_flags(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, uint16_t flags,
+			 uint32_t payload_len);
+/* Sends C may still post before its send queue is full. */
+uint32_t qpg__conn_send_room(const struct qpg__conn *c);
 static inline uint8_t *qpg__frame_payload(struct qpg_buf *b)
 {
 	return (uint8_t *)b->addr + QPG_FRAME_HDR_LEN;

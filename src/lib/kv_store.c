@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define MIN_BLOCK 64u
+#define MIN_BLOCK 256u
 
 static uint64_t hash_key(const uint8_t *k, uint16_t n)
 {
@@ -15,7 +15,7 @@ static uint64_t hash_key(const uint8_t *k, uint16_t n)
 	return h;
 }
 
-static uint8_t class_of(uint32_t len)
+static uint8_t order_of(uint32_t len)
 {
 	uint8_t c = 0;
 	while ((size_t)(MIN_BLOCK << c) < len)
@@ -23,9 +23,39 @@ static uint8_t class_of(uint32_t len)
 	return c;
 }
 
-static size_t class_size(uint8_t c)
+static size_t block_size(uint8_t c)
 {
 	return (size_t)MIN_BLOCK << c;
+}
+
+/* Free blocks form doubly linked lists per order; the links (offset + 1,
+ * 0 = none) live in the first 8 bytes of the free block itself. */
+static uint32_t *links(struct qpg__kv_store *s, uint32_t off)
+{
+	return (uint32_t *)(void *)(s->arena + off);
+}
+
+static void push_free(struct qpg__kv_store *s, uint32_t off, uint8_t c)
+{
+	uint32_t *l = links(s, off);
+	l[0] = s->free_head[c]; /* next */
+	l[1] = 0;		/* prev */
+	if (s->free_head[c])
+		links(s, s->free_head[c] - 1)[1] = off + 1;
+	s->free_head[c] = off + 1;
+	s->free_order[off / MIN_BLOCK] = (uint8_t)(c + 1);
+}
+
+static void unlink_free(struct qpg__kv_store *s, uint32_t off, uint8_t c)
+{
+	uint32_t *l = links(s, off);
+	if (l[1])
+		links(s, l[1] - 1)[0] = l[0];
+	else
+		s->free_head[c] = l[0];
+	if (l[0])
+		links(s, l[0] - 1)[1] = l[1];
+	s->free_order[off / MIN_BLOCK] = 0;
 }
 
 int qpg__kv_store_init(struct qpg__kv_store *s, size_t capacity, uint32_t max_value)
@@ -33,8 +63,9 @@ int qpg__kv_store_init(struct qpg__kv_store *s, size_t capacity, uint32_t max_va
 	memset(s, 0, sizeof(*s));
 	/* Offsets are 32-bit: up to 4 GiB of values per store. */
 	if (capacity < MIN_BLOCK || capacity > UINT32_MAX || max_value == 0 ||
-	    max_value > QPG_KV_MAX_VALUE || max_value > capacity)
+	    max_value > QPG_KV_MAX_VALUE || block_size(order_of(max_value)) > capacity)
 		return -EINVAL;
+	capacity -= capacity % MIN_BLOCK;
 	/* Anonymous mapping: page-aligned for registration, and untouched pages
 	 * cost nothing until a value lands there. */
 	void *a = mmap(NULL, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -43,16 +74,27 @@ int qpg__kv_store_init(struct qpg__kv_store *s, size_t capacity, uint32_t max_va
 	s->arena = a;
 	s->capacity = capacity;
 	s->max_value = max_value;
+	s->top_order = order_of(max_value);
 	s->nbuckets = 1024;
 	while (s->nbuckets < capacity / 4096 && s->nbuckets < (1u << 24))
 		s->nbuckets <<= 1;
 	s->buckets = calloc(s->nbuckets, sizeof(*s->buckets));
-	if (!s->buckets) {
+	s->free_order = calloc(capacity / MIN_BLOCK, 1);
+	if (!s->buckets || !s->free_order) {
+		free(s->buckets);
+		free(s->free_order);
 		munmap(a, capacity);
-		s->arena = NULL;
+		memset(s, 0, sizeof(*s));
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&s->lock, NULL);
+	/* Carve the arena into the largest aligned blocks that fit. */
+	size_t off = 0;
+	for (int c = s->top_order; c >= 0; c--)
+		while (off + block_size((uint8_t)c) <= capacity) {
+			push_free(s, (uint32_t)off, (uint8_t)c);
+			off += block_size((uint8_t)c);
+		}
 	return 0;
 }
 
@@ -68,32 +110,45 @@ void qpg__kv_store_fini(struct qpg__kv_store *s)
 		}
 	}
 	free(s->buckets);
+	free(s->free_order);
 	s->buckets = NULL;
 	munmap(s->arena, s->capacity);
 	s->arena = NULL;
 	pthread_mutex_destroy(&s->lock);
 }
 
-/* Under the lock. Returns the offset, or -1 when the arena is full. */
+/* Under the lock. Returns the offset, or -1 when no block is big enough. */
 static long alloc_block(struct qpg__kv_store *s, uint8_t c)
 {
-	if (s->free_head[c]) {
-		uint32_t off = s->free_head[c] - 1;
-		memcpy(&s->free_head[c], s->arena + off, sizeof(uint32_t));
-		return off;
-	}
-	if (s->bump + class_size(c) > s->capacity)
+	uint8_t k = c;
+	while (k <= s->top_order && !s->free_head[k])
+		k++;
+	if (k > s->top_order)
 		return -1;
-	long off = (long)s->bump;
-	s->bump += class_size(c);
+	uint32_t off = s->free_head[k] - 1;
+	unlink_free(s, off, k);
+	while (k > c) { /* split, keeping the lower half */
+		k--;
+		push_free(s, off + (uint32_t)block_size(k), k);
+	}
+	s->allocated += block_size(c);
 	return off;
 }
 
-/* Under the lock: the block's first bytes link it into its class's list. */
+/* Under the lock: merge with free buddies as far as they go. */
 static void free_block(struct qpg__kv_store *s, uint32_t off, uint8_t c)
 {
-	memcpy(s->arena + off, &s->free_head[c], sizeof(uint32_t));
-	s->free_head[c] = off + 1;
+	s->allocated -= block_size(c);
+	while (c < s->top_order) {
+		uint32_t buddy = off ^ (uint32_t)block_size(c);
+		if ((size_t)buddy + block_size(c) > s->capacity ||
+		    s->free_order[buddy / MIN_BLOCK] != c + 1)
+			break;
+		unlink_free(s, buddy, c);
+		off = off < buddy ? off : buddy;
+		c++;
+	}
+	push_free(s, off, c);
 }
 
 int qpg__kv_reserve(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len, uint32_t len,
@@ -102,7 +157,7 @@ int qpg__kv_reserve(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_le
 	*out = NULL;
 	if (len > s->max_value)
 		return QPG_KV_VALUE_TOO_LARGE;
-	uint8_t c = class_of(len);
+	uint8_t c = order_of(len);
 	struct qpg__kv_value *v = malloc(sizeof(*v) + key_len);
 	if (!v)
 		return QPG_KV_STORE_FULL;

@@ -17,25 +17,30 @@
 
 struct qpg__kv_value {
 	struct qpg__kv_value *next; /* hash chain */
-	atomic_int refs;            /* the table's + each reader's */
+	atomic_int refs;	    /* the table's + each reader's */
 	uint64_t hash;
 	uint32_t len;
-	uint32_t off;   /* in the arena */
-	uint8_t cls;    /* size class of the allocation */
+	uint32_t off; /* in the arena */
+	uint8_t cls;  /* buddy order of the allocation */
 	uint16_t key_len;
 	uint8_t key[];
 };
 
-#define QPG__KV_CLASSES 32
+#define QPG__KV_ORDERS 32
 
+/* Values live in buddy blocks of 256 << order bytes: a freed block merges
+ * with its free buddy, so space freed by large values serves small ones and
+ * the other way round. */
 struct qpg__kv_store {
 	pthread_mutex_t lock;
 	uint8_t *arena;
 	size_t capacity;
-	size_t bump;       /* arena bytes ever handed out */
+	size_t allocated;  /* bytes in blocks handed out */
 	size_t live_bytes; /* bytes of committed values */
 	uint32_t max_value;
-	uint32_t free_head[QPG__KV_CLASSES]; /* offset + 1 of a free block, 0: none */
+	uint8_t top_order;		    /* largest block */
+	uint32_t free_head[QPG__KV_ORDERS]; /* offset + 1 of a free block, 0: none */
+	uint8_t *free_order; /* per 256-byte unit: order + 1 if a free block starts here */
 	struct qpg__kv_value **buckets;
 	size_t nbuckets;
 	size_t nkeys;

@@ -109,8 +109,9 @@ int qpg_kv_decode_reply(const uint8_t *in, size_t len, struct qpg_kv_reply *r)
 	r->offset = get32(in + 12);
 	r->chunk = in + QPG_KV_HDR_LEN;
 	r->chunk_len = (uint32_t)(len - QPG_KV_HDR_LEN);
-	if (get16(in + 2) != 0 || r->op < QPG_KV_PUT || r->op > QPG_KV_DEL ||
-	    r->status > QPG_KV_BUSY)
+	/* op 0 only answers a request whose operation was unknown. */
+	if (get16(in + 2) != 0 || r->op > QPG_KV_DEL || r->status > QPG_KV_BUSY ||
+	    (r->op == 0 && r->status != QPG_KV_MALFORMED))
 		return -EPROTO;
 	if (r->offset > r->value_len || r->chunk_len > r->value_len - r->offset)
 		return -EPROTO;
@@ -119,8 +120,8 @@ int qpg_kv_decode_reply(const uint8_t *in, size_t len, struct qpg_kv_reply *r)
 
 const char *qpg_kv_status_name(uint8_t status)
 {
-	static const char *const names[] = {"ok",		"not found",  "key too large",
-					    "value too large", "store full", "malformed request",
-					    "busy"};
+	static const char *const names[] = {
+	    "ok",	  "not found",	       "key too large", "value too large",
+	    "store full", "malformed request", "busy"};
 	return status < sizeof(names) / sizeof(names[0]) ? names[status] : "unknown status";
 }

@@ -39,6 +39,7 @@ struct qpg_server {
 	atomic_int pending; /* unfinished handshakes */
 	atomic_ullong next_conn_id;
 	atomic_ullong refused_pending, refused_per_peer;
+	struct qpg__kv_service *kv; /* the KV service's store, when it is the service */
 };
 
 void qpg_server_opts_default(struct qpg_server_opts *o)
@@ -56,6 +57,8 @@ void qpg_server_opts_default(struct qpg_server_opts *o)
 	o->max_msg = 4096;
 	o->srq_depth = 4096;
 	o->service = QPG_SERVICE_ECHO;
+	o->kv_capacity = 256u << 20;
+	o->kv_max_value = 1u << 20;
 }
 
 static void slog(const struct qpg_server *s, const char *fmt, ...)
@@ -114,9 +117,18 @@ static void srv_message(struct qpg__conn *c, const struct qpg_frame_hdr *h, stru
 	s->service->message(c, h, b);
 }
 
+static void srv_sent(struct qpg__conn *c)
+{
+	struct qpg_server *s = ((struct worker *)c->ep)->srv;
+	if (s->service->sent)
+		s->service->sent(c);
+}
+
 static void srv_closed(struct qpg__conn *c)
 {
 	struct qpg_server *s = ((struct worker *)c->ep)->srv;
+	if (s->service->closed)
+		s->service->closed(c);
 	if (!c->handshake_done)
 		atomic_fetch_sub(&s->pending, 1);
 	if (c->admitted)
@@ -230,11 +242,24 @@ struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err,
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 		s->o.threads = n > 0 ? (unsigned)n : 1;
 	}
-	if (s->o.service != QPG_SERVICE_ECHO) {
+	if (s->o.service == QPG_SERVICE_ECHO) {
+		s->service = &qpg__service_echo;
+	} else if (s->o.service == QPG_SERVICE_KV) {
+		s->service = &qpg__service_kv;
+		int rc = qpg__kv_service_create(&s->kv, s->o.kv_capacity, s->o.kv_max_value);
+		if (rc) {
+			snprintf(err, err_len,
+				 "cannot create the KV store (%zu bytes, values up to %u): %s",
+				 s->o.kv_capacity, s->o.kv_max_value,
+				 rc == -EINVAL ? "the largest value must fit the store, which is "
+						 "at most 4 GiB"
+					       : strerror(-rc));
+			goto fail;
+		}
+	} else {
 		snprintf(err, err_len, "service %u is not built into this server", s->o.service);
 		goto fail;
 	}
-	s->service = &qpg__service_echo;
 	const struct qpg__transport_ops *t = qpg__transport_by_kind(s->o.transport);
 	if (!t) {
 		snprintf(err, err_len, "unknown transport");
@@ -281,12 +306,14 @@ struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err,
 		w->ep.is_server = true;
 		w->ep.ssl_ctx = s->ssl_ctx;
 		w->ep.service = s->o.service;
+		w->ep.service_ctx = s->kv;
 		w->ep.auth_required = !s->o.allow_no_auth;
 		w->ep.handshake_timeout_ns = (uint64_t)s->o.handshake_timeout_ms * 1000000ull;
 		w->ep.cbs = (struct qpg__endpoint_cbs){
 		    .admit = srv_admit,
 		    .established = srv_established,
 		    .message = srv_message,
+		    .sent = srv_sent,
 		    .closed = srv_closed,
 		};
 		int fd = open_listener(s, port, err, err_len);
@@ -357,6 +384,7 @@ void qpg_server_destroy(struct qpg_server *s)
 	free(s->workers);
 	qpg__peers_fini(&s->peers);
 	SSL_CTX_free(s->ssl_ctx);
+	qpg__kv_service_destroy(s->kv);
 	qpg_rdma_dev_close(&s->dev);
 	free(s);
 }

@@ -9,8 +9,18 @@ struct qpg__service {
 	uint8_t id;
 	const char *name;
 	void (*message)(struct qpg__conn *c, const struct qpg_frame_hdr *h, struct qpg_buf *b);
+	/* Optional: a send of C completed (room to stream more). */
+	void (*sent)(struct qpg__conn *c);
+	/* Optional: C is gone; free C->svc. */
+	void (*closed)(struct qpg__conn *c);
 };
 
 extern const struct qpg__service qpg__service_echo;
+extern const struct qpg__service qpg__service_kv;
+
+/* The KV service's shared state, one per server (all threads). */
+struct qpg__kv_service;
+int qpg__kv_service_create(struct qpg__kv_service **out, size_t capacity, uint32_t max_value);
+void qpg__kv_service_destroy(struct qpg__kv_service *k);
 
 #endif

@@ -32,6 +32,32 @@ double qpg_cli_double(const char *arg, double min, double max, const char *flag)
 	return v;
 }
 
+unsigned long long qpg_cli_size(const char *arg, unsigned long long min, unsigned long long max,
+				const char *flag)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(arg, &end, 10);
+	unsigned shift = 0;
+	if (*end == 'K' || *end == 'k')
+		shift = 10;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30;
+	if (shift)
+		end++;
+	if (errno || end == arg || *end || arg[0] == '-' || (v << shift) >> shift != v ||
+	    (v << shift) < min || (v << shift) > max) {
+		fprintf(
+		    stderr,
+		    "error: %s wants a size from %llu to %llu bytes (K/M/G allowed), not '%s'\n",
+		    flag, min, max, arg);
+		exit(2);
+	}
+	return v << shift;
+}
+
 int qpg_cli_transport(const char *arg)
 {
 	int t = qpg_transport_parse(arg);

@@ -9,6 +9,9 @@
 /* Parse ARG as an integer in [MIN, MAX] or exit(2) naming FLAG. */
 long long qpg_cli_int(const char *arg, long long min, long long max, const char *flag);
 double qpg_cli_double(const char *arg, double min, double max, const char *flag);
+/* A byte count with an optional K, M or G suffix (powers of 1024). */
+unsigned long long qpg_cli_size(const char *arg, unsigned long long min, unsigned long long max,
+				const char *flag);
 /* "rdma" | "tcp", or exit(2). */
 int qpg_cli_transport(const char *arg);
 

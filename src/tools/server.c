@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "metrics_http.h"
+#include "qpgate/kv.h"
 #include "qpgate/server.h"
 
 static struct qpg_server *g_server; /* for the signal handler only */
@@ -40,6 +41,9 @@ static void usage(FILE *f)
 		"      --max-conns-per-peer N    connections per peer address (default: no limit)\n"
 		"      --allow-no-auth      accept clients that turn per-message auth off\n"
 		"  -s, --max-msg BYTES      largest message (default 4096)\n"
+		"      --service echo|kv    what the server offers (default echo)\n"
+		"      --kv-capacity BYTES  KV store size, e.g. 256M (default 256M, at most 4G)\n"
+		"      --kv-max-value BYTES largest KV value, e.g. 1M (default 1M)\n"
 		"      --srq-depth N        receives posted per thread (default 4096)\n"
 		"      --qp-timeout N       RC ACK timeout 4.096 us * 2^N, 7 tries (default 18 = "
 		"1.07 s)\n"
@@ -89,7 +93,10 @@ int main(int argc, char **argv)
 		O_SRQ,
 		O_PORTFILE,
 		O_METRICS,
-		O_QPTO
+		O_QPTO,
+		O_SERVICE,
+		O_KVCAP,
+		O_KVMAX
 	};
 	static const struct option lo[] = {
 	    {"port", 1, 0, 'p'},
@@ -111,6 +118,9 @@ int main(int argc, char **argv)
 	    {"max-msg", 1, 0, 's'},
 	    {"srq-depth", 1, 0, O_SRQ},
 	    {"qp-timeout", 1, 0, O_QPTO},
+	    {"service", 1, 0, O_SERVICE},
+	    {"kv-capacity", 1, 0, O_KVCAP},
+	    {"kv-max-value", 1, 0, O_KVMAX},
 	    {"port-file", 1, 0, O_PORTFILE},
 	    {"metrics", 1, 0, O_METRICS},
 	    {"verbose", 0, 0, 'v'},
@@ -125,6 +135,25 @@ int main(int argc, char **argv)
 			break;
 		case O_BIND:
 			o.bind_addr = optarg;
+			break;
+		case O_SERVICE:
+			if (!strcmp(optarg, "echo"))
+				o.service = QPG_SERVICE_ECHO;
+			else if (!strcmp(optarg, "kv"))
+				o.service = QPG_SERVICE_KV;
+			else {
+				fprintf(stderr, "error: --service is 'echo' or 'kv', not '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case O_KVCAP:
+			o.kv_capacity =
+			    (size_t)qpg_cli_size(optarg, 4096, 4ull << 30, "--kv-capacity");
+			break;
+		case O_KVMAX:
+			o.kv_max_value =
+			    (uint32_t)qpg_cli_size(optarg, 1, QPG_KV_MAX_VALUE, "--kv-max-value");
 			break;
 		case O_CERT:
 			o.cert = optarg;

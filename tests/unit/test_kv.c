@@ -3,8 +3,8 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -14,8 +14,12 @@
 
 static int enc_req(uint8_t *buf, uint8_t op, const char *key, uint32_t vlen, uint32_t off)
 {
-	struct qpg_kv_req r = {.op = op, .key_len = (uint16_t)strlen(key), .req_id = 77,
-			       .value_len = vlen, .offset = off, .key = (const uint8_t *)key};
+	struct qpg_kv_req r = {.op = op,
+			       .key_len = (uint16_t)strlen(key),
+			       .req_id = 77,
+			       .value_len = vlen,
+			       .offset = off,
+			       .key = (const uint8_t *)key};
 	return qpg_kv_encode_req(buf, 512, &r);
 }
 
@@ -80,8 +84,8 @@ static void test_req_refusals(void **st)
 static void test_reply_round_trip(void **st)
 {
 	uint8_t buf[64];
-	struct qpg_kv_reply r = {.op = QPG_KV_GET, .status = QPG_KV_OK, .req_id = 5, .value_len = 20,
-				 .offset = 16};
+	struct qpg_kv_reply r = {
+	    .op = QPG_KV_GET, .status = QPG_KV_OK, .req_id = 5, .value_len = 20, .offset = 16};
 	int n = qpg_kv_encode_reply(buf, sizeof(buf), &r);
 	memcpy(buf + n, "wxyz", 4);
 	struct qpg_kv_reply d;
@@ -119,17 +123,20 @@ static void test_store_basics(void **st)
 	assert_null(qpg__kv_get(&s, (const uint8_t *)"c", 1));
 	assert_int_equal(s.nkeys, 2);
 	assert_int_equal(s.live_bytes, 4196);
-	/* Replace: the old value's block is reused, the arena does not grow. */
-	size_t bump = s.bump;
+	/* Replace: the old value's block goes back, nothing leaks. */
+	size_t used = s.allocated;
+	assert_int_equal(used, 4096 + 256);
 	assert_int_equal(put(&s, "a", "3", 4000), QPG_KV_OK);
-	assert_int_equal(s.bump, bump + 4096); /* new block reserved before the old is freed */
+	assert_int_equal(s.allocated, used);
 	assert_int_equal(put(&s, "a", "4", 4000), QPG_KV_OK);
-	assert_int_equal(s.bump, bump + 4096);
+	assert_int_equal(s.allocated, used);
 	assert_int_equal(s.nkeys, 2);
 	assert_int_equal(qpg__kv_del(&s, (const uint8_t *)"a", 1), QPG_KV_OK);
 	assert_int_equal(qpg__kv_del(&s, (const uint8_t *)"a", 1), QPG_KV_NOT_FOUND);
 	assert_int_equal(s.nkeys, 1);
 	assert_int_equal(s.live_bytes, 100);
+	assert_int_equal(qpg__kv_del(&s, (const uint8_t *)"b", 1), QPG_KV_OK);
+	assert_int_equal(s.allocated, 0);
 	qpg__kv_store_fini(&s);
 }
 
@@ -146,6 +153,36 @@ static void test_store_limits(void **st)
 	assert_int_equal(put(&s, "k4", "y", 16 << 10), QPG_KV_STORE_FULL);
 	assert_int_equal(qpg__kv_del(&s, (const uint8_t *)"k0", 2), QPG_KV_OK);
 	assert_int_equal(put(&s, "k4", "y", 16 << 10), QPG_KV_OK);
+	qpg__kv_store_fini(&s);
+}
+
+/* Space freed by large values serves small ones and back: buddies merge. */
+static void test_store_no_fragmentation(void **st)
+{
+	struct qpg__kv_store s;
+	assert_int_equal(qpg__kv_store_init(&s, 1 << 20, 256 << 10), 0);
+	char key[16];
+	for (int i = 0; i < 4; i++) {
+		snprintf(key, sizeof(key), "L%d", i);
+		assert_int_equal(put(&s, key, "L", 256 << 10), QPG_KV_OK);
+	}
+	assert_int_equal(put(&s, "x", "x", 1), QPG_KV_STORE_FULL);
+	for (int i = 0; i < 4; i++) {
+		snprintf(key, sizeof(key), "L%d", i);
+		assert_int_equal(qpg__kv_del(&s, (const uint8_t *)key, (uint16_t)strlen(key)), 0);
+	}
+	for (int i = 0; i < 16; i++) { /* 16 x 64 KiB fill the same 1 MiB */
+		snprintf(key, sizeof(key), "S%d", i);
+		assert_int_equal(put(&s, key, "S", 64 << 10), QPG_KV_OK);
+	}
+	for (int i = 0; i < 16; i++) {
+		snprintf(key, sizeof(key), "S%d", i);
+		assert_int_equal(qpg__kv_del(&s, (const uint8_t *)key, (uint16_t)strlen(key)), 0);
+	}
+	for (int i = 0; i < 4; i++) { /* and merge back into 256 KiB blocks */
+		snprintf(key, sizeof(key), "L%d", i);
+		assert_int_equal(put(&s, key, "L", 256 << 10), QPG_KV_OK);
+	}
 	qpg__kv_store_fini(&s);
 }
 
@@ -172,12 +209,13 @@ static void test_store_reader_keeps_value(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_req_round_trip),
-		cmocka_unit_test(test_req_refusals),
-		cmocka_unit_test(test_reply_round_trip),
-		cmocka_unit_test(test_store_basics),
-		cmocka_unit_test(test_store_limits),
-		cmocka_unit_test(test_store_reader_keeps_value),
+	    cmocka_unit_test(test_req_round_trip),
+	    cmocka_unit_test(test_req_refusals),
+	    cmocka_unit_test(test_reply_round_trip),
+	    cmocka_unit_test(test_store_basics),
+	    cmocka_unit_test(test_store_limits),
+	    cmocka_unit_test(test_store_no_fragmentation),
+	    cmocka_unit_test(test_store_reader_keeps_value),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

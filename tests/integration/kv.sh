@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The KV service end to end, over real processes (rdma in the lab, or tcp):
+# PUT/GET/DEL with every byte verified, values streamed in chunks, the
+# error statuses (missing key, oversize value, full store, malformed
+# request) without losing the connection, and concurrent clients.
+#   kv.sh TRANSPORT
+set -u
+transport=$1
+here=$(cd "$(dirname "$0")/../.." && pwd -P)
+bin=${QPG_BIN:-$here/build/bin}
+work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-kv.XXXXXX")
+srv=""
+trap 'if [ -n "$srv" ]; then kill -9 "$srv" 2>/dev/null; fi; jobs -p | xargs -r kill -9 2>/dev/null; rm -rf "$work"' EXIT
+. "$here/tests/integration/lib.sh"
+"$here/scripts/make-certs" "$work" localhost >/dev/null 2>&1
+qps() { if [ "$transport" = rdma ]; then rdma res show qp | grep -c lqpn; else echo 0; fi; }
+qp0=$(qps)
+# 4 MiB of store, values up to 1 MiB: sixteen 256 KiB values fill it.
+"$bin/qpgate-server" --transport "$transport" --service kv --kv-capacity 4M --kv-max-value 1M \
+	-s 8192 --cert "$work/server.crt" --key "$work/server.key" -p 0 --port-file "$work/port" \
+	2>"$work/server.log" &
+srv=$!
+for _ in $(seq 1 300); do [ -s "$work/port" ] && break; sleep 0.1; done
+read -r port _ <"$work/port"
+kv() { "$bin/qpgate-kv" --transport "$transport" --ca "$work/ca.crt" -p "$port" 127.0.0.1 localhost "$@"; }
+
+out=$(kv put blk 4096 11 get blk 4096 11 put big 1M 12 get big 1M 12 del blk get blk get nope 2>&1)
+rc=$?
+sed 's/^/  /' <<<"$out"
+check "session exit 0 except the expected not-found (exit $rc)" [ $rc -eq 1 ]
+check "PUT/GET 4 KiB verified byte for byte" grep -q '^GET blk: ok, 4096 bytes in 1 chunk, .*verified' <<<"$out"
+check "1 MiB value streamed in chunks both ways and verified" grep -Eq '^GET big: ok, 1048576 bytes in [0-9]{3} chunks, .*verified' <<<"$out"
+check "DEL, then GET says not found" grep -q '^GET blk: not found' <<<"$out"
+check "a key never stored: not found" grep -q '^GET nope: not found' <<<"$out"
+
+out=$(kv bad put huge 2M 1 get big 1M 12 2>&1)
+sed 's/^/  /' <<<"$out"
+check "malformed request refused with its reason" grep -q '^BAD (unknown op): malformed request' <<<"$out"
+check "oversize value refused (value too large)" grep -q '^PUT huge: value too large' <<<"$out"
+check "the connection survived both: next GET verified" grep -q '^GET big: ok, .*verified' <<<"$out"
+check "a wrong seed is caught (the check can fail)" sh -c "'$bin/qpgate-kv' --transport $transport --ca '$work/ca.crt' -p $port 127.0.0.1 localhost get big 1M 13 | grep -q MISMATCH"
+
+cmds=()
+for i in $(seq 1 16); do cmds+=(put "fill$i" 256K "$i"); done
+out=$(kv "${cmds[@]}" 2>&1)
+full=$(grep -c 'store full' <<<"$out")
+grep -m1 'store full' <<<"$out" | sed 's/^/  /'
+check "the 4 MiB store fills up: $full of 16 PUTs refused with 'store full'" [ "$full" -ge 1 ]
+out=$(kv del fill1 del fill2 del fill3 del fill4 put again 256K 99 get again 256K 99 2>&1)
+check "after DELs the space is reused" grep -q '^GET again: ok, .*verified' <<<"$out"
+kv del again del big >/dev/null 2>&1
+for i in $(seq 5 16); do kv del "fill$i" >/dev/null 2>&1; done
+
+# Concurrent clients: each writes and reads its own keys while all read a
+# shared one.
+kv put shared 64K 500 >/dev/null
+pids=()
+for i in $(seq 1 16); do
+	kv put "c$i" 64K "$i" get "c$i" 64K "$i" get shared 64K 500 put "c$i" 32K "$((i + 100))" \
+		get "c$i" 32K "$((i + 100))" del "c$i" >"$work/c$i.out" 2>&1 &
+	pids+=($!)
+done
+fails=0
+for p in "${pids[@]}"; do wait "$p" || true; done
+for i in $(seq 1 16); do
+	[ "$(grep -c 'verified' "$work/c$i.out")" -eq 3 ] || { fails=$((fails + 1)); sed 's/^/  c'"$i"': /' "$work/c$i.out"; }
+done
+check "16 concurrent clients: every GET verified (own keys, replaced values, shared key)" [ $fails -eq 0 ]
+
+kill -TERM "$srv"; wait "$srv"; src=$?; srv=""
+stats=$(grep 'stats:' "$work/server.log")
+echo "  $stats"
+check "server exit 0 on SIGTERM" [ $src -eq 0 ]
+check "no authentication failures" grep -q 'auth_failures=0 seq_failures=0' <<<"$stats"
+check "nothing left connected" grep -q 'connected=0 ' <<<"$stats"
+if [ "$transport" = rdma ]; then
+	check "device QPs back to baseline ($qp0)" [ "$(qps)" -le "$qp0" ]
+fi
+finish_checks
