@@ -17,6 +17,8 @@ struct qpg_client {
 	struct sockaddr_storage addr;
 	socklen_t addr_len;
 	char host[256], servername[256];
+	void (*wake_cb)(void *arg);
+	void *wake_arg;
 };
 
 struct client_user {
@@ -156,6 +158,25 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	};
 	*out = cl;
 	return 0;
+}
+
+static void client_on_wake(struct qpg__loop *l)
+{
+	struct qpg_client *cl = (struct qpg_client *)l->owner;
+	if (cl->wake_cb)
+		cl->wake_cb(cl->wake_arg);
+}
+
+void qpg_client_set_wake(struct qpg_client *cl, void (*cb)(void *arg), void *arg)
+{
+	cl->wake_cb = cb;
+	cl->wake_arg = arg;
+	cl->ep.loop.on_wake = client_on_wake;
+}
+
+void qpg_client_wake(struct qpg_client *cl)
+{
+	qpg__loop_wake(&cl->ep.loop);
 }
 
 void qpg_client_destroy(struct qpg_client *cl)

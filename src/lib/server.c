@@ -307,6 +307,7 @@ struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err,
 		w->ep.ssl_ctx = s->ssl_ctx;
 		w->ep.service = s->o.service;
 		w->ep.service_ctx = s->kv;
+		w->ep.credits_max = 64; /* KV pipelines; echo clients ask for few */
 		w->ep.auth_required = !s->o.allow_no_auth;
 		w->ep.handshake_timeout_ns = (uint64_t)s->o.handshake_timeout_ms * 1000000ull;
 		w->ep.cbs = (struct qpg__endpoint_cbs){

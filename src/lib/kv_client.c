@@ -1,0 +1,455 @@
+/* The pooled KV client. Each pool thread owns a qpg_client (its own event
+ * loop) and a share of the connections; nothing of a thread's loop state is
+ * touched by another thread. Submitters put operations in the owning
+ * thread's inbox and wake its loop. */
+#include "qpgate/kv_client.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define SLOT_BITS 11 /* up to 2048 requests in flight per connection */
+
+struct pool_thread;
+
+struct kv_conn {
+	struct pool_thread *th;
+	struct qpg_client_conn *conn;
+	bool up, dead;
+	uint16_t credits;
+	uint32_t max_msg;
+	unsigned outstanding; /* request frames awaiting their last reply */
+	struct qpg_kv_request **slots;
+	unsigned nslots;
+	uint32_t gen;
+	struct qpg_kv_request *head, *tail; /* waiting for a slot */
+	struct qpg_kv_request *put_cur;	    /* a PUT with chunks still to send */
+	uint8_t *frame;			    /* scratch for building requests */
+};
+
+struct pool_thread {
+	struct qpg_kv_pool *pool;
+	pthread_t tid;
+	bool started;
+	struct qpg_client *cl;
+	pthread_mutex_t lock;
+	struct qpg_kv_request *in_head, *in_tail; /* submitted, op->slot = local conn index */
+	struct kv_conn *conns;
+	unsigned nconns;
+};
+
+struct qpg_kv_pool {
+	struct qpg_kv_pool_opts o;
+	struct pool_thread *th;
+	unsigned nthreads, nconns;
+	atomic_uint rr;
+	atomic_bool stop;
+	pthread_mutex_t lock; /* guards the fields below */
+	pthread_cond_t cv;
+	unsigned up, failed, exited;
+	uint16_t credits;
+	char err[256];
+};
+
+void qpg_kv_pool_opts_default(struct qpg_kv_pool_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	qpg_client_opts_default(&o->client);
+	o->client.service = QPG_SERVICE_KV;
+	o->client.credits = 16;
+	o->client.max_msg = 8192;
+	o->threads = 4;
+	o->conns = 4;
+}
+
+static void complete(struct qpg_kv_request *op, int status, uint32_t value_len)
+{
+	if (op->done)
+		op->done(op, status, value_len);
+}
+
+static void fail_all(struct kv_conn *k, int status)
+{
+	for (unsigned i = 0; i < k->nslots; i++) {
+		struct qpg_kv_request *op = k->slots[i];
+		if (op) {
+			k->slots[i] = NULL;
+			complete(op, status, 0);
+		}
+	}
+	k->outstanding = 0;
+	k->put_cur = NULL;
+	while (k->head) {
+		struct qpg_kv_request *op = k->head;
+		k->head = op->next;
+		complete(op, status, 0);
+	}
+	k->tail = NULL;
+}
+
+static int send_frame(struct kv_conn *k, struct qpg_kv_request *op, uint32_t off, uint32_t chunk)
+{
+	struct qpg_kv_req r = {.op = op->op,
+			       .key_len = op->key_len,
+			       .req_id = op->req_id,
+			       .value_len = op->op == QPG_KV_PUT ? op->value_len : 0,
+			       .offset = off,
+			       .key = op->key};
+	int n = qpg_kv_encode_req(k->frame, k->max_msg, &r);
+	if (n < 0)
+		return n;
+	if (chunk)
+		memcpy(k->frame + n, (const uint8_t *)op->value + off, chunk);
+	int rc = qpg_client_send(k->conn, QPG_FRAME_KV_REQ, k->frame, (uint32_t)n + chunk);
+	if (rc == 0)
+		k->outstanding++;
+	return rc;
+}
+
+/* Send the next chunk of the PUT in progress. */
+static int put_next(struct kv_conn *k)
+{
+	struct qpg_kv_request *op = k->put_cur;
+	uint32_t room = k->max_msg - QPG_KV_HDR_LEN - op->key_len;
+	uint32_t chunk = op->value_len - op->sent < room ? op->value_len - op->sent : room;
+	int rc = send_frame(k, op, op->sent, chunk);
+	if (rc)
+		return rc;
+	op->sent += chunk;
+	op->got++; /* chunks in flight */
+	if (op->sent >= op->value_len)
+		k->put_cur = NULL;
+	return 0;
+}
+
+static int free_slot(struct kv_conn *k)
+{
+	for (unsigned i = 0; i < k->nslots; i++)
+		if (!k->slots[i])
+			return (int)i;
+	return -1;
+}
+
+static void pump(struct kv_conn *k)
+{
+	while (k->up && !k->dead && k->outstanding < k->credits) {
+		if (k->put_cur) {
+			if (put_next(k))
+				return;
+			continue;
+		}
+		struct qpg_kv_request *op = k->head;
+		if (!op)
+			return;
+		int slot = free_slot(k);
+		if (slot < 0)
+			return;
+		k->head = op->next;
+		if (!k->head)
+			k->tail = NULL;
+		op->next = NULL;
+		op->slot = slot;
+		op->req_id = (++k->gen << SLOT_BITS) | (uint32_t)slot;
+		op->sent = op->acked = op->got = 0;
+		k->slots[slot] = op;
+		if (op->op == QPG_KV_PUT) {
+			k->put_cur = op;
+			if (put_next(k))
+				return;
+		} else if (send_frame(k, op, 0, 0)) {
+			return;
+		}
+	}
+}
+
+static void finish_slot(struct kv_conn *k, struct qpg_kv_request *op, int status, uint32_t len)
+{
+	k->slots[op->slot] = NULL;
+	if (k->put_cur == op)
+		k->put_cur = NULL;
+	complete(op, status, len);
+}
+
+static void on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const uint8_t *p,
+		     uint32_t len)
+{
+	struct kv_conn *k = user;
+	struct qpg_kv_reply r;
+	struct qpg_kv_request *op = NULL;
+	if (type == QPG_FRAME_KV_REPLY && qpg_kv_decode_reply(p, len, &r) == 0) {
+		unsigned slot = r.req_id & ((1u << SLOT_BITS) - 1);
+		if (slot < k->nslots && k->slots[slot] && k->slots[slot]->req_id == r.req_id)
+			op = k->slots[slot];
+	}
+	if (!op) {
+		qpg_client_close(c); /* the server broke the protocol; on_closed fails all */
+		return;
+	}
+	if (op->op == QPG_KV_PUT) {
+		k->outstanding--;
+		op->got--;
+		if (r.status != QPG_KV_OK && !(op->acked & 0x80000000u)) {
+			op->acked = 0x80000000u | r.status; /* remember the first refusal */
+			if (k->put_cur == op)
+				k->put_cur = NULL; /* send no more of it */
+		} else if (r.status == QPG_KV_OK && !(op->acked & 0x80000000u)) {
+			op->acked = r.offset;
+		}
+		bool failed = op->acked & 0x80000000u;
+		if (op->got == 0 && (failed || op->acked >= op->value_len) && k->put_cur != op)
+			finish_slot(k, op, failed ? (int)(op->acked & 0xff) : QPG_KV_OK,
+				    op->value_len);
+	} else if (op->op == QPG_KV_GET && r.status == QPG_KV_OK) {
+		if (r.offset != op->got) {
+			qpg_client_close(c);
+			return;
+		}
+		if (op->chunk)
+			op->chunk(op, r.chunk, r.chunk_len, r.offset, r.value_len);
+		op->got += r.chunk_len;
+		if (op->got >= r.value_len) {
+			k->outstanding--;
+			finish_slot(k, op, QPG_KV_OK, r.value_len);
+		}
+	} else {
+		k->outstanding--;
+		finish_slot(k, op, r.status, 0);
+	}
+	pump(k);
+}
+
+static void on_established(struct qpg_client_conn *c, void *user)
+{
+	struct kv_conn *k = user;
+	struct qpg_conn_info ci;
+	qpg_client_conn_info(c, &ci);
+	k->credits = ci.credits;
+	k->max_msg = ci.max_msg;
+	k->up = true;
+	struct qpg_kv_pool *p = k->th->pool;
+	pthread_mutex_lock(&p->lock);
+	p->up++;
+	p->credits = ci.credits;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->lock);
+	pump(k);
+}
+
+static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class err,
+		      const char *why)
+{
+	struct kv_conn *k = user;
+	struct qpg_kv_pool *p = k->th->pool;
+	bool was_up = k->up;
+	k->dead = true;
+	k->up = false;
+	k->conn = NULL;
+	fail_all(k, atomic_load(&p->stop) ? -ECANCELED : -ECONNRESET);
+	pthread_mutex_lock(&p->lock);
+	if (!was_up) {
+		p->failed++;
+		if (!p->err[0])
+			snprintf(p->err, sizeof(p->err), "%s: %s", qpg_err_class_name(err), why);
+	} else if (p->up > 0) {
+		p->up--;
+	}
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* Loop thread: take the inbox and hand each operation to its connection. */
+static void on_wake(void *arg)
+{
+	struct pool_thread *th = arg;
+	pthread_mutex_lock(&th->lock);
+	struct qpg_kv_request *list = th->in_head;
+	th->in_head = th->in_tail = NULL;
+	pthread_mutex_unlock(&th->lock);
+	while (list) {
+		struct qpg_kv_request *op = list;
+		list = op->next;
+		op->next = NULL;
+		struct kv_conn *k = &th->conns[op->slot];
+		if (k->dead) {
+			complete(op, atomic_load(&th->pool->stop) ? -ECANCELED : -ECONNRESET, 0);
+			continue;
+		}
+		if (k->tail)
+			k->tail->next = op;
+		else
+			k->head = op;
+		k->tail = op;
+	}
+	for (unsigned i = 0; i < th->nconns; i++)
+		pump(&th->conns[i]);
+}
+
+static void *thread_main(void *arg)
+{
+	struct pool_thread *th = arg;
+	struct qpg_kv_pool *p = th->pool;
+	for (unsigned i = 0; i < th->nconns; i++) {
+		struct kv_conn *k = &th->conns[i];
+		if (qpg_client_connect(th->cl, k, &k->conn) < 0) {
+			k->dead = true;
+			pthread_mutex_lock(&p->lock);
+			p->failed++;
+			snprintf(p->err, sizeof(p->err), "cannot start a connection");
+			pthread_cond_broadcast(&p->cv);
+			pthread_mutex_unlock(&p->lock);
+		}
+	}
+	while (!atomic_load(&p->stop))
+		qpg_client_run(th->cl, 200);
+	for (unsigned i = 0; i < th->nconns; i++)
+		if (th->conns[i].conn)
+			qpg_client_close(th->conns[i].conn);
+	for (int k = 0; k < 500 && qpg_client_conn_count(th->cl); k++)
+		qpg_client_run(th->cl, 10);
+	on_wake(th); /* anything submitted meanwhile fails as cancelled */
+	return NULL;
+}
+
+int qpg_kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *o, char *err,
+		       size_t err_len)
+{
+	static const struct qpg_client_cbs cbs = {
+	    .established = on_established, .reply = on_reply, .closed = on_closed};
+	*out = NULL;
+	if (o->threads == 0 || o->conns == 0 || o->client.credits > (1u << SLOT_BITS)) {
+		snprintf(err, err_len, "threads and conns must be > 0, credits <= %u",
+			 1u << SLOT_BITS);
+		return -EINVAL;
+	}
+	struct qpg_kv_pool *p = calloc(1, sizeof(*p));
+	if (!p) {
+		snprintf(err, err_len, "out of memory");
+		return -ENOMEM;
+	}
+	p->o = *o;
+	p->o.client.service = QPG_SERVICE_KV;
+	p->nthreads = o->threads < o->conns ? o->threads : o->conns;
+	p->nconns = o->conns;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	p->th = calloc(p->nthreads, sizeof(*p->th));
+	int rc = p->th ? 0 : -ENOMEM;
+	for (unsigned t = 0; rc == 0 && t < p->nthreads; t++) {
+		struct pool_thread *th = &p->th[t];
+		th->pool = p;
+		pthread_mutex_init(&th->lock, NULL);
+		th->nconns = p->nconns / p->nthreads + (t < p->nconns % p->nthreads);
+		th->conns = calloc(th->nconns, sizeof(*th->conns));
+		if (!th->conns) {
+			rc = -ENOMEM;
+			break;
+		}
+		for (unsigned i = 0; i < th->nconns; i++) {
+			struct kv_conn *k = &th->conns[i];
+			k->th = th;
+			k->nslots = p->o.client.credits;
+			k->slots = calloc(k->nslots, sizeof(*k->slots));
+			k->frame = malloc(p->o.client.max_msg);
+			if (!k->slots || !k->frame)
+				rc = -ENOMEM;
+		}
+		/* Each thread's client sizes its pool for its connections. */
+		struct qpg_client_opts co = p->o.client;
+		co.pool_max = 4u * th->nconns * co.credits + 1024;
+		if (rc == 0 && (rc = qpg_client_create(&th->cl, &co, &cbs, err, err_len)) == 0)
+			qpg_client_set_wake(th->cl, on_wake, th);
+	}
+	for (unsigned t = 0; rc == 0 && t < p->nthreads; t++) {
+		if ((rc = -pthread_create(&p->th[t].tid, NULL, thread_main, &p->th[t])) == 0)
+			p->th[t].started = true;
+	}
+	if (rc == 0) {
+		/* Wait for every connection: handshake deadline plus slack. */
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += p->o.client.handshake_timeout_ms / 1000 + 5;
+		pthread_mutex_lock(&p->lock);
+		while (p->up + p->failed < p->nconns && rc == 0)
+			if (pthread_cond_timedwait(&p->cv, &p->lock, &until) == ETIMEDOUT)
+				rc = -ETIMEDOUT;
+		if (rc == 0 && p->failed) {
+			rc = -ECONNREFUSED;
+			snprintf(err, err_len, "%u of %u connections failed: %s", p->failed,
+				 p->nconns, p->err);
+		} else if (rc) {
+			snprintf(err, err_len, "connections not up in time (%u of %u)", p->up,
+				 p->nconns);
+		}
+		pthread_mutex_unlock(&p->lock);
+	} else if (!err[0]) {
+		snprintf(err, err_len, "cannot start the pool: %s", strerror(-rc));
+	}
+	if (rc) {
+		qpg_kv_pool_destroy(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+int qpg_kv_submit(struct qpg_kv_pool *p, struct qpg_kv_request *op)
+{
+	if (atomic_load(&p->stop))
+		return -ECANCELED;
+	if (op->key_len == 0 || op->key_len > QPG_KV_MAX_KEY || op->op < QPG_KV_PUT ||
+	    op->op > QPG_KV_DEL)
+		return -EINVAL;
+	unsigned c = atomic_fetch_add(&p->rr, 1) % p->nconns;
+	struct pool_thread *th = &p->th[c % p->nthreads];
+	op->slot = (int)(c / p->nthreads);
+	op->next = NULL;
+	pthread_mutex_lock(&th->lock);
+	if (th->in_tail)
+		th->in_tail->next = op;
+	else
+		th->in_head = op;
+	th->in_tail = op;
+	pthread_mutex_unlock(&th->lock);
+	qpg_client_wake(th->cl);
+	return 0;
+}
+
+void qpg_kv_pool_destroy(struct qpg_kv_pool *p)
+{
+	if (!p)
+		return;
+	atomic_store(&p->stop, true);
+	for (unsigned t = 0; p->th && t < p->nthreads; t++) {
+		struct pool_thread *th = &p->th[t];
+		if (th->started) {
+			qpg_client_wake(th->cl);
+			pthread_join(th->tid, NULL);
+		}
+		qpg_client_destroy(th->cl);
+		for (unsigned i = 0; th->conns && i < th->nconns; i++) {
+			free(th->conns[i].slots);
+			free(th->conns[i].frame);
+		}
+		free(th->conns);
+		pthread_mutex_destroy(&th->lock);
+	}
+	free(p->th);
+	pthread_cond_destroy(&p->cv);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+void qpg_kv_pool_info(const struct qpg_kv_pool *p, struct qpg_kv_pool_info *out)
+{
+	struct qpg_kv_pool *m = (struct qpg_kv_pool *)p;
+	pthread_mutex_lock(&m->lock);
+	out->threads = p->nthreads;
+	out->conns = p->nconns;
+	out->connected = p->up;
+	out->credits = p->credits;
+	pthread_mutex_unlock(&m->lock);
+}

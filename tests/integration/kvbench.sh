@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# qpgate-kvbench end to end: the default shape (16 workers on 4 pooled
+# connections, 10,000 keys of 4 KiB) preloads, then every GET is verified
+# against the checksum of what was stored; its JSON must agree.
+#   kvbench.sh TRANSPORT [OPS]
+set -u
+transport=$1
+ops=${2:-20000}
+here=$(cd "$(dirname "$0")/../.." && pwd -P)
+bin=${QPG_BIN:-$here/build/bin}
+work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-kvb.XXXXXX")
+srv=""
+trap 'if [ -n "$srv" ]; then kill -9 "$srv" 2>/dev/null; fi; rm -rf "$work"' EXIT
+. "$here/tests/integration/lib.sh"
+"$here/scripts/make-certs" "$work" localhost >/dev/null 2>&1
+"$bin/qpgate-server" --transport "$transport" --service kv --kv-capacity 128M -s 8192 \
+	--cert "$work/server.crt" --key "$work/server.key" -p 0 --port-file "$work/port" \
+	2>"$work/server.log" &
+srv=$!
+for _ in $(seq 1 300); do [ -s "$work/port" ] && break; sleep 0.1; done
+read -r port _ <"$work/port"
+"$bin/qpgate-kvbench" --transport "$transport" --ca "$work/ca.crt" -p "$port" -n "$ops" \
+	--json "$work/r.json" 127.0.0.1 localhost >"$work/out" 2>&1
+rc=$?
+cat "$work/out"
+j() { jq -e "$1" "$work/r.json" >/dev/null; }
+check "qpgate-kvbench exit 0" [ $rc -eq 0 ]
+check "JSON parses with jq" j '.'
+check "default shape: 16 workers, 4 clients, 4 threads, 10,000 keys of 4 KiB" \
+	j '.results[0].workers == 16 and .results[0].clients == 4 and .results[0].threads == 4 and .test_info.num_keys == 10000 and .test_info.value_size == 4096'
+check "all $ops GETs verified, no mismatch, no error" \
+	j ".results[0].gets == $ops and .results[0].mismatches == 0 and .results[0].errors == 0"
+check "throughput and latency percentiles filled" \
+	j '.results[0].ops_per_s > 0 and .results[0].p50_us > 0 and .results[0].p999_us >= .results[0].p99_us'
+if [ "$transport" = rdma ]; then
+	check "4 pooled connections = 8 QPs on the device (both ends)" j '.results[0].device_qps == 8'
+fi
+kill -TERM "$srv"; wait "$srv"; src=$?; srv=""
+grep 'stats:' "$work/server.log" | sed 's/^/  /'
+check "server exit 0" [ $src -eq 0 ]
+check "server: no authentication failures" grep -q 'auth_failures=0 seq_failures=0' "$work/server.log"
+finish_checks
