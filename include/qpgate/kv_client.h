@@ -31,6 +31,7 @@ struct qpg_kv_request {
 	 * connection failed (-ECONNRESET) or the pool is shutting down. */
 	void (*done)(struct qpg_kv_request *op, int status, uint32_t value_len);
 	void *user;
+	bool test_unknown_op; /* test hook: send an operation the server does not know */
 	/* the pool's */
 	struct qpg_kv_request *next;
 	uint32_t req_id, sent, acked, got;

@@ -93,7 +93,8 @@ static void fail_all(struct kv_conn *k, int status)
 
 static int send_frame(struct kv_conn *k, struct qpg_kv_request *op, uint32_t off, uint32_t chunk)
 {
-	struct qpg_kv_req r = {.op = op->op,
+	/* 0x7f: no such operation (the test hook), answered "malformed". */
+	struct qpg_kv_req r = {.op = op->test_unknown_op ? 0x7f : op->op,
 			       .key_len = op->key_len,
 			       .req_id = op->req_id,
 			       .value_len = op->op == QPG_KV_PUT ? op->value_len : 0,

@@ -4,24 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, (uint16_t)(v >> 16));
-	put16(p + 2, (uint16_t)v);
-}
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)((p[0] << 8) | p[1]);
-}
-static uint32_t get32(const uint8_t *p)
-{
-	return ((uint32_t)get16(p) << 16) | get16(p + 2);
-}
+#include "bytes.h"
+
 
 int qpg_kv_encode_req(uint8_t *out, size_t cap, const struct qpg_kv_req *r)
 {
@@ -29,10 +13,10 @@ int qpg_kv_encode_req(uint8_t *out, size_t cap, const struct qpg_kv_req *r)
 		return -ENOSPC;
 	out[0] = r->op;
 	out[1] = r->flags;
-	put16(out + 2, r->key_len);
-	put32(out + 4, r->req_id);
-	put32(out + 8, r->value_len);
-	put32(out + 12, r->offset);
+	qpg__put16(out + 2, r->key_len);
+	qpg__put32(out + 4, r->req_id);
+	qpg__put32(out + 8, r->value_len);
+	qpg__put32(out + 12, r->offset);
 	memcpy(out + QPG_KV_HDR_LEN, r->key, r->key_len);
 	return QPG_KV_HDR_LEN + r->key_len;
 }
@@ -43,10 +27,10 @@ int qpg_kv_encode_reply(uint8_t *out, size_t cap, const struct qpg_kv_reply *r)
 		return -ENOSPC;
 	out[0] = r->op;
 	out[1] = r->status;
-	put16(out + 2, 0);
-	put32(out + 4, r->req_id);
-	put32(out + 8, r->value_len);
-	put32(out + 12, r->offset);
+	qpg__put16(out + 2, 0);
+	qpg__put32(out + 4, r->req_id);
+	qpg__put32(out + 8, r->value_len);
+	qpg__put32(out + 12, r->offset);
 	return QPG_KV_HDR_LEN;
 }
 
@@ -64,10 +48,10 @@ int qpg_kv_decode_req(const uint8_t *in, size_t len, struct qpg_kv_req *r, char 
 		return bad(why, why_len, QPG_KV_MALFORMED, "request shorter than its header");
 	r->op = in[0];
 	r->flags = in[1];
-	r->key_len = get16(in + 2);
-	r->req_id = get32(in + 4);
-	r->value_len = get32(in + 8);
-	r->offset = get32(in + 12);
+	r->key_len = qpg__get16(in + 2);
+	r->req_id = qpg__get32(in + 4);
+	r->value_len = qpg__get32(in + 8);
+	r->offset = qpg__get32(in + 12);
 	if (r->op != QPG_KV_PUT && r->op != QPG_KV_GET && r->op != QPG_KV_DEL)
 		return bad(why, why_len, QPG_KV_MALFORMED, "unknown operation");
 	if (r->flags)
@@ -104,13 +88,13 @@ int qpg_kv_decode_reply(const uint8_t *in, size_t len, struct qpg_kv_reply *r)
 		return -EPROTO;
 	r->op = in[0];
 	r->status = in[1];
-	r->req_id = get32(in + 4);
-	r->value_len = get32(in + 8);
-	r->offset = get32(in + 12);
+	r->req_id = qpg__get32(in + 4);
+	r->value_len = qpg__get32(in + 8);
+	r->offset = qpg__get32(in + 12);
 	r->chunk = in + QPG_KV_HDR_LEN;
 	r->chunk_len = (uint32_t)(len - QPG_KV_HDR_LEN);
 	/* op 0 only answers a request whose operation was unknown. */
-	if (get16(in + 2) != 0 || r->op > QPG_KV_DEL || r->status > QPG_KV_BUSY ||
+	if (qpg__get16(in + 2) != 0 || r->op > QPG_KV_DEL || r->status > QPG_KV_BUSY ||
 	    (r->op == 0 && r->status != QPG_KV_MALFORMED))
 		return -EPROTO;
 	if (r->offset > r->value_len || r->chunk_len > r->value_len - r->offset)

@@ -4,41 +4,16 @@
 #include <stdio.h>
 #include <string.h>
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, (uint16_t)(v >> 16));
-	put16(p + 2, (uint16_t)v);
-}
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, (uint32_t)(v >> 32));
-	put32(p + 4, (uint32_t)v);
-}
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)((p[0] << 8) | p[1]);
-}
-static uint32_t get32(const uint8_t *p)
-{
-	return ((uint32_t)get16(p) << 16) | get16(p + 2);
-}
-static uint64_t get64(const uint8_t *p)
-{
-	return ((uint64_t)get32(p) << 32) | get32(p + 4);
-}
+#include "bytes.h"
+
 
 static void encode_hdr(uint8_t *out, uint8_t type, uint32_t body_len)
 {
-	put32(out, QPG_WIRE_MAGIC);
+	qpg__put32(out, QPG_WIRE_MAGIC);
 	out[4] = QPG_WIRE_VERSION;
 	out[5] = type;
-	put16(out + 6, 0);
-	put32(out + 8, body_len);
+	qpg__put16(out + 6, 0);
+	qpg__put32(out + 8, body_len);
 }
 
 int qpg_wire_encode_params(uint8_t *out, size_t cap, uint8_t type, const struct qpg_wire_params *p)
@@ -51,16 +26,16 @@ int qpg_wire_encode_params(uint8_t *out, size_t cap, uint8_t type, const struct 
 	b[1] = p->flags;
 	b[2] = p->service;
 	b[3] = p->mtu;
-	put32(b + 4, p->qpn);
-	put32(b + 8, p->psn);
-	put16(b + 12, p->lid);
+	qpg__put32(b + 4, p->qpn);
+	qpg__put32(b + 8, p->psn);
+	qpg__put16(b + 12, p->lid);
 	b[14] = p->port;
 	b[15] = 0;
 	memcpy(b + 16, p->gid, 16);
-	put32(b + 32, p->max_msg);
-	put16(b + 36, p->credits);
-	put16(b + 38, 0);
-	put64(b + 40, p->conn_id);
+	qpg__put32(b + 32, p->max_msg);
+	qpg__put16(b + 36, p->credits);
+	qpg__put16(b + 38, 0);
+	qpg__put64(b + 40, p->conn_id);
 	return QPG_WIRE_HDR_LEN + QPG_WIRE_PARAMS_LEN;
 }
 
@@ -70,8 +45,8 @@ int qpg_wire_encode_reject(uint8_t *out, size_t cap, uint16_t code, const char *
 	if (cap < QPG_WIRE_HDR_LEN + 4 + n)
 		return -ENOSPC;
 	encode_hdr(out, QPG_WIRE_REJECT, (uint32_t)(4 + n));
-	put16(out + QPG_WIRE_HDR_LEN, code);
-	put16(out + QPG_WIRE_HDR_LEN + 2, (uint16_t)n);
+	qpg__put16(out + QPG_WIRE_HDR_LEN, code);
+	qpg__put16(out + QPG_WIRE_HDR_LEN + 2, (uint16_t)n);
 	memcpy(out + QPG_WIRE_HDR_LEN + 4, text, n);
 	return (int)(QPG_WIRE_HDR_LEN + 4 + n);
 }
@@ -89,7 +64,7 @@ int qpg_wire_peek(const uint8_t *in, size_t len, uint8_t *type, uint8_t *version
 	if (in[4] != QPG_WIRE_VERSION)
 		return -EPROTONOSUPPORT;
 	*type = in[5];
-	uint32_t body = get32(in + 8);
+	uint32_t body = qpg__get32(in + 8);
 	switch (in[5]) {
 	case QPG_WIRE_HELLO:
 	case QPG_WIRE_ACCEPT:
@@ -128,16 +103,16 @@ int qpg_wire_decode_params(const uint8_t *in, size_t len, struct qpg_wire_params
 	p->flags = b[1];
 	p->service = b[2];
 	p->mtu = b[3];
-	p->qpn = get32(b + 4);
-	p->psn = get32(b + 8);
-	p->lid = get16(b + 12);
+	p->qpn = qpg__get32(b + 4);
+	p->psn = qpg__get32(b + 8);
+	p->lid = qpg__get16(b + 12);
 	p->port = b[14];
 	memcpy(p->gid, b + 16, 16);
-	p->max_msg = get32(b + 32);
-	p->credits = get16(b + 36);
-	p->conn_id = get64(b + 40);
+	p->max_msg = qpg__get32(b + 32);
+	p->credits = qpg__get16(b + 36);
+	p->conn_id = qpg__get64(b + 40);
 
-	if (b[15] != 0 || get16(b + 38) != 0)
+	if (b[15] != 0 || qpg__get16(b + 38) != 0)
 		return fail(why, why_len, "reserved fields must be zero", -EINVAL);
 	if (p->flags & ~QPG_WIRE_FLAG_AUTH)
 		return fail(why, why_len, "unknown flags", -EINVAL);
@@ -182,10 +157,10 @@ int qpg_wire_decode_reject(const uint8_t *in, size_t len, struct qpg_wire_reject
 	if (need <= 0 || (size_t)need != len || type != QPG_WIRE_REJECT)
 		return need < 0 ? need : -EPROTO;
 	const uint8_t *b = in + QPG_WIRE_HDR_LEN;
-	uint16_t n = get16(b + 2);
+	uint16_t n = qpg__get16(b + 2);
 	if ((size_t)4 + n != len - QPG_WIRE_HDR_LEN)
 		return -EPROTO;
-	r->code = get16(b);
+	r->code = qpg__get16(b);
 	/* Text from the network is shown to a person: keep it printable. */
 	for (uint16_t i = 0; i < n; i++)
 		r->text[i] = (b[4 + i] >= 0x20 && b[4 + i] < 0x7f) ? (char)b[4 + i] : '?';
@@ -223,9 +198,9 @@ void qpg_frame_hdr_encode(uint8_t *out, const struct qpg_frame_hdr *h)
 {
 	out[0] = h->version;
 	out[1] = h->type;
-	put16(out + 2, h->flags);
-	put32(out + 4, h->len);
-	put64(out + 8, h->seq);
+	qpg__put16(out + 2, h->flags);
+	qpg__put32(out + 4, h->len);
+	qpg__put64(out + 8, h->seq);
 }
 
 int qpg_frame_hdr_decode(const uint8_t *in, size_t avail, int with_tag, uint32_t max_len,
@@ -235,9 +210,9 @@ int qpg_frame_hdr_decode(const uint8_t *in, size_t avail, int with_tag, uint32_t
 		return -EPROTO;
 	h->version = in[0];
 	h->type = in[1];
-	h->flags = get16(in + 2);
-	h->len = get32(in + 4);
-	h->seq = get64(in + 8);
+	h->flags = qpg__get16(in + 2);
+	h->len = qpg__get32(in + 4);
+	h->seq = qpg__get64(in + 8);
 	if (h->version != QPG_WIRE_VERSION)
 		return -EPROTO;
 	if (h->len > max_len)

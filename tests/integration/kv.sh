@@ -60,12 +60,12 @@ for i in $(seq 1 16); do
 		get "c$i" 32K "$((i + 100))" del "c$i" >"$work/c$i.out" 2>&1 &
 	pids+=($!)
 done
-fails=0
+bad_clients=0
 for p in "${pids[@]}"; do wait "$p" || true; done
 for i in $(seq 1 16); do
-	[ "$(grep -c 'verified' "$work/c$i.out")" -eq 3 ] || { fails=$((fails + 1)); sed 's/^/  c'"$i"': /' "$work/c$i.out"; }
+	[ "$(grep -c 'verified' "$work/c$i.out")" -eq 3 ] || { bad_clients=$((bad_clients + 1)); sed 's/^/  c'"$i"': /' "$work/c$i.out"; }
 done
-check "16 concurrent clients: every GET verified (own keys, replaced values, shared key)" [ $fails -eq 0 ]
+check "16 concurrent clients: every GET verified (own keys, replaced values, shared key)" [ $bad_clients -eq 0 ]
 
 kill -TERM "$srv"; wait "$srv"; src=$?; srv=""
 stats=$(grep 'stats:' "$work/server.log")

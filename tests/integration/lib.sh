@@ -1,12 +1,12 @@
 # Shared by the integration scripts: one way to report a check.
-# check DESCRIPTION COMMAND...: runs COMMAND, prints PASS/FAIL, counts fails.
-fails=0
+# check DESCRIPTION COMMAND...: runs COMMAND, prints PASS/FAIL, counts qpg_check_fails.
+qpg_check_fails=0
 check() {
 	local what=$1
 	shift
-	if "$@"; then echo "PASS $what"; else echo "FAIL $what"; fails=$((fails + 1)); fi
+	if "$@"; then echo "PASS $what"; else echo "FAIL $what"; qpg_check_fails=$((qpg_check_fails + 1)); fi
 }
 finish_checks() {
-	[ $fails -eq 0 ] && echo "all checks passed" || echo "$fails check(s) failed"
-	exit $((fails > 0))
+	[ $qpg_check_fails -eq 0 ] && echo "all checks passed" || echo "$qpg_check_fails check(s) failed"
+	exit $((qpg_check_fails > 0))
 }
