@@ -97,15 +97,11 @@ rdma link delete qpgrxe1 || true
 ip link delete qpgdummy0 || true
 
 # ---- qpgate on the same lo-backed device ----------------------------------
+. "$repo/bench/lib.sh"
 "$repo/scripts/make-certs" "$work" localhost 2>/dev/null
-"$bin/qpgate-server" --cert "$work/server.crt" --key "$work/server.key" -p 0 \
-	--port-file "$work/port" --allow-no-auth --handshake-timeout 120000 \
-	--max-pending 100000 --max-pending-per-peer 100000 -s "$((size > 4096 ? size : 4096))" \
-	2>"$work/server.log" &
-srv=$!
+bench_serve "$work" --allow-no-auth --max-pending 100000 --max-pending-per-peer 100000 \
+	-s "$((size > 4096 ? size : 4096))"
 pids+=("$srv")
-for _ in $(seq 1 300); do [ -s "$work/port" ] && break; sleep 0.1; done
-read -r port _ <"$work/port"
 perf() { # NAME FLAGS... -> runs qpgate-perf, JSON in $work/NAME.json
 	local name=$1
 	shift

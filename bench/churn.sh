@@ -28,12 +28,9 @@ bin=${QPG_BIN:-$repo/build/bin}
 work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-churn.XXXXXX")
 srv=""
 trap 'if [ -n "$srv" ]; then kill "$srv" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
+. "$repo/bench/lib.sh"
 "$repo/scripts/make-certs" "$work" localhost 2>/dev/null
-"$bin/qpgate-server" --transport "$transport" --cert "$work/server.crt" --key "$work/server.key" \
-	-p 0 --port-file "$work/port" --handshake-timeout 60000 2>"$work/server.log" &
-srv=$!
-for _ in $(seq 1 300); do [ -s "$work/port" ] && break; sleep 0.1; done
-read -r port _ <"$work/port"
+bench_serve "$work" --transport "$transport"
 
 dev_count() { # KIND: qp | cq | mr
 	if [ "$transport" = rdma ]; then rdma res show "$1" 2>/dev/null | grep -c . || true; else echo 0; fi

@@ -15,13 +15,9 @@ mkdir -p "$out"
 work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-kvb.XXXXXX")
 srv=""
 trap 'if [ -n "$srv" ]; then kill "$srv" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
+. "$repo/bench/lib.sh"
 "$repo/scripts/make-certs" "$work" localhost 2>/dev/null
-"$bin/qpgate-server" --service kv --kv-capacity 256M -s 8192 --cert "$work/server.crt" \
-	--key "$work/server.key" -p 0 --port-file "$work/port" --handshake-timeout 60000 \
-	2>"$work/server.log" &
-srv=$!
-for _ in $(seq 1 300); do [ -s "$work/port" ] && break; sleep 0.1; done
-read -r port _ <"$work/port"
+bench_serve "$work" --service kv --kv-capacity 256M -s 8192
 echo " server: $(ibv_devices | awk 'NR==3{print $1}'), QPs on the device before: $(rdma res show qp | grep -c lqpn)"
 rc=0
 "$bin/qpgate-kvbench" --ca "$work/ca.crt" -p "$port" --handshake-timeout 60000 \

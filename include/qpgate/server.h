@@ -27,8 +27,8 @@ struct qpg_server_opts {
 	bool allow_no_auth;	       /* accept clients that turn message auth off */
 	uint32_t max_msg;
 	uint32_t srq_depth;
-	uint8_t qp_timeout; /* RC local ACK timeout: 4.096 us * 2^N per try; 0: default */
-	uint8_t service;    /* enum qpg_wire_service */
+	uint8_t qp_timeout;    /* RC local ACK timeout: 4.096 us * 2^N per try; 0: default */
+	uint8_t service;       /* enum qpg_wire_service */
 	size_t kv_capacity;    /* KV: bytes of value space */
 	uint32_t kv_max_value; /* KV: largest value */
 	int verbose;

@@ -106,7 +106,7 @@ enum qpg_frame_type {
 
 /* Frame flags. MORE: this reply is not the request's last (a value streamed
  * in chunks); the request still holds its credit. */
-#define QPG_FRAME_FLAG_MORE 0x0001u
+#define QPG_FRAME_FLAG_MORE   0x0001u
 #define QPG_FRAME_FLAGS_KNOWN QPG_FRAME_FLAG_MORE
 
 struct qpg_frame_hdr {

@@ -145,7 +145,7 @@ struct qpg__endpoint_cbs {
 struct qpg__endpoint {
 	struct qpg__loop loop;
 	const struct qpg__transport_ops *t;
-	void *tep; /* the transport's per-endpoint state */
+	void *tep;	   /* the transport's per-endpoint state */
 	void *service_ctx; /* the service's shared state (server side) */
 	struct qpg_rdma_dev *dev;
 	struct qpg_pool pool;

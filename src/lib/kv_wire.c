@@ -6,7 +6,6 @@
 
 #include "bytes.h"
 
-
 int qpg_kv_encode_req(uint8_t *out, size_t cap, const struct qpg_kv_req *r)
 {
 	if (cap < QPG_KV_HDR_LEN + (size_t)r->key_len)

@@ -6,7 +6,6 @@
 
 #include "bytes.h"
 
-
 static void encode_hdr(uint8_t *out, uint8_t type, uint32_t body_len)
 {
 	qpg__put32(out, QPG_WIRE_MAGIC);

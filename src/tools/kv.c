@@ -90,11 +90,17 @@ static int run_cmd(struct qpg_kv_pool *pool, const struct cmd *c, struct pending
 	p->done = p->mismatch = false;
 	p->chunks = 0;
 	p->fnv = 1469598103934665603ull;
-	p->req = (struct qpg_kv_request){
-	    .op = c->op == CMD_PUT ? QPG_KV_PUT : c->op == CMD_DEL ? QPG_KV_DEL : QPG_KV_GET,
-	    .key = c->key, .key_len = (uint16_t)strlen(c->key), .value = value,
-	    .value_len = c->size, .chunk = on_chunk, .done = on_done, .user = p,
-	    .test_unknown_op = c->op == CMD_BAD};
+	p->req = (struct qpg_kv_request){.op = c->op == CMD_PUT	  ? QPG_KV_PUT
+					       : c->op == CMD_DEL ? QPG_KV_DEL
+								  : QPG_KV_GET,
+					 .key = c->key,
+					 .key_len = (uint16_t)strlen(c->key),
+					 .value = value,
+					 .value_len = c->size,
+					 .chunk = on_chunk,
+					 .done = on_done,
+					 .user = p,
+					 .test_unknown_op = c->op == CMD_BAD};
 	int rc = qpg_kv_submit(pool, &p->req);
 	pthread_mutex_lock(&p->lock);
 	while (rc == 0 && !p->done)
@@ -135,17 +141,19 @@ static int parse_cmds(int argc, char **argv, struct cmd *out)
 		if (!strcmp(w, "bad")) {
 			c.op = CMD_BAD;
 			c.key = "k";
-		} else if (i < argc && (!strcmp(w, "put") || !strcmp(w, "get") || !strcmp(w, "del"))) {
+		} else if (i < argc &&
+			   (!strcmp(w, "put") || !strcmp(w, "get") || !strcmp(w, "del"))) {
 			c.op = w[0] == 'p' ? CMD_PUT : w[0] == 'g' ? CMD_GET : CMD_DEL;
 			c.key = argv[i++];
 			if (strlen(c.key) == 0 || strlen(c.key) > QPG_KV_MAX_KEY)
 				return -1;
 			bool sized = c.op == CMD_PUT || (c.op == CMD_GET && i + 1 < argc &&
-							  argv[i][0] >= '0' && argv[i][0] <= '9');
+							 argv[i][0] >= '0' && argv[i][0] <= '9');
 			if (sized) {
 				if (i + 1 >= argc)
 					return -1;
-				c.size = (uint32_t)qpg_cli_size(argv[i++], 0, QPG_KV_MAX_VALUE, "SIZE");
+				c.size =
+				    (uint32_t)qpg_cli_size(argv[i++], 0, QPG_KV_MAX_VALUE, "SIZE");
 				c.seed = (uint32_t)qpg_cli_int(argv[i++], 0, UINT32_MAX, "SEED");
 				c.verify = c.op == CMD_GET;
 			}
@@ -169,21 +177,25 @@ int main(int argc, char **argv)
 	    {0, 0, 0, 0},
 	};
 	int ch;
-	while ((ch = getopt_long(argc, argv, "+" QPG_CLI_CLIENT_SHORTOPTS "s:h", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+" QPG_CLI_CLIENT_SHORTOPTS "s:h", opts, NULL)) !=
+	       -1) {
 		if (qpg_cli_client_opt(ch, optarg, &po.client))
 			continue;
 		if (ch == 's') {
-			po.client.max_msg = (uint32_t)qpg_cli_int(optarg, 512, 1 << 20, "--max-msg");
+			po.client.max_msg =
+			    (uint32_t)qpg_cli_int(optarg, 512, 1 << 20, "--max-msg");
 			continue;
 		}
 		fprintf(ch == 'h' ? stdout : stderr,
 			"usage: qpgate-kv [client flags] [-s MAX_MSG] HOST SERVERNAME COMMAND...\n"
-			"  put KEY SIZE SEED | get KEY [SIZE SEED] | del KEY | bad\n" QPG_CLI_CLIENT_HELP);
+			"  put KEY SIZE SEED | get KEY [SIZE SEED] | del KEY | "
+			"bad\n" QPG_CLI_CLIENT_HELP);
 		return ch == 'h' ? 0 : 2;
 	}
 	struct cmd *cmds = calloc((size_t)argc, sizeof(*cmds));
-	int ncmds = cmds && argc - optind >= 3 ? parse_cmds(argc - optind - 2, argv + optind + 2, cmds)
-					       : -1;
+	int ncmds = cmds && argc - optind >= 3
+			? parse_cmds(argc - optind - 2, argv + optind + 2, cmds)
+			: -1;
 	if (ncmds <= 0) {
 		fprintf(stderr, "usage: qpgate-kv [flags] HOST SERVERNAME COMMAND...\n"
 				"  put KEY SIZE SEED | get KEY [SIZE SEED] | del KEY | bad\n");

@@ -16,12 +16,7 @@ trap 'if [ -n "$srv" ]; then kill -9 "$srv" 2>/dev/null; fi; jobs -p | xargs -r 
 qps() { if [ "$transport" = rdma ]; then rdma res show qp | grep -c lqpn; else echo 0; fi; }
 qp0=$(qps)
 # 4 MiB of store, values up to 1 MiB: sixteen 256 KiB values fill it.
-"$bin/qpgate-server" --transport "$transport" --service kv --kv-capacity 4M --kv-max-value 1M \
-	-s 8192 --cert "$work/server.crt" --key "$work/server.key" -p 0 --port-file "$work/port" \
-	2>"$work/server.log" &
-srv=$!
-for _ in $(seq 1 300); do [ -s "$work/port" ] && break; sleep 0.1; done
-read -r port _ <"$work/port"
+serve "$work" --transport "$transport" --service kv --kv-capacity 4M --kv-max-value 1M -s 8192
 kv() { "$bin/qpgate-kv" --transport "$transport" --ca "$work/ca.crt" -p "$port" 127.0.0.1 localhost "$@"; }
 
 out=$(kv put blk 4096 11 get blk 4096 11 put big 1M 12 get big 1M 12 del blk get blk get nope 2>&1)

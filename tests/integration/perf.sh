@@ -12,11 +12,7 @@ srv=""
 trap 'if [ -n "$srv" ]; then kill -9 "$srv" 2>/dev/null; fi; rm -rf "$work"' EXIT
 . "$here/tests/integration/lib.sh"
 "$here/scripts/make-certs" "$work" localhost >/dev/null 2>&1
-"$bin/qpgate-server" --transport "$transport" --cert "$work/server.crt" --key "$work/server.key" \
-	-p 0 --port-file "$work/port" --handshake-timeout 60000 2>"$work/server.log" &
-srv=$!
-for _ in $(seq 1 100); do [ -s "$work/port" ] && break; sleep 0.1; done
-read -r port _ <"$work/port"
+serve "$work" --transport "$transport" --handshake-timeout 60000
 "$bin/qpgate-perf" --transport "$transport" --ca "$work/ca.crt" -p "$port" -c "$n" -n 5 -s 300 \
 	--server-pid "$srv" --json "$work/r.json" --csv "$work/r.csv" 127.0.0.1 localhost >"$work/out" 2>&1
 rc=$?
