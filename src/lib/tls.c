@@ -30,7 +30,13 @@ static SSL_CTX *base_ctx(const SSL_METHOD *m, char *err, size_t err_len)
 	SSL_CTX_set_recv_max_early_data(ctx, 0);
 	/* Thousands of idle control channels: give buffers back between reads. */
 	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-	SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET | SSL_OP_NO_RENEGOTIATION);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+	/* No resumption at all: every connection is a full handshake with fresh
+	 * keys. In TLS 1.3, SSL_OP_NO_TICKET alone switches to *stateful*
+	 * tickets kept in the server's session cache (up to 20,480 sessions):
+	 * the churn soak saw the server's RSS creep with every connection. */
+	SSL_CTX_set_num_tickets(ctx, 0);
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
 	return ctx;
 }
 
