@@ -75,5 +75,8 @@ void qpg_client_conn_info(const struct qpg_client_conn *c, struct qpg_conn_info 
 void qpg_client_conn_mark_first_msg(struct qpg_client_conn *c);
 /* Test hook: flip a bit in the tag of the next message sent. */
 void qpg_client_conn_corrupt_next_tag(struct qpg_client_conn *c);
+/* Test hook: let the next message exceed the agreed size (the peer's receive
+ * buffers), to prove a QP forced into error is contained and reaped. */
+void qpg_client_conn_oversize_next(struct qpg_client_conn *c);
 
 #endif

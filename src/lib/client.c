@@ -227,7 +227,9 @@ int qpg_client_send(struct qpg_client_conn *cc, uint8_t type, const void *payloa
 	struct qpg__conn *c = (struct qpg__conn *)cc;
 	if (c->state != QPG_CONN_ESTABLISHED)
 		return -ENOTCONN;
-	if (len > c->max_msg)
+	if (len > c->max_msg && !c->oversize_next)
+		return -EMSGSIZE;
+	if (len > c->ep->max_msg) /* must still fit our own buffer */
 		return -EMSGSIZE;
 	struct client_user *u = c->user;
 	if (u->outstanding >= c->credits)
@@ -290,6 +292,11 @@ void qpg_client_conn_mark_first_msg(struct qpg_client_conn *cc)
 		c->phase_ns[QPG_PHASE_FIRST_MSG] = qpg__now_ns() - u->first_send_ns;
 		u->first_done = true;
 	}
+}
+
+void qpg_client_conn_oversize_next(struct qpg_client_conn *cc)
+{
+	qpg__conn_oversize_next((struct qpg__conn *)cc);
 }
 
 void qpg_client_conn_corrupt_next_tag(struct qpg_client_conn *cc)

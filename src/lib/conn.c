@@ -636,7 +636,7 @@ int qpg__conn_send_flags(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, u
 		qpg_pool_put(&ep->pool, b);
 		return -ENOTCONN;
 	}
-	if (payload_len > c->max_msg) {
+	if (payload_len > c->max_msg && !c->oversize_next) {
 		qpg_pool_put(&ep->pool, b);
 		return -EMSGSIZE;
 	}
@@ -664,6 +664,11 @@ int qpg__conn_send_flags(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, u
 		qpg__conn_close(c, QPG_ERR_QP, "send failed: %s", strerror(-rc));
 	}
 	return rc;
+}
+
+void qpg__conn_oversize_next(struct qpg__conn *c)
+{
+	c->oversize_next = true;
 }
 
 void qpg__conn_corrupt_next_tag(struct qpg__conn *c)

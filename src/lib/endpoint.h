@@ -103,6 +103,7 @@ struct qpg__conn {
 	bool admitted;
 	bool handshake_done;
 	bool corrupt_next_tag; /* test hook */
+	bool oversize_next;    /* test hook: let the next frame exceed max_msg */
 	uint8_t test_mutation; /* test hook: enum qpg__hello_mutation */
 	uint64_t closing_since_ns;
 	struct qpg__conn *prev, *next; /* endpoint's list, in creation order */
@@ -228,6 +229,7 @@ void qpg__conn_close(struct qpg__conn *c, enum qpg_err_class err, const char *fm
 int qpg__conn_write(struct qpg__conn *c, const void *data, size_t len);
 /* Test hook: flip a bit of the next tag sent. */
 void qpg__conn_corrupt_next_tag(struct qpg__conn *c);
+void qpg__conn_oversize_next(struct qpg__conn *c);
 
 void qpg__phase_begin(struct qpg__conn *c);
 void qpg__phase_end(struct qpg__conn *c, enum qpg_phase p);

@@ -22,7 +22,7 @@ static void usage(FILE *f)
 		   "      --ready-file F    create F once all connections are up\n"
 		   "      --expect-error CLASS  succeed only if every connection fails with CLASS\n"
 		   "  -v, --verbose\n"
-		   "test hooks: --test-corrupt-tag-at K, --test-bad-hello "
+		   "test hooks: --test-corrupt-tag-at K, --test-oversize-at K, --test-bad-hello "
 		   "version|psn|qpn|truncated|length|stall\n");
 }
 
@@ -33,7 +33,16 @@ int main(int argc, char **argv)
 	qpg_client_opts_default(&o);
 	load_opts_default(&lo);
 	const char *expect = NULL;
-	enum { O_TIMEOUT = 256, O_HOLD, O_EXPECT, O_CORRUPT, O_BADHELLO, O_WINDOW, O_READY };
+	enum {
+		O_TIMEOUT = 256,
+		O_HOLD,
+		O_EXPECT,
+		O_CORRUPT,
+		O_OVERSIZE,
+		O_BADHELLO,
+		O_WINDOW,
+		O_READY
+	};
 	static const struct option opts[] = {
 	    QPG_CLI_CLIENT_LONGOPTS,
 	    {"conns", 1, 0, 'c'},
@@ -43,6 +52,7 @@ int main(int argc, char **argv)
 	    {"hold", 1, 0, O_HOLD},
 	    {"expect-error", 1, 0, O_EXPECT},
 	    {"test-corrupt-tag-at", 1, 0, O_CORRUPT},
+	    {"test-oversize-at", 1, 0, O_OVERSIZE},
 	    {"test-bad-hello", 1, 0, O_BADHELLO},
 	    {"window", 1, 0, O_WINDOW},
 	    {"ready-file", 1, 0, O_READY},
@@ -73,6 +83,10 @@ int main(int argc, char **argv)
 			break;
 		case O_EXPECT:
 			expect = optarg;
+			break;
+		case O_OVERSIZE:
+			lo.oversize_at =
+			    (int)qpg_cli_int(optarg, 0, 1000000000, "--test-oversize-at");
 			break;
 		case O_CORRUPT:
 			lo.corrupt_at =
@@ -117,6 +131,8 @@ int main(int argc, char **argv)
 	o.servername = argv[optind + 1];
 	if (lo.size > o.max_msg)
 		o.max_msg = lo.size;
+	if (lo.oversize_at >= 0 && o.max_msg < 65536)
+		o.max_msg = 65536; /* our buffers must hold what the server's cannot */
 	load_size_client(&o, &lo);
 	signal(SIGPIPE, SIG_IGN);
 

@@ -67,8 +67,16 @@ static void send_next(struct engine *e, struct conn_state *s)
 		e->payload[j] = pattern(s->index, s->sent, j);
 	if (s->index == 0 && s->sent == o->corrupt_at)
 		qpg_client_conn_corrupt_next_tag(s->c);
+	uint32_t len = o->size;
+	if (s->index == 0 && s->sent == o->oversize_at) {
+		struct qpg_conn_info ci;
+		qpg_client_conn_info(s->c, &ci);
+		qpg_client_conn_oversize_next(s->c);
+		len = ci.max_msg * 2; /* the tool sized its own buffers for this */
+		memset(e->payload, 0x5a, len);
+	}
 	s->sent_ns = now_ns();
-	int rc = qpg_client_send(s->c, QPG_FRAME_ECHO_REQ, e->payload, o->size);
+	int rc = qpg_client_send(s->c, QPG_FRAME_ECHO_REQ, e->payload, len);
 	if (rc == 0) {
 		s->sent++;
 		e->r->sent++;
@@ -205,6 +213,7 @@ void load_opts_default(struct load_opts *o)
 	 * 50,000 echoes in 21 s. Deep enough for any NIC's throughput. */
 	o->inflight = 1024;
 	o->corrupt_at = -1;
+	o->oversize_at = -1;
 }
 
 static void tick(struct engine *e, const char *phase, uint64_t *next)
@@ -225,7 +234,8 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 	qpg_hist_init(&r->setup);
 	for (int p = 0; p < QPG_PHASE_COUNT; p++)
 		qpg_hist_init(&r->phase[p]);
-	e.payload = malloc(o->size ? o->size : 1);
+	/* The oversize hook sends up to twice the agreed size. */
+	e.payload = malloc(o->oversize_at >= 0 ? QPG_WIRE_MAX_MSG : (o->size ? o->size : 1));
 	e.conns = calloc((size_t)o->nconns, sizeof(*e.conns));
 	e.waiting = calloc((size_t)o->nconns, sizeof(*e.waiting));
 	if (!e.payload || !e.conns || !e.waiting) {

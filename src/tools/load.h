@@ -24,6 +24,7 @@ struct load_opts {
 	long hold_ms;	 /* all connected -> wait -> traffic */
 	long timeout_ms; /* whole run */
 	int corrupt_at;	 /* test hook, -1: off */
+	int oversize_at; /* test hook: conn 0 sends message K oversized, -1: off */
 	const char *ready_file;
 	bool verbose;
 	/* Called about every 250 ms while running (live progress). */

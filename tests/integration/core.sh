@@ -265,6 +265,32 @@ tls)
 	check "mTLS: a client with its certificate connects and echoes (exit $rc)" [ $rc -eq 0 ]
 	stop_server
 	;;
+containment)
+	# A client sends a message bigger than the server's receive buffers: on
+	# rdma the server's receive completes with a length error and its QP
+	# goes to error. Only that connection may go; the QPs must be reaped.
+	start_server --handshake-timeout 60000
+	client -c 20 -n 100 -s 512 --hold 4000 --timeout 300000 >"$work/good.out" 2>&1 &
+	good=$!
+	out=$(client -n 10 -s 512 --test-oversize-at 3 2>&1); rc=$?
+	grep -E 'failed:|conn 0:' <<<"$out" | sed 's/^/  /'
+	check "the oversized client failed (exit $rc)" [ $rc -ne 0 ]
+	check "it got its 3 echoes before the bad message, and no more" grep -Eq '^ 1 +1 +1 +4 +512 +3 +0 ' <<<"$out"
+	if [ "$transport" = rdma ]; then
+		check "server: that receive failed with a length error, QP error handled" \
+			log_has 'receive failed: local length error'
+	else
+		check "server: the frame was refused as malformed" log_has 'malformed frame'
+	fi
+	wait "$good"; rc=$?
+	tail -2 "$work/good.out" | sed 's/^/  /'
+	check "20 other clients meanwhile verified all 2000 echoes (exit $rc)" [ $rc -eq 0 ]
+	check "device QP count back to baseline $baseline" wait_qps "$baseline"
+	stop_server
+	check "server: QPs created ($(stat qps_created)) == destroyed ($(stat qps_destroyed))" \
+		[ "$(stat qps_created)" = "$(stat qps_destroyed)" ]
+	check "server: nothing left connected" [ "$(stat connected)" = 0 ]
+	;;
 limits)
 	# Slowloris from 127.0.0.2 (idle sockets and half-sent ClientHellos)
 	# while real clients connect from 127.0.0.1; then the per-peer
