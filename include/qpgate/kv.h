@@ -30,6 +30,7 @@
 
 #define QPG_KV_HDR_LEN	 16
 #define QPG_KV_MAX_KEY	 250
+#define QPG_KV_MIN_MSG	 512 /* frames must carry a header, the longest key and data */
 #define QPG_KV_MAX_VALUE (64u << 20) /* hard protocol limit; servers set lower */
 
 enum qpg_kv_op { QPG_KV_PUT = 1, QPG_KV_GET = 2, QPG_KV_DEL = 3 };

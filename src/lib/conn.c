@@ -367,6 +367,11 @@ static void server_on_hello(struct qpg__conn *c)
 		       "this server requires per-message authentication");
 		return;
 	}
+	if (QPG_MIN(peer.max_msg, ep->max_msg) < ep->min_msg) {
+		reject(c, QPG_REJECT_BAD_PARAMS, "this service needs messages of at least %u bytes",
+		       ep->min_msg);
+		return;
+	}
 	char text[QPG_WIRE_REJECT_TEXT_MAX + 1] = "";
 	if (ep->cbs.admit) {
 		int code = ep->cbs.admit(c, text, sizeof(text));

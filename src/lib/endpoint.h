@@ -148,6 +148,7 @@ struct qpg__endpoint {
 	const struct qpg__transport_ops *t;
 	void *tep;	   /* the transport's per-endpoint state */
 	void *service_ctx; /* the service's shared state (server side) */
+	uint32_t min_msg;  /* smallest agreed message size the service can work with */
 	struct qpg_rdma_dev *dev;
 	struct qpg_pool pool;
 	uint32_t max_msg;

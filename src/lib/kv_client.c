@@ -321,9 +321,10 @@ int qpg_kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *
 	static const struct qpg_client_cbs cbs = {
 	    .established = on_established, .reply = on_reply, .closed = on_closed};
 	*out = NULL;
-	if (o->threads == 0 || o->conns == 0 || o->client.credits > (1u << SLOT_BITS)) {
-		snprintf(err, err_len, "threads and conns must be > 0, credits <= %u",
-			 1u << SLOT_BITS);
+	if (o->threads == 0 || o->conns == 0 || o->client.credits > (1u << SLOT_BITS) ||
+	    o->client.max_msg < QPG_KV_MIN_MSG) {
+		snprintf(err, err_len, "threads and conns must be > 0, credits <= %u, max_msg >= %u",
+			 1u << SLOT_BITS, QPG_KV_MIN_MSG);
 		return -EINVAL;
 	}
 	struct qpg_kv_pool *p = calloc(1, sizeof(*p));

@@ -14,6 +14,7 @@
 #include "common.h"
 #include "endpoint.h"
 #include "peers.h"
+#include "qpgate/kv.h"
 #include "service.h"
 
 struct worker {
@@ -245,6 +246,11 @@ struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err,
 	if (s->o.service == QPG_SERVICE_ECHO) {
 		s->service = &qpg__service_echo;
 	} else if (s->o.service == QPG_SERVICE_KV) {
+		if (s->o.max_msg < QPG_KV_MIN_MSG) {
+			snprintf(err, err_len, "the kv service needs --max-msg of at least %u",
+				 QPG_KV_MIN_MSG);
+			goto fail;
+		}
 		s->service = &qpg__service_kv;
 		int rc = qpg__kv_service_create(&s->kv, s->o.kv_capacity, s->o.kv_max_value);
 		if (rc) {
@@ -307,6 +313,8 @@ struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err,
 		w->ep.ssl_ctx = s->ssl_ctx;
 		w->ep.service = s->o.service;
 		w->ep.service_ctx = s->kv;
+		/* A KV reply header, a key and a useful piece of value per frame. */
+		w->ep.min_msg = s->kv ? QPG_KV_MIN_MSG : 1;
 		w->ep.credits_max = 64; /* KV pipelines; echo clients ask for few */
 		w->ep.auth_required = !s->o.allow_no_auth;
 		w->ep.handshake_timeout_ns = (uint64_t)s->o.handshake_timeout_ms * 1000000ull;
