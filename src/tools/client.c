@@ -20,6 +20,7 @@ static void usage(FILE *f)
 		   "      --window N        handshakes in progress at once (default 64)\n"
 		   "      --hold MS         once all are connected, wait MS before traffic\n"
 		   "      --ready-file F    create F once all connections are up\n"
+		   "      --release-file F  end --hold as soon as F exists\n"
 		   "      --expect-error CLASS  succeed only if every connection fails with CLASS\n"
 		   "  -v, --verbose\n"
 		   "test hooks: --test-corrupt-tag-at K, --test-oversize-at K, --test-bad-hello "
@@ -41,7 +42,8 @@ int main(int argc, char **argv)
 		O_OVERSIZE,
 		O_BADHELLO,
 		O_WINDOW,
-		O_READY
+		O_READY,
+		O_RELEASE
 	};
 	static const struct option opts[] = {
 	    QPG_CLI_CLIENT_LONGOPTS,
@@ -56,6 +58,7 @@ int main(int argc, char **argv)
 	    {"test-bad-hello", 1, 0, O_BADHELLO},
 	    {"window", 1, 0, O_WINDOW},
 	    {"ready-file", 1, 0, O_READY},
+	    {"release-file", 1, 0, O_RELEASE},
 	    {"verbose", 0, 0, 'v'},
 	    {"help", 0, 0, 'h'},
 	    {0, 0, 0, 0},
@@ -94,6 +97,9 @@ int main(int argc, char **argv)
 			break;
 		case O_WINDOW:
 			lo.window = qpg_cli_int(optarg, 1, 1000000, "--window");
+			break;
+		case O_RELEASE:
+			lo.release_file = optarg;
 			break;
 		case O_READY:
 			lo.ready_file = optarg;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 struct conn_state {
 	struct engine *e;
@@ -289,7 +290,7 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 		o->connected(r, o->progress_arg);
 	/* Every connection stays up through the hold: concurrency is real. */
 	uint64_t hold_until = now_ns() + (uint64_t)o->hold_ms * 1000000ull;
-	while (now_ns() < hold_until) {
+	while (now_ns() < hold_until && !(o->release_file && access(o->release_file, F_OK) == 0)) {
 		qpg_client_run(cl, 100);
 		tick(&e, "hold", &next);
 	}

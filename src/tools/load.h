@@ -26,6 +26,7 @@ struct load_opts {
 	int corrupt_at;	 /* test hook, -1: off */
 	int oversize_at; /* test hook: conn 0 sends message K oversized, -1: off */
 	const char *ready_file;
+	const char *release_file; /* end the hold early once this file exists */
 	bool verbose;
 	/* Called about every 250 ms while running (live progress). */
 	void (*progress)(const struct load_result *r, const char *phase, void *arg);

@@ -102,7 +102,8 @@ concurrent)
 	;;
 max_clients)
 	start_server --max-clients 100 --handshake-timeout 60000
-	client -c 100 -n 20 --hold 8000 --ready-file "$work/ready" --timeout 300000 >"$work/first100.out" 2>&1 &
+	client -c 100 -n 20 --hold 300000 --ready-file "$work/ready" --release-file "$work/release" \
+		--timeout 600000 >"$work/first100.out" 2>&1 &
 	first=$!
 	for _ in $(seq 1 1200); do [ -s "$work/ready" ] && break; sleep 0.1; done
 	check "first 100 connected ($(cat "$work/ready" 2>/dev/null))" grep -q '^100 0$' "$work/ready"
@@ -110,6 +111,7 @@ max_clients)
 	echo "$out" | grep -E 'failed|server'
 	check "client 101 refused with server_full" [ $rc -eq 0 ]
 	check "the refusal says 'server full (100 of 100)'" grep -q 'server full (100 of 100)' <<<"$out"
+	touch "$work/release"
 	wait "$first"; rc=$?
 	tail -3 "$work/first100.out"
 	check "the first 100 kept working after the refusal (exit $rc)" [ $rc -eq 0 ]
@@ -122,7 +124,8 @@ max_clients)
 bad_input)
 	start_server --handshake-timeout 5000 -v
 	# A healthy client is connected through all of it and echoes at the end.
-	client -c 1 -n 500 --hold 25000 --ready-file "$work/ready" --timeout 300000 >"$work/healthy.out" 2>&1 &
+	client -c 1 -n 500 --hold 300000 --ready-file "$work/ready" --release-file "$work/release" \
+		--timeout 600000 >"$work/healthy.out" 2>&1 &
 	healthy=$!
 	for _ in $(seq 1 600); do [ -s "$work/ready" ] && break; sleep 0.1; done
 	check "healthy client connected" grep -q '^1 0$' "$work/ready"
@@ -169,6 +172,7 @@ bad_input)
 	check "corrupted tag: server logged the authentication failure" \
 		log_has 'message 5 failed authentication (bad tag)'
 
+	touch "$work/release"
 	wait "$healthy"; rc=$?
 	tail -3 "$work/healthy.out"
 	check "healthy client verified all 500 echoes after the bad input (exit $rc)" [ $rc -eq 0 ]
@@ -186,7 +190,9 @@ metrics)
 	}
 	qps=5
 	[ "$transport" = rdma ] || qps=0
-	client -c 5 -n 7 -s 100 --hold 6000 --ready-file "$work/ready" --timeout 300000 >"$work/a.out" 2>&1 &
+	# They stay connected until the 6th client has been refused (release).
+	client -c 5 -n 7 -s 100 --hold 300000 --ready-file "$work/ready" --release-file "$work/release" \
+		--timeout 600000 >"$work/a.out" 2>&1 &
 	a=$!
 	for _ in $(seq 1 1200); do [ -s "$work/ready" ] && break; sleep 0.1; done
 	check "scrape while 5 clients are connected" scrape
@@ -196,6 +202,7 @@ metrics)
 	check "Content-Type is Prometheus text 0.0.4" \
 		bash -c "curl -fsSI 'http://127.0.0.1:$mport/metrics' | grep -qi 'content-type: text/plain; version=0.0.4'"
 	client -c 1 -n 1 --expect-error server_full >/dev/null 2>&1
+	touch "$work/release"
 	scrape
 	check "the 6th client counted as server_full" metric 'qpgate_rejections_total{reason="server_full"}' 1
 	wait "$a"; rc=$?
@@ -270,8 +277,10 @@ containment)
 	# rdma the server's receive completes with a length error and its QP
 	# goes to error. Only that connection may go; the QPs must be reaped.
 	start_server --handshake-timeout 60000
-	client -c 20 -n 100 -s 512 --hold 4000 --timeout 300000 >"$work/good.out" 2>&1 &
+	client -c 20 -n 100 -s 512 --hold 300000 --ready-file "$work/ready" --release-file "$work/release" \
+		--timeout 600000 >"$work/good.out" 2>&1 &
 	good=$!
+	for _ in $(seq 1 1200); do [ -s "$work/ready" ] && break; sleep 0.1; done
 	out=$(client -n 10 -s 512 --test-oversize-at 3 2>&1); rc=$?
 	grep -E 'failed:|conn 0:' <<<"$out" | sed 's/^/  /'
 	check "the oversized client failed (exit $rc)" [ $rc -ne 0 ]
@@ -283,9 +292,10 @@ containment)
 	else
 		check "server: the frame was refused as malformed" log_has 'malformed frame'
 	fi
+	touch "$work/release" # the 20 stayed connected through it; now their traffic
 	wait "$good"; rc=$?
 	tail -2 "$work/good.out" | sed 's/^/  /'
-	check "20 other clients meanwhile verified all 2000 echoes (exit $rc)" [ $rc -eq 0 ]
+	check "20 other clients, connected throughout, then verified all 2000 echoes (exit $rc)" [ $rc -eq 0 ]
 	check "device QP count back to baseline $baseline" wait_qps "$baseline"
 	stop_server
 	check "server: QPs created ($(stat qps_created)) == destroyed ($(stat qps_destroyed))" \
