@@ -384,6 +384,37 @@ static json_t *row_json(const struct run_result *r, double base)
 			 base > 0 ? r->ops_per_s / base : 1.0, "error", r->why);
 }
 
+/* One of the seed's tables: VALUES vary the workers (clients fixed) or the
+ * clients (workers fixed). Returns nonzero if any row failed a GET. */
+struct table_spec {
+	int id;
+	const char *title;
+	const unsigned *values;
+	size_t n;
+	unsigned clients, workers; /* the fixed one; 0: the varying one */
+};
+
+static int run_table(struct bench *b, const struct table_spec *t, json_t *rows)
+{
+	printf("\n table %d: %s\n", t->id, t->title);
+	print_header();
+	double base = 0;
+	int rc = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		struct run_result r;
+		run_once(b, b->po.threads, t->clients ? t->clients : t->values[i],
+			 t->workers ? t->workers : t->values[i], false, &r);
+		if (i == 0)
+			base = r.ops_per_s;
+		print_row(&r, base);
+		json_t *j = row_json(&r, base);
+		json_object_set_new(j, "table", json_integer(t->id));
+		json_array_append_new(rows, j);
+		rc |= r.connect_error || r.errors || r.mismatches;
+	}
+	return rc;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: qpgate-kvbench [options] HOST SERVERNAME\n" QPG_CLI_CLIENT_HELP
@@ -553,32 +584,12 @@ int main(int argc, char **argv)
 				return 1;
 			}
 		}
-		printf("\n table 1: workers at 4 clients (seed: 16 workers = 2.0-2.5x of 4)\n");
-		print_header();
-		double base = 0;
-		for (size_t i = 0; i < sizeof(wl) / sizeof(wl[0]); i++) {
-			run_once(&b, b.po.threads, 4, wl[i], false, &r);
-			if (i == 0)
-				base = r.ops_per_s;
-			print_row(&r, base);
-			json_t *j = row_json(&r, base);
-			json_object_set_new(j, "table", json_integer(1));
-			json_array_append_new(rows, j);
-			rc |= r.connect_error || r.errors || r.mismatches;
-		}
-		printf("\n table 2: clients at 64 workers (seed: never more than 8 clients)\n");
-		print_header();
-		base = 0;
-		for (size_t i = 0; i < sizeof(cl) / sizeof(cl[0]); i++) {
-			run_once(&b, b.po.threads, cl[i], 64, false, &r);
-			if (i == 0)
-				base = r.ops_per_s;
-			print_row(&r, base);
-			json_t *j = row_json(&r, base);
-			json_object_set_new(j, "table", json_integer(2));
-			json_array_append_new(rows, j);
-			rc |= r.connect_error || r.errors || r.mismatches;
-		}
+		static const struct table_spec tables[] = {
+		    {1, "workers at 4 clients (seed: 16 workers = 2.0-2.5x of 4)", wl, 5, 4, 0},
+		    {2, "clients at 64 workers (seed: never more than 8 clients)", cl, 6, 0, 64},
+		};
+		for (size_t t = 0; t < 2; t++)
+			rc |= run_table(&b, &tables[t], rows);
 	}
 	if (json_path) {
 		json_t *root =
