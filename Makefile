@@ -4,7 +4,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps build test demo asan tsan fuzz certs format clean
+.PHONY: all deps build test demo asan tsan fuzz security-check certs format clean
 
 all: build
 
@@ -36,6 +36,11 @@ tsan: deps
 FUZZ_SECONDS ?= 60
 fuzz: deps
 	scripts/fuzz $(FUZZ_SECONDS)
+
+# The attack/fault checks as a table (check, result, evidence).
+security-check: deps
+	$(MAKE) --no-print-directory build
+	scripts/security-check $(BUILD)
 
 certs:
 	scripts/make-certs certs
