@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "kvdata.h"
 #include "qpgate/kv_client.h"
 
 enum cmd_op { CMD_PUT, CMD_GET, CMD_DEL, CMD_BAD };
@@ -44,23 +45,15 @@ struct pending {
 	bool mismatch;
 };
 
-/* Every byte depends on the seed and its offset: a misplaced chunk shows. */
-static uint8_t pattern(uint32_t seed, uint32_t i)
-{
-	uint32_t x = seed * 2654435761u + i * 40503u;
-	return (uint8_t)(x ^ (x >> 13) ^ (i >> 8));
-}
-
 static void on_chunk(struct qpg_kv_request *r, const uint8_t *data, uint32_t len, uint32_t off,
 		     uint32_t total)
 {
 	struct pending *p = r->user;
 	p->chunks++;
-	for (uint32_t i = 0; i < len; i++) {
-		p->fnv = (p->fnv ^ data[i]) * 1099511628211ull;
-		if (p->cmd->verify && data[i] != pattern(p->cmd->seed, off + i))
+	p->fnv = kv_fnv_step(p->fnv, data, len);
+	for (uint32_t i = 0; p->cmd->verify && i < len; i++)
+		if (data[i] != kv_value_byte(p->cmd->seed, off + i))
 			p->mismatch = true;
-	}
 }
 
 static void on_done(struct qpg_kv_request *r, int status, uint32_t value_len)
@@ -84,12 +77,12 @@ static int run_cmd(struct qpg_kv_pool *pool, const struct cmd *c, struct pending
 		if (!value)
 			return 3;
 		for (uint32_t i = 0; i < c->size; i++)
-			value[i] = pattern(c->seed, i);
+			value[i] = kv_value_byte(c->seed, i);
 	}
 	p->cmd = c;
 	p->done = p->mismatch = false;
 	p->chunks = 0;
-	p->fnv = 1469598103934665603ull;
+	p->fnv = KV_FNV_INIT;
 	p->req = (struct qpg_kv_request){.op = c->op == CMD_PUT	  ? QPG_KV_PUT
 					       : c->op == CMD_DEL ? QPG_KV_DEL
 								  : QPG_KV_GET,

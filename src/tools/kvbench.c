@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "kvdata.h"
 #include "qpgate/hist.h"
 #include "qpgate/kv_client.h"
 #include "resources.h"
@@ -76,21 +77,6 @@ static uint64_t now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
-
-/* The value stored under key K: every byte depends on K and its offset. */
-static uint8_t value_byte(uint32_t k, uint32_t i)
-{
-	uint32_t x = k * 2654435761u + i * 40503u;
-	return (uint8_t)(x ^ (x >> 13) ^ (i >> 8));
-}
-
-static uint64_t fnv_step(uint64_t h, const uint8_t *p, uint32_t n)
-{
-	for (uint32_t i = 0; i < n; i++)
-		h = (h ^ p[i]) * 1099511628211ull;
-	return h;
-}
-#define FNV_INIT 1469598103934665603ull
 
 static int key_name(char *buf, size_t len, uint32_t k)
 {
@@ -172,8 +158,7 @@ static int preload(struct bench *b, struct qpg_kv_pool *pool)
 		if (rc)
 			break;
 		for (uint32_t i = 0; i < b->value_size; i++)
-			s->value[i] = value_byte(k, i);
-		b->expect[k] = fnv_step(FNV_INIT, s->value, b->value_size);
+			s->value[i] = kv_value_byte(k, i);
 		int n = key_name(s->key, sizeof(s->key), k);
 		s->req = (struct qpg_kv_request){.op = QPG_KV_PUT,
 						 .key = s->key,
@@ -207,7 +192,7 @@ static void get_chunk(struct qpg_kv_request *r, const uint8_t *data, uint32_t le
 		      uint32_t total)
 {
 	struct worker *w = r->user;
-	w->fnv = fnv_step(w->fnv, data, len); /* straight from the receive buffer */
+	w->fnv = kv_fnv_step(w->fnv, data, len); /* straight from the receive buffer */
 }
 
 static void worker_stop(struct bench *b)
@@ -252,7 +237,7 @@ static void issue(struct worker *w)
 					 .chunk = get_chunk,
 					 .done = get_done,
 					 .user = w};
-	w->fnv = FNV_INIT;
+	w->fnv = KV_FNV_INIT;
 	w->t0 = now_ns();
 	if (qpg_kv_submit(b->pool, &w->req) != 0)
 		worker_stop(b);
@@ -539,15 +524,9 @@ int main(int argc, char **argv)
 	b.expect = calloc(b.nkeys, sizeof(*b.expect));
 	if (!b.expect)
 		return 1;
-	if (!do_preload) /* the keys were stored by an earlier run */
-		for (uint32_t k = 0; k < b.nkeys; k++) {
-			uint64_t h = FNV_INIT;
-			for (uint32_t i = 0; i < b.value_size; i++) {
-				uint8_t v = value_byte(k, i);
-				h = fnv_step(h, &v, 1);
-			}
-			b.expect[k] = h;
-		}
+	/* What every key holds, preloaded now or by an earlier run. */
+	for (uint32_t k = 0; k < b.nkeys; k++)
+		b.expect[k] = kv_value_fnv(k, b.value_size);
 	if (b.zipf) {
 		b.zipf_cdf = malloc(sizeof(double) * b.nkeys);
 		if (!b.zipf_cdf)
