@@ -626,10 +626,14 @@ int qpg__conn_send(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, uint32_
 	return qpg__conn_send_flags(c, b, type, 0, payload_len);
 }
 
+uint32_t qpg__conn_send_depth(const struct qpg__conn *c)
+{
+	return QPG_MAX((uint32_t)c->credits, c->ep->qp_max_send_wr);
+}
+
 uint32_t qpg__conn_send_room(const struct qpg__conn *c)
 {
-	/* The QP was created with this many send WRs (transport_rdma.c). */
-	uint32_t depth = QPG_MAX((uint32_t)c->credits, c->ep->qp_max_send_wr);
+	uint32_t depth = qpg__conn_send_depth(c);
 	return c->in_flight < depth ? depth - c->in_flight : 0;
 }
 

@@ -213,7 +213,9 @@ int qpg__conn_send(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, uint32_
 /* The same with frame FLAGS (QPG_FRAME_FLAG_MORE: more replies follow). */
 int qpg__conn_send_flags(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, uint16_t flags,
 			 uint32_t payload_len);
-/* Sends C may still post before its send queue is full. */
+/* The send queue depth a connection's data path is created with, and the
+ * sends C may still post before it is full. */
+uint32_t qpg__conn_send_depth(const struct qpg__conn *c);
 uint32_t qpg__conn_send_room(const struct qpg__conn *c);
 static inline uint8_t *qpg__frame_payload(struct qpg_buf *b)
 {

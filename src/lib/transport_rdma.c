@@ -232,7 +232,7 @@ static int rdma_conn_prepare(struct qpg__conn *c, struct qpg_wire_params *local)
 	qpg_qp_opts_default(&o);
 	o.send_cq = o.recv_cq = r->cq;
 	o.srq = r->srq;
-	o.max_send_wr = QPG_MAX((uint32_t)c->credits, ep->qp_max_send_wr);
+	o.max_send_wr = qpg__conn_send_depth(c);
 	if ((err = qpg_qp_create(ep->dev, &o, &rc->qp)) != 0)
 		return err;
 	atomic_fetch_add_explicit(&ep->stats.qps_created, 1, memory_order_relaxed);
