@@ -238,7 +238,7 @@ int qpg_client_send(struct qpg_client_conn *cc, uint8_t type, const void *payloa
 	if (!b)
 		return -ENOBUFS;
 	memcpy(qpg__frame_payload(b), payload, len);
-	uint64_t t = qpg__now_ns();
+	uint64_t t = u->first_send_ns ? 0 : qpg__now_ns(); /* only the first send is timed */
 	int rc = qpg__conn_send(c, b, type, len);
 	if (rc == 0) {
 		u->outstanding++;

@@ -135,10 +135,6 @@ int main(int argc, char **argv)
 	}
 	o.host = argv[optind];
 	o.servername = argv[optind + 1];
-	if (lo.size > o.max_msg)
-		o.max_msg = lo.size;
-	if (lo.oversize_at >= 0 && o.max_msg < 65536)
-		o.max_msg = 65536; /* our buffers must hold what the server's cannot */
 	load_size_client(&o, &lo);
 	signal(SIGPIPE, SIG_IGN);
 

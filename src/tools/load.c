@@ -193,6 +193,11 @@ const struct qpg_client_cbs load_callbacks = {
 
 void load_size_client(struct qpg_client_opts *co, const struct load_opts *o)
 {
+	if (o->size > co->max_msg)
+		co->max_msg = o->size;
+	/* The oversize hook sends what the server cannot hold: ours must. */
+	if (o->oversize_at >= 0 && co->max_msg < 65536)
+		co->max_msg = 65536;
 	/* The library clamps this to what the device's CQ can hold. */
 	uint64_t want = 2ull * (uint64_t)o->nconns * co->credits + 1024;
 	if (want > co->pool_max)

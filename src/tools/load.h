@@ -52,7 +52,8 @@ struct load_result {
 	bool have_first;
 };
 
-/* Size CO's pool for O's connection count (a receive and a send each). */
+/* Size CO for O: messages of O's size, and a pool for its connection count
+ * (a receive and a send each). */
 void load_size_client(struct qpg_client_opts *co, const struct load_opts *o);
 
 /* Pass these to qpg_client_create for a client that load_run drives. */

@@ -318,8 +318,6 @@ int main(int argc, char **argv)
 	}
 	co.host = argv[optind];
 	co.servername = argv[optind + 1];
-	if (lo.size > co.max_msg)
-		co.max_msg = lo.size;
 	load_size_client(&co, &lo);
 	signal(SIGPIPE, SIG_IGN);
 	s.dev_name = co.ib_dev;
