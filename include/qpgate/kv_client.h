@@ -35,6 +35,7 @@ struct qpg_kv_request {
 	/* the pool's */
 	struct qpg_kv_request *next;
 	uint32_t req_id, sent, acked, got;
+	uint8_t refused; /* PUT: the first error status of its chunks, QPG_KV_OK: none */
 	int slot;
 };
 

@@ -156,6 +156,7 @@ static void pump(struct kv_conn *k)
 		op->slot = slot;
 		op->req_id = (++k->gen << SLOT_BITS) | (uint32_t)slot;
 		op->sent = op->acked = op->got = 0;
+		op->refused = QPG_KV_OK;
 		k->slots[slot] = op;
 		if (op->op == QPG_KV_PUT) {
 			k->put_cur = op;
@@ -193,17 +194,16 @@ static void on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const 
 	if (op->op == QPG_KV_PUT) {
 		k->outstanding--;
 		op->got--;
-		if (r.status != QPG_KV_OK && !(op->acked & 0x80000000u)) {
-			op->acked = 0x80000000u | r.status; /* remember the first refusal */
+		if (r.status != QPG_KV_OK && op->refused == QPG_KV_OK) {
+			op->refused = r.status; /* the first refusal is the answer */
 			if (k->put_cur == op)
 				k->put_cur = NULL; /* send no more of it */
-		} else if (r.status == QPG_KV_OK && !(op->acked & 0x80000000u)) {
+		} else if (r.status == QPG_KV_OK) {
 			op->acked = r.offset;
 		}
-		bool failed = op->acked & 0x80000000u;
+		bool failed = op->refused != QPG_KV_OK;
 		if (op->got == 0 && (failed || op->acked >= op->value_len) && k->put_cur != op)
-			finish_slot(k, op, failed ? (int)(op->acked & 0xff) : QPG_KV_OK,
-				    op->value_len);
+			finish_slot(k, op, op->refused, op->value_len);
 	} else if (op->op == QPG_KV_GET && r.status == QPG_KV_OK) {
 		if (r.offset != op->got) {
 			qpg_client_close(c);
@@ -323,7 +323,8 @@ int qpg_kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *
 	*out = NULL;
 	if (o->threads == 0 || o->conns == 0 || o->client.credits > (1u << SLOT_BITS) ||
 	    o->client.max_msg < QPG_KV_MIN_MSG) {
-		snprintf(err, err_len, "threads and conns must be > 0, credits <= %u, max_msg >= %u",
+		snprintf(err, err_len,
+			 "threads and conns must be > 0, credits <= %u, max_msg >= %u",
 			 1u << SLOT_BITS, QPG_KV_MIN_MSG);
 		return -EINVAL;
 	}
