@@ -97,9 +97,9 @@ rdma link delete qpgrxe1 || true
 ip link delete qpgdummy0 || true
 
 # ---- qpgate on the same lo-backed device ----------------------------------
-. "$repo/bench/lib.sh"
+. "$repo/scripts/serve.sh"
 "$repo/scripts/make-certs" "$work" localhost 2>/dev/null
-bench_serve "$work" --allow-no-auth --max-pending 100000 --max-pending-per-peer 100000 \
+qpg_serve "$work" --handshake-timeout 120000 --allow-no-auth --max-pending 100000 --max-pending-per-peer 100000 \
 	-s "$((size > 4096 ? size : 4096))"
 pids+=("$srv")
 perf() { # NAME FLAGS... -> runs qpgate-perf, JSON in $work/NAME.json

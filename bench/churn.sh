@@ -28,9 +28,9 @@ bin=${QPG_BIN:-$repo/build/bin}
 work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-churn.XXXXXX")
 srv=""
 trap 'if [ -n "$srv" ]; then kill "$srv" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
-. "$repo/bench/lib.sh"
+. "$repo/scripts/serve.sh"
 "$repo/scripts/make-certs" "$work" localhost 2>/dev/null
-bench_serve "$work" --transport "$transport"
+qpg_serve "$work" --handshake-timeout 120000 --transport "$transport"
 
 dev_count() { # KIND: qp | cq | mr
 	if [ "$transport" = rdma ]; then rdma res show "$1" 2>/dev/null | grep -c . || true; else echo 0; fi

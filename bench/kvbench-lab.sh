@@ -15,9 +15,9 @@ mkdir -p "$out"
 work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-kvb.XXXXXX")
 srv=""
 trap 'if [ -n "$srv" ]; then kill "$srv" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
-. "$repo/bench/lib.sh"
+. "$repo/scripts/serve.sh"
 "$repo/scripts/make-certs" "$work" localhost 2>/dev/null
-bench_serve "$work" --service kv --kv-capacity 256M -s 8192
+qpg_serve "$work" --handshake-timeout 120000 --service kv --kv-capacity 256M -s 8192
 echo " server: $(ibv_devices | awk 'NR==3{print $1}'), QPs on the device before: $(rdma res show qp | grep -c lqpn)"
 rc=0
 "$bin/qpgate-kvbench" --ca "$work/ca.crt" -p "$port" --handshake-timeout 60000 \

@@ -13,9 +13,9 @@ mkdir -p "$out"
 work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-bench.XXXXXX")
 srv=""
 trap 'if [ -n "$srv" ]; then kill "$srv" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
-. "$repo/bench/lib.sh"
+. "$repo/scripts/serve.sh"
 "$repo/scripts/make-certs" "$work" localhost 2>/dev/null
-bench_serve "$work" --max-pending 100000 --max-pending-per-peer 100000 ${QPG_SERVER_ARGS:-}
+qpg_serve "$work" --handshake-timeout 120000 --max-pending 100000 --max-pending-per-peer 100000 ${QPG_SERVER_ARGS:-}
 rc=0
 "$bin/qpgate-perf" --ca "$work/ca.crt" -p "$port" -c "$clients" --server-pid "$srv" \
 	--json "$out/perf-$clients.json" --csv "$out/perf-$clients.csv" "$@" 127.0.0.1 localhost || rc=$?

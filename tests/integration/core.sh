@@ -27,18 +27,10 @@ qp_count() {
 }
 
 start_server() {
-	rm -f "$work/port"
 	# srv_cert/srv_key pick another server certificate (the tls scenario).
-	"$bin/qpgate-server" --transport "$transport" --cert "${srv_cert:-$certs/server.crt}" \
-		--key "${srv_key:-$certs/server.key}" -p 0 --port-file "$work/port" "$@" 2>"$work/server.log" &
-	srv_pid=$!
-	for _ in $(seq 1 300); do
-		[ -s "$work/port" ] && break
-		kill -0 "$srv_pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	read -r port mport <"$work/port" 2>/dev/null
-	[ -n "$port" ] || { echo "FAIL server did not start:"; cat "$work/server.log"; exit 1; }
+	srv_cert=${srv_cert:-$certs/server.crt} srv_key=${srv_key:-$certs/server.key} \
+		qpg_serve "$work" --transport "$transport" "$@" || exit 1
+	srv_pid=$srv
 }
 
 stop_server() {

@@ -16,7 +16,7 @@ trap 'if [ -n "$srv" ]; then kill -9 "$srv" 2>/dev/null; fi; jobs -p | xargs -r 
 qps() { if [ "$transport" = rdma ]; then rdma res show qp | grep -c lqpn; else echo 0; fi; }
 qp0=$(qps)
 # 4 MiB of store, values up to 1 MiB: sixteen 256 KiB values fill it.
-serve "$work" --transport "$transport" --service kv --kv-capacity 4M --kv-max-value 1M -s 8192
+qpg_serve "$work" --transport "$transport" --service kv --kv-capacity 4M --kv-max-value 1M -s 8192
 kv() { "$bin/qpgate-kv" --transport "$transport" --ca "$work/ca.crt" -p "$port" 127.0.0.1 localhost "$@"; }
 
 out=$(kv put blk 4096 11 get blk 4096 11 put big 1M 12 get big 1M 12 del blk get blk get nope 2>&1)

@@ -13,7 +13,7 @@ srv=""
 trap 'if [ -n "$srv" ]; then kill -9 "$srv" 2>/dev/null; fi; rm -rf "$work"' EXIT
 . "$here/tests/integration/lib.sh"
 "$here/scripts/make-certs" "$work" localhost >/dev/null 2>&1
-serve "$work" --transport "$transport" --service kv --kv-capacity 128M -s 8192
+qpg_serve "$work" --transport "$transport" --service kv --kv-capacity 128M -s 8192
 "$bin/qpgate-kvbench" --transport "$transport" --ca "$work/ca.crt" -p "$port" -n "$ops" \
 	--json "$work/r.json" 127.0.0.1 localhost >"$work/out" 2>&1
 rc=$?

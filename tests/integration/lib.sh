@@ -11,20 +11,4 @@ finish_checks() {
 	exit $((qpg_check_fails > 0))
 }
 
-# serve WORK [qpgate-server flags...]: start a server on a free port with
-# certificates from WORK (made by scripts/make-certs), log in WORK/server.log;
-# sets $srv (pid) and $port once it listens.
-serve() {
-	local dir=$1
-	shift
-	rm -f "$dir/port"
-	"$bin/qpgate-server" --cert "$dir/server.crt" --key "$dir/server.key" -p 0 \
-		--port-file "$dir/port" "$@" 2>"$dir/server.log" &
-	srv=$!
-	for _ in $(seq 1 300); do
-		[ -s "$dir/port" ] && break
-		kill -0 "$srv" 2>/dev/null || break
-		sleep 0.1
-	done
-	read -r port _ <"$dir/port"
-}
+. "$(dirname "${BASH_SOURCE[0]}")/../../scripts/serve.sh"

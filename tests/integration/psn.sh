@@ -14,7 +14,7 @@ srv=""
 trap 'if [ -n "$srv" ]; then kill -9 "$srv" 2>/dev/null; fi; rm -rf "$work"' EXIT
 . "$here/tests/integration/lib.sh"
 "$here/scripts/make-certs" "$work" localhost >/dev/null 2>&1
-serve "$work" --handshake-timeout 60000
+qpg_serve "$work" --handshake-timeout 60000
 for r in $(seq 1 "$rounds"); do # every round reconnects from scratch
 	"$bin/qpgate-perf" --ca "$work/ca.crt" -p "$port" -c "$n" -n 1 --psn-log "$work/psn" \
 		127.0.0.1 localhost >/dev/null 2>&1
