@@ -28,6 +28,8 @@ struct qpg_client_opts {
 	uint32_t pool_max; /* slots in the client's registered pool; 0: auto */
 	uint32_t srq_depth;
 	uint8_t qp_timeout;    /* RC local ACK timeout: 4.096 us * 2^N per try; 0: default */
+	uint8_t rd_atomic;     /* one-sided READs in flight per connection; 0: one */
+	uint32_t sq_depth;     /* send queue per connection (sends and READs); 0: credits */
 	uint8_t test_mutation; /* test hook: break our own HELLO */
 };
 void qpg_client_opts_default(struct qpg_client_opts *o);
@@ -41,6 +43,12 @@ struct qpg_client_cbs {
 		      uint32_t len);
 	void (*closed)(struct qpg_client_conn *c, void *user, enum qpg_err_class err,
 		       const char *why);
+	/* Optional: a send completed (room on the send queue again). */
+	void (*sent)(struct qpg_client_conn *c, void *user);
+	/* A one-sided read landed: LEN bytes at DATA (a registered buffer,
+	 * valid during the call). A failed read closes the connection. */
+	void (*read_done)(struct qpg_client_conn *c, void *user, uint64_t cookie,
+			  const uint8_t *data, uint32_t len);
 };
 
 int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
@@ -49,6 +57,15 @@ void qpg_client_destroy(struct qpg_client *cl);
 int qpg_client_connect(struct qpg_client *cl, void *user, struct qpg_client_conn **out);
 /* Copy PAYLOAD into a registered buffer and send it. -EAGAIN: no credit. */
 int qpg_client_send(struct qpg_client_conn *c, uint8_t type, const void *payload, uint32_t len);
+/* One-sided (RDMA): READ LEN bytes at the server's RADDR through a window
+ * it granted with RKEY; read_done gets COOKIE. -EOPNOTSUPP over tcp,
+ * -EMSGSIZE beyond qpg_conn_info.read_max, -EAGAIN: the send queue is full. */
+int qpg_client_read(struct qpg_client_conn *c, uint64_t raddr, uint32_t rkey, uint32_t len,
+		    uint64_t cookie);
+/* Test hook: RDMA WRITE DATA to the server (every window is read-only, so
+ * this must fail and close the connection). */
+int qpg_client_test_write(struct qpg_client_conn *c, uint64_t raddr, uint32_t rkey,
+			  const void *data, uint32_t len);
 /* Close gracefully; the closed callback follows with QPG_ERR_NONE. */
 void qpg_client_close(struct qpg_client_conn *c);
 /* One turn of the event loop. */
@@ -65,6 +82,7 @@ struct qpg_conn_info {
 	bool auth;
 	uint32_t local_qpn, local_psn, peer_qpn, peer_psn;
 	uint32_t max_msg;
+	uint32_t read_max; /* the longest one-sided read (a registered buffer) */
 	uint16_t credits;
 	uint32_t in_flight;
 	uint64_t phase_ns[QPG_PHASE_COUNT];

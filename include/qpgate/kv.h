@@ -3,17 +3,19 @@
  * get the frame's version, sequence number and authentication tag).
  *
  * Request (16-byte header, then the key, then for PUT a chunk of the value):
- *   0  u8  op         QPG_KV_PUT | QPG_KV_GET | QPG_KV_DEL
- *   1  u8  flags      0 (reserved)
- *   2  u16 key_len    1..QPG_KV_MAX_KEY
+ *   0  u8  op         QPG_KV_PUT | QPG_KV_GET | QPG_KV_DEL | QPG_KV_RELEASE
+ *   1  u8  flags      GET: QPG_KV_F_ONE_SIDED or 0; others: 0
+ *   2  u16 key_len    1..QPG_KV_MAX_KEY; RELEASE: 0
  *   4  u32 req_id     chosen by the client, echoed in every reply frame
- *   8  u32 value_len  PUT: the whole value's length; GET/DEL: 0
- *  12  u32 offset     PUT: where this chunk goes in the value; GET/DEL: 0
+ *   8  u32 value_len  PUT: the whole value's length; others: 0
+ *  12  u32 offset     PUT: where this chunk goes in the value;
+ *                     RELEASE: the grant id; GET/DEL: 0
  *
- * Reply (16-byte header, then for GET a chunk of the value):
+ * Reply (16-byte header, then for GET a chunk of the value or a grant):
  *   0  u8  op         as requested
  *   1  u8  status     enum qpg_kv_status
- *   2  u16 reserved   0
+ *   2  u8  flags      QPG_KV_R_GRANT: the payload is a grant, not data
+ *   3  u8  reserved   0
  *   4  u32 req_id
  *   8  u32 value_len  GET: the whole value's length
  *  12  u32 offset     GET: where this chunk sits in the value
@@ -21,7 +23,19 @@
  * Values larger than one frame travel as consecutive chunks in order; a
  * PUT's value is committed when its last chunk arrives, a GET is complete
  * when offset + chunk = value_len. Every chunk is its own authenticated
- * frame, so a client verifies each GET's value end to end. */
+ * frame, so a client verifies each GET's value end to end.
+ *
+ * One-sided GET (QPG_KV_F_ONE_SIDED, RDMA only): the reply carries a grant
+ * instead of data,
+ *   0  u64 addr       where the value starts, for RDMA READ
+ *   8  u32 rkey       of a read-only window over exactly the value,
+ *                     bound to this connection's QP alone
+ *  12  u32 grant_id   to RELEASE it with
+ *  16  u8[32] digest  SHA-256 of the value
+ * The client READs the value, checks it against the digest (the grant came
+ * in an authenticated frame, so a value changed on the way, or read from
+ * the wrong place, does not match), then RELEASEs the grant; the server
+ * invalidates the window before the value's space can be reused. */
 #ifndef QPGATE_KV_H
 #define QPGATE_KV_H
 
@@ -30,10 +44,15 @@
 
 #define QPG_KV_HDR_LEN	 16
 #define QPG_KV_MAX_KEY	 250
-#define QPG_KV_MIN_MSG	 512 /* frames must carry a header, the longest key and data */
+#define QPG_KV_MIN_MSG	 512	     /* frames must carry a header, the longest key and data */
 #define QPG_KV_MAX_VALUE (64u << 20) /* hard protocol limit; servers set lower */
 
-enum qpg_kv_op { QPG_KV_PUT = 1, QPG_KV_GET = 2, QPG_KV_DEL = 3 };
+enum qpg_kv_op { QPG_KV_PUT = 1, QPG_KV_GET = 2, QPG_KV_DEL = 3, QPG_KV_RELEASE = 4 };
+
+#define QPG_KV_F_ONE_SIDED 0x01 /* request flag, GET: grant a window to READ */
+#define QPG_KV_R_GRANT	   0x01 /* reply flag: the payload is a grant */
+#define QPG_KV_GRANT_LEN   48
+#define QPG_KV_DIGEST_LEN  32
 
 enum qpg_kv_status {
 	QPG_KV_OK = 0,
@@ -42,7 +61,19 @@ enum qpg_kv_status {
 	QPG_KV_VALUE_TOO_LARGE = 3,
 	QPG_KV_STORE_FULL = 4,
 	QPG_KV_MALFORMED = 5,
-	QPG_KV_BUSY = 6, /* another PUT of this connection is still streaming */
+	QPG_KV_BUSY = 6,	/* another PUT of this connection is still streaming, or
+			   every grant of this connection is still held */
+	QPG_KV_UNSUPPORTED = 7, /* one-sided GET on a server or transport without it */
+	QPG_KV_STATUS_MAX = QPG_KV_UNSUPPORTED,
+	/* Client side only: a one-sided value did not match its digest. */
+	QPG_KV_CORRUPT = 100,
+};
+
+struct qpg_kv_grant {
+	uint64_t addr;
+	uint32_t rkey;
+	uint32_t grant_id;
+	uint8_t digest[QPG_KV_DIGEST_LEN];
 };
 
 struct qpg_kv_req {
@@ -60,6 +91,7 @@ struct qpg_kv_req {
 struct qpg_kv_reply {
 	uint8_t op;
 	uint8_t status;
+	uint8_t flags;
 	uint32_t req_id;
 	uint32_t value_len;
 	uint32_t offset;
@@ -77,6 +109,9 @@ int qpg_kv_encode_reply(uint8_t *out, size_t cap, const struct qpg_kv_reply *r);
 int qpg_kv_decode_req(const uint8_t *in, size_t len, struct qpg_kv_req *r, char *why,
 		      size_t why_len);
 int qpg_kv_decode_reply(const uint8_t *in, size_t len, struct qpg_kv_reply *r);
+
+int qpg_kv_encode_grant(uint8_t *out, size_t cap, const struct qpg_kv_grant *g);
+int qpg_kv_decode_grant(const uint8_t *in, size_t len, struct qpg_kv_grant *g);
 
 const char *qpg_kv_status_name(uint8_t status);
 

@@ -4,8 +4,12 @@
  * delivered to the operation's own callback (on a pool thread).
  *
  * GET values arrive in the pool's registered receive buffers; the chunk
- * callback sees each piece where it landed (no copy), already verified
- * against its message authentication tag. */
+ * callback sees each piece where it landed (no copy). Two-sided, each piece
+ * is already verified against its message authentication tag. One-sided
+ * (RDMA READ through the window the server granted), the value is checked
+ * against the SHA-256 digest that came in the authenticated grant once its
+ * last piece is in: the done callback's status is QPG_KV_CORRUPT if it does
+ * not match, and the pieces seen before must then be thrown away. */
 #ifndef QPGATE_KV_CLIENT_H
 #define QPGATE_KV_CLIENT_H
 
@@ -32,17 +36,34 @@ struct qpg_kv_request {
 	void (*done)(struct qpg_kv_request *op, int status, uint32_t value_len);
 	void *user;
 	bool test_unknown_op; /* test hook: send an operation the server does not know */
+	uint8_t test_abuse;   /* test hook: enum qpg_kv_test_abuse, one-sided GETs */
 	/* the pool's */
 	struct qpg_kv_request *next;
 	uint32_t req_id, sent, acked, got;
 	uint8_t refused; /* PUT: the first error status of its chunks, QPG_KV_OK: none */
+	uint8_t phase;	 /* one-sided GET: where it is */
+	uint8_t result;	 /* one-sided GET: the status once read and checked */
 	int slot;
+	struct qpg_kv_grant grant; /* one-sided GET */
+	uint32_t total;		   /* one-sided GET: the value's length */
+	uint32_t posted;	   /* one-sided GET: bytes of READs posted */
+	void *md;		   /* one-sided GET: the running digest */
+};
+
+/* Ways a test client misuses a grant, to prove the server's windows hold. */
+enum qpg_kv_test_abuse {
+	QPG_KV_ABUSE_NONE,
+	QPG_KV_ABUSE_READ_PAST_END, /* READ one byte more than the grant */
+	QPG_KV_ABUSE_OTHER_QP,	    /* READ with the grant's rkey on another connection */
+	QPG_KV_ABUSE_WRITE,	    /* RDMA WRITE into the (read-only) grant */
+	QPG_KV_ABUSE_AFTER_RELEASE, /* READ again with the rkey after the RELEASE */
 };
 
 struct qpg_kv_pool_opts {
 	struct qpg_client_opts client; /* service is set to KV */
 	unsigned threads;	       /* default 4 */
 	unsigned conns;		       /* default 4 */
+	bool one_sided;		       /* GETs by RDMA READ of a granted window */
 };
 void qpg_kv_pool_opts_default(struct qpg_kv_pool_opts *o);
 
@@ -58,6 +79,10 @@ void qpg_kv_pool_destroy(struct qpg_kv_pool *p);
 struct qpg_kv_pool_info {
 	unsigned threads, conns, connected;
 	uint16_t credits; /* per connection, as agreed */
+	/* Test hooks' misuses of a grant that the server let through: any
+	 * nonzero count is a hole in the isolation. */
+	unsigned long long abuse_succeeded;
+	char last_error[200]; /* why the last connection to fail failed */
 };
 void qpg_kv_pool_info(const struct qpg_kv_pool *p, struct qpg_kv_pool_info *out);
 

@@ -46,6 +46,8 @@ int qpg_server_run(struct qpg_server *s);
 /* Async-signal-safe. */
 void qpg_server_stop(struct qpg_server *s);
 void qpg_server_destroy(struct qpg_server *s);
+/* KV: whether one-sided GETs are served, and if not, why. */
+const char *qpg_server_one_sided(const struct qpg_server *s);
 
 struct qpg_server_stats {
 	long long connected;

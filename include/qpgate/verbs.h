@@ -22,6 +22,7 @@ struct qpg_rdma_dev {
 	int max_cqe;
 	int max_srq_wr;
 	int max_qp_wr;
+	int max_qp_rd_atom; /* RDMA READs one QP may have outstanding */
 	char name[64];
 };
 
@@ -46,8 +47,9 @@ struct qpg_qp_opts {
 	uint32_t max_send_wr;
 	uint32_t max_recv_wr;
 	uint32_t max_inline;
-	int access;	 /* remote access for INIT; 0 for two-sided only */
-	uint8_t timeout; /* local ACK timeout exponent */
+	int access;	   /* remote access for INIT; 0 for two-sided only */
+	uint8_t rd_atomic; /* RDMA READs in flight, as initiator and as responder */
+	uint8_t timeout;   /* local ACK timeout exponent */
 	uint8_t retry_cnt;
 	uint8_t rnr_retry;
 };
@@ -55,12 +57,20 @@ struct qpg_qp_opts {
 void qpg_qp_opts_default(struct qpg_qp_opts *o);
 int qpg_qp_create(struct qpg_rdma_dev *dev, const struct qpg_qp_opts *o, struct ibv_qp **out);
 int qpg_qp_to_init(struct qpg_rdma_dev *dev, struct ibv_qp *qp, int access);
-int qpg_qp_to_rtr(struct qpg_rdma_dev *dev, struct ibv_qp *qp, const struct qpg_qp_addr *peer);
-int qpg_qp_to_rts(struct ibv_qp *qp, uint32_t sq_psn, const struct qpg_qp_opts *o);
+int qpg_qp_to_rtr(struct qpg_rdma_dev *dev, struct ibv_qp *qp, const struct qpg_qp_addr *peer,
+		  const struct qpg_qp_opts *o);
+int qpg_qp_to_rts(struct qpg_rdma_dev *dev, struct ibv_qp *qp, uint32_t sq_psn,
+		  const struct qpg_qp_opts *o);
 int qpg_qp_to_error(struct ibv_qp *qp);
 void qpg_qp_destroy(struct ibv_qp **qp);
 void qpg_qp_local_addr(const struct qpg_rdma_dev *dev, const struct ibv_qp *qp, uint32_t psn,
 		       struct qpg_qp_addr *out);
+
+/* Memory windows, type 2: bound to one QP by a work request, so a peer
+ * reaches the window only through that QP. -EOPNOTSUPP when the device has
+ * none. */
+int qpg_mw_alloc(struct qpg_rdma_dev *dev, struct ibv_mw **out);
+void qpg_mw_free(struct ibv_mw **mw);
 
 /* A fresh 24-bit PSN from the OpenSSL CSPRNG. */
 int qpg_psn_random(uint32_t *psn);
@@ -74,7 +84,9 @@ struct qpg_buf {
 	uint32_t rkey;
 	uint32_t len;
 	struct qpg_buf *next_free;
-	void *owner; /* free for the user while the slot is taken */
+	void *owner;	 /* free for the user while the slot is taken */
+	uint64_t cookie; /* a one-sided read's: its caller's context */
+	uint32_t io_len; /* a one-sided read's length */
 };
 
 struct qpg_pool_chunk;

@@ -77,6 +77,24 @@ static void cl_message(struct qpg__conn *c, const struct qpg_frame_hdr *h, struc
 	qpg_pool_put(&c->ep->pool, b);
 }
 
+static void cl_sent(struct qpg__conn *c)
+{
+	struct qpg_client *cl = of(c);
+	struct client_user *u = c->user;
+	if (cl->cbs.sent && u)
+		cl->cbs.sent((struct qpg_client_conn *)c, u->user);
+}
+
+static void cl_read_done(struct qpg__conn *c, struct qpg_buf *b)
+{
+	struct qpg_client *cl = of(c);
+	struct client_user *u = c->user;
+	if (cl->cbs.read_done)
+		cl->cbs.read_done((struct qpg_client_conn *)c, u->user, b->cookie, b->addr,
+				  b->io_len);
+	qpg_pool_put(&c->ep->pool, b);
+}
+
 static void cl_closed(struct qpg__conn *c)
 {
 	struct qpg_client *cl = of(c);
@@ -131,8 +149,9 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	    .max_msg = o->max_msg,
 	    .srq_depth = o->srq_depth,
 	    .pool_max = o->pool_max ? o->pool_max : 16384,
-	    .qp_max_send_wr = o->credits,
+	    .qp_max_send_wr = o->sq_depth ? o->sq_depth : o->credits,
 	    .qp_timeout = o->qp_timeout,
+	    .rd_atomic = o->rd_atomic,
 	};
 	rc = qpg__endpoint_init(&cl->ep, &eo);
 	if (rc) {
@@ -155,6 +174,8 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	    .established = cl_established,
 	    .message = cl_message,
 	    .closed = cl_closed,
+	    .sent = cl_sent,
+	    .read_done = cl_read_done,
 	};
 	*out = cl;
 	return 0;
@@ -248,6 +269,53 @@ int qpg_client_send(struct qpg_client_conn *cc, uint8_t type, const void *payloa
 	return rc;
 }
 
+/* A registered buffer for a one-sided operation of LEN bytes. */
+static int one_sided_buf(struct qpg__conn *c, uint32_t len, struct qpg_buf **out)
+{
+	if (c->state != QPG_CONN_ESTABLISHED)
+		return -ENOTCONN;
+	if (!c->t->read)
+		return -EOPNOTSUPP;
+	if (len == 0 || len > c->ep->pool.slot_size)
+		return -EMSGSIZE;
+	if (qpg__conn_send_room(c) == 0)
+		return -EAGAIN;
+	struct qpg_buf *b = qpg_pool_get(&c->ep->pool);
+	if (!b)
+		return -ENOBUFS;
+	b->io_len = len;
+	*out = b;
+	return 0;
+}
+
+int qpg_client_read(struct qpg_client_conn *cc, uint64_t raddr, uint32_t rkey, uint32_t len,
+		    uint64_t cookie)
+{
+	struct qpg__conn *c = (struct qpg__conn *)cc;
+	struct qpg_buf *b;
+	int rc = one_sided_buf(c, len, &b);
+	if (rc)
+		return rc;
+	b->cookie = cookie;
+	if ((rc = qpg__conn_read(c, b, raddr, rkey)) != 0)
+		qpg_pool_put(&c->ep->pool, b);
+	return rc;
+}
+
+int qpg_client_test_write(struct qpg_client_conn *cc, uint64_t raddr, uint32_t rkey,
+			  const void *data, uint32_t len)
+{
+	struct qpg__conn *c = (struct qpg__conn *)cc;
+	struct qpg_buf *b;
+	int rc = one_sided_buf(c, len, &b);
+	if (rc)
+		return rc;
+	memcpy(b->addr, data, len);
+	if ((rc = qpg__conn_test_write(c, b, raddr, rkey)) != 0)
+		qpg_pool_put(&c->ep->pool, b);
+	return rc;
+}
+
 void qpg_client_close(struct qpg_client_conn *cc)
 {
 	qpg__conn_close((struct qpg__conn *)cc, QPG_ERR_NONE, "closed by client");
@@ -275,6 +343,7 @@ void qpg_client_conn_info(const struct qpg_client_conn *cc, struct qpg_conn_info
 	out->peer_qpn = c->peer.qpn;
 	out->peer_psn = c->peer.psn;
 	out->max_msg = c->max_msg;
+	out->read_max = c->t->read ? (uint32_t)c->ep->pool.slot_size : 0;
 	out->credits = c->credits;
 	out->in_flight = c->user ? ((const struct client_user *)c->user)->outstanding : 0;
 	memcpy(out->phase_ns, c->phase_ns, sizeof(out->phase_ns));

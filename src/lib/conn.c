@@ -628,7 +628,10 @@ int qpg__conn_send(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, uint32_
 
 uint32_t qpg__conn_send_depth(const struct qpg__conn *c)
 {
-	return QPG_MAX((uint32_t)c->credits, c->ep->qp_max_send_wr);
+	/* A request answered with a grant takes two work requests (bind and
+	 * reply), its RELEASE two more (invalidate and reply). */
+	uint32_t per_request = c->ep->grants_reads ? 2 : 1;
+	return QPG_MAX(per_request * c->credits, c->ep->qp_max_send_wr);
 }
 
 uint32_t qpg__conn_send_room(const struct qpg__conn *c)
@@ -673,6 +676,67 @@ int qpg__conn_send_flags(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, u
 		qpg__conn_close(c, QPG_ERR_QP, "send failed: %s", strerror(-rc));
 	}
 	return rc;
+}
+
+/* One-sided work requests are in flight like sends until they complete. */
+static int one_sided_posted(struct qpg__conn *c, int rc)
+{
+	if (rc == 0)
+		c->in_flight++;
+	return rc;
+}
+
+static int one_sided_unusable(const struct qpg__conn *c, bool has_op)
+{
+	if (!has_op)
+		return -EOPNOTSUPP;
+	return c->state == QPG_CONN_ESTABLISHED ? 0 : -ENOTCONN;
+}
+
+int qpg__conn_grant_read(struct qpg__conn *c, void *region, const void *addr, uint32_t len,
+			 void *user, void **window, uint32_t *rkey)
+{
+	int rc = one_sided_unusable(c, c->t->grant_read != NULL);
+	return rc ? rc
+		  : one_sided_posted(c, c->t->grant_read(c, region, addr, len, user, window, rkey));
+}
+
+int qpg__conn_revoke(struct qpg__conn *c, void *window)
+{
+	int rc = one_sided_unusable(c, c->t->revoke != NULL);
+	return rc ? rc : one_sided_posted(c, c->t->revoke(c, window));
+}
+
+int qpg__conn_read(struct qpg__conn *c, struct qpg_buf *b, uint64_t raddr, uint32_t rkey)
+{
+	int rc = one_sided_unusable(c, c->t->read != NULL);
+	return rc ? rc : one_sided_posted(c, c->t->read(c, b, raddr, rkey));
+}
+
+int qpg__conn_test_write(struct qpg__conn *c, struct qpg_buf *b, uint64_t raddr, uint32_t rkey)
+{
+	int rc = one_sided_unusable(c, c->t->test_write != NULL);
+	return rc ? rc : one_sided_posted(c, c->t->test_write(c, b, raddr, rkey));
+}
+
+void qpg__conn_on_revoked(struct qpg__conn *c, void *user)
+{
+	/* A closing connection's service state is already gone (and its QP in
+	 * error, so nothing can be read through the window any more). */
+	if (c->state == QPG_CONN_ESTABLISHED && c->ep->cbs.revoked)
+		c->ep->cbs.revoked(c, user);
+}
+
+void qpg__conn_on_read(struct qpg__conn *c, struct qpg_buf *b, bool ok, const char *why)
+{
+	c->in_flight--;
+	if (c->state != QPG_CONN_ESTABLISHED || !ok || !c->ep->cbs.read_done) {
+		qpg_pool_put(&c->ep->pool, b);
+		if (!ok && c->state == QPG_CONN_ESTABLISHED)
+			qpg__conn_close(c, QPG_ERR_QP, "one-sided read failed: %s", why);
+		return;
+	}
+	c->ep->cbs.read_done(c, b);
 }
 
 void qpg__conn_oversize_next(struct qpg__conn *c)
@@ -796,6 +860,7 @@ int qpg__endpoint_init(struct qpg__endpoint *ep, const struct qpg__ep_opts *o)
 	ep->srq_depth = o->srq_depth;
 	ep->qp_max_send_wr = o->qp_max_send_wr;
 	ep->qp_timeout = o->qp_timeout;
+	ep->rd_atomic = o->rd_atomic;
 	ep->credits_max = 16;
 	ep->handshake_timeout_ns = 10000000000ull;
 	rc = qpg__loop_init(&ep->loop, o->tick_ms ? o->tick_ms : 100);

@@ -46,6 +46,26 @@ struct qpg__transport_ops {
 	void (*conn_shutdown)(struct qpg__conn *c);
 	bool (*conn_busy)(struct qpg__conn *c);
 	void (*conn_release)(struct qpg__conn *c);
+
+	/* One-sided access; all NULL where the transport has none.
+	 * 0 if windows can be scoped to one connection, else -EOPNOTSUPP. */
+	int (*windows_probe)(struct qpg__endpoint *ep);
+	/* Register [ADDR, ADDR + LEN) so that windows over it can be granted
+	 * (no remote access to the region itself). A window never reaches
+	 * past its region, whatever the device does with the window's own
+	 * bounds, so a region is one value. */
+	int (*region_open)(struct qpg__endpoint *ep, void *addr, size_t len, void **region);
+	void (*region_close)(void *region);
+	/* Let C's peer, and only it, RDMA READ [ADDR, ADDR + LEN) of REGION:
+	 * a window bound to C's QP. *WINDOW is the handle to revoke it with;
+	 * the endpoint's revoked callback gets USER once it is invalid. */
+	int (*grant_read)(struct qpg__conn *c, void *region, const void *addr, uint32_t len,
+			  void *user, void **window, uint32_t *rkey);
+	int (*revoke)(struct qpg__conn *c, void *window);
+	/* RDMA READ B->io_len bytes at the peer's RADDR into B. */
+	int (*read)(struct qpg__conn *c, struct qpg_buf *b, uint64_t raddr, uint32_t rkey);
+	/* Test hook: RDMA WRITE B->io_len bytes of B to the peer's RADDR. */
+	int (*test_write)(struct qpg__conn *c, struct qpg_buf *b, uint64_t raddr, uint32_t rkey);
 };
 
 extern const struct qpg__transport_ops qpg__transport_rdma;
@@ -78,6 +98,7 @@ struct qpg__ep_opts {
 	uint32_t pool_max; /* slots; bounds everything in flight */
 	uint32_t qp_max_send_wr;
 	uint8_t qp_timeout; /* local ACK timeout exponent, 0: the verbs default */
+	uint8_t rd_atomic;  /* RDMA READs in flight per QP, 0: one */
 	uint32_t tick_ms;
 };
 
@@ -141,6 +162,10 @@ struct qpg__endpoint_cbs {
 	void (*sent)(struct qpg__conn *c);
 	/* Last call for C: it ended with C->err / C->why. */
 	void (*closed)(struct qpg__conn *c);
+	/* A window granted with USER is invalid again (C still established). */
+	void (*revoked)(struct qpg__conn *c, void *user);
+	/* A one-sided read completed into B. The callee owns B. */
+	void (*read_done)(struct qpg__conn *c, struct qpg_buf *b);
 };
 
 struct qpg__endpoint {
@@ -155,6 +180,8 @@ struct qpg__endpoint {
 	uint32_t srq_depth;
 	uint32_t qp_max_send_wr;
 	uint8_t qp_timeout;
+	uint8_t rd_atomic; /* RDMA READs in flight per QP (as reader and as target) */
+	bool grants_reads; /* peers may READ through windows granted to them */
 	SSL_CTX *ssl_ctx;
 	bool is_server;
 	bool auth_required; /* server: refuse HELLOs without the auth flag */
@@ -221,6 +248,17 @@ static inline uint8_t *qpg__frame_payload(struct qpg_buf *b)
 {
 	return (uint8_t *)b->addr + QPG_FRAME_HDR_LEN;
 }
+/* One-sided access through the transport (-EOPNOTSUPP where it has none);
+ * each posts a work request that counts as in flight until it completes. */
+int qpg__conn_grant_read(struct qpg__conn *c, void *region, const void *addr, uint32_t len,
+			 void *user, void **window, uint32_t *rkey);
+int qpg__conn_revoke(struct qpg__conn *c, void *window);
+/* B comes back through read_done, or to the pool if the read fails. */
+int qpg__conn_read(struct qpg__conn *c, struct qpg_buf *b, uint64_t raddr, uint32_t rkey);
+int qpg__conn_test_write(struct qpg__conn *c, struct qpg_buf *b, uint64_t raddr, uint32_t rkey);
+/* Completions of the above (transport -> core). */
+void qpg__conn_on_revoked(struct qpg__conn *c, void *user);
+void qpg__conn_on_read(struct qpg__conn *c, struct qpg_buf *b, bool ok, const char *why);
 /* Deliver a received frame (transport -> core). Takes ownership of B. */
 void qpg__conn_on_frame(struct qpg__conn *c, struct qpg_buf *b, size_t len);
 /* A send completion (transport -> core). */

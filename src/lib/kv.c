@@ -9,7 +9,12 @@
  * A PUT's chunks are acknowledged one by one (a reply per request frame
  * keeps the client's credits honest); the value becomes visible only when
  * its last chunk is in. A GET holds a reference to the value it streams, so
- * a concurrent replace or DEL on another thread never tears it. */
+ * a concurrent replace or DEL on another thread never tears it.
+ *
+ * A one-sided GET (RDMA) is answered with a grant: a read-only window over
+ * exactly the value, bound to the client's QP, and the value's digest. The
+ * grant holds its reference until the client releases it and the window is
+ * invalid again, so the space is never reused while it can still be read. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,10 +25,28 @@
 
 struct qpg__kv_service {
 	struct qpg__kv_store store;
+	bool one_sided; /* values are registered as they commit, for windows */
+};
+
+enum job_kind {
+	JOB_REPLY, /* a status, or a GET's value in chunks */
+	JOB_GRANT, /* bind a window and send the grant (two work requests) */
+	JOB_REVOKE /* invalidate a window and acknowledge the RELEASE (two) */
+};
+
+enum grant_state { GRANT_FREE, GRANT_QUEUED, GRANT_ACTIVE, GRANT_RELEASING, GRANT_REVOKING };
+
+struct kv_grant {
+	struct qpg__kv_value *v; /* held from the GET until the window is invalid */
+	void *window;
+	uint16_t gen; /* in the grant id, so a stale id never matches */
+	uint8_t state;
 };
 
 struct kv_job {
 	struct kv_job *next;
+	uint8_t kind;
+	uint16_t grant;
 	uint8_t op, status;
 	uint32_t req_id;
 	uint32_t value_len;
@@ -40,6 +63,8 @@ struct kv_conn {
 	uint8_t failed_status;
 	bool have_failed;
 	bool pumping; /* a transport may complete a send inside the send call */
+	struct kv_grant *grants;
+	unsigned ngrants;
 };
 
 int qpg__kv_service_create(struct qpg__kv_service **out, size_t capacity, uint32_t max_value)
@@ -56,6 +81,18 @@ int qpg__kv_service_create(struct qpg__kv_service **out, size_t capacity, uint32
 	return 0;
 }
 
+int qpg__kv_service_enable_one_sided(struct qpg__kv_service *k, struct qpg__endpoint *ep)
+{
+	if (!ep->t->windows_probe)
+		return -EOPNOTSUPP;
+	int rc = ep->t->windows_probe(ep);
+	if (rc == 0) {
+		k->store.region_close = ep->t->region_close;
+		k->one_sided = true;
+	}
+	return rc;
+}
+
 void qpg__kv_service_destroy(struct qpg__kv_service *k)
 {
 	if (!k)
@@ -64,9 +101,14 @@ void qpg__kv_service_destroy(struct qpg__kv_service *k)
 	free(k);
 }
 
+static struct qpg__kv_service *service_of(struct qpg__conn *c)
+{
+	return c->ep->service_ctx;
+}
+
 static struct qpg__kv_store *store_of(struct qpg__conn *c)
 {
-	return &((struct qpg__kv_service *)c->ep->service_ctx)->store;
+	return &service_of(c)->store;
 }
 
 static struct kv_conn *kv_conn_of(struct qpg__conn *c)
@@ -76,13 +118,15 @@ static struct kv_conn *kv_conn_of(struct qpg__conn *c)
 	return c->svc;
 }
 
-static int queue(struct kv_conn *kc, uint8_t op, uint8_t status, uint32_t req_id,
-		 uint32_t value_len, uint32_t off, struct qpg__kv_value *v)
+static int queue_job(struct kv_conn *kc, uint8_t kind, uint16_t grant, uint8_t op, uint8_t status,
+		     uint32_t req_id, uint32_t value_len, uint32_t off, struct qpg__kv_value *v)
 {
 	struct kv_job *j = calloc(1, sizeof(*j));
 	if (!j)
 		return -ENOMEM;
-	*j = (struct kv_job){.op = op,
+	*j = (struct kv_job){.kind = kind,
+			     .grant = grant,
+			     .op = op,
 			     .status = status,
 			     .req_id = req_id,
 			     .value_len = value_len,
@@ -95,6 +139,85 @@ static int queue(struct kv_conn *kc, uint8_t op, uint8_t status, uint32_t req_id
 	kc->tail = j;
 	kc->queued++;
 	return 0;
+}
+
+static int queue(struct kv_conn *kc, uint8_t op, uint8_t status, uint32_t req_id,
+		 uint32_t value_len, uint32_t off, struct qpg__kv_value *v)
+{
+	return queue_job(kc, JOB_REPLY, 0, op, status, req_id, value_len, off, v);
+}
+
+static uint32_t grant_id(const struct kv_conn *kc, uint16_t i)
+{
+	return (uint32_t)kc->grants[i].gen << 16 | i;
+}
+
+static void grant_drop(struct qpg__conn *c, struct kv_grant *g)
+{
+	qpg__kv_release(store_of(c), g->v);
+	g->v = NULL;
+	g->window = NULL;
+	g->state = GRANT_FREE;
+}
+
+/* Send a job's reply header (and PAYLOAD) in a fresh buffer. */
+static int send_reply(struct qpg__conn *c, const struct qpg_kv_reply *r, uint16_t frame_flags,
+		      const void *payload, uint32_t len)
+{
+	struct qpg_buf *b = qpg_pool_get(&c->ep->pool);
+	if (!b)
+		return -ENOBUFS;
+	uint8_t *p = qpg__frame_payload(b);
+	qpg_kv_encode_reply(p, QPG_KV_HDR_LEN, r);
+	if (len)
+		memcpy(p + QPG_KV_HDR_LEN, payload, len);
+	return qpg__conn_send_flags(c, b, QPG_FRAME_KV_REPLY, frame_flags, QPG_KV_HDR_LEN + len);
+}
+
+/* JOB_GRANT: bind the window, then send the grant; the bind is ahead of the
+ * reply on the send queue, so the window is valid before the client knows
+ * its key. */
+static int run_grant(struct qpg__conn *c, struct kv_conn *kc, const struct kv_job *j)
+{
+	struct kv_grant *g = &kc->grants[j->grant];
+	struct qpg__kv_store *st = store_of(c);
+	struct qpg_kv_reply r = {.op = QPG_KV_GET, .req_id = j->req_id, .value_len = g->v->len};
+	struct qpg_kv_grant gr = {.addr = (uintptr_t)qpg__kv_data(st, g->v)};
+	int rc = qpg__conn_grant_read(c, g->v->region, qpg__kv_data(st, g->v), g->v->len, g,
+				      &g->window, &gr.rkey);
+	if (rc) {
+		/* Out of windows or send queue: the client may retry. */
+		grant_drop(c, g);
+		if (rc == -ENOTCONN)
+			return rc;
+		r.status = QPG_KV_BUSY;
+		return send_reply(c, &r, 0, NULL, 0);
+	}
+	g->state = GRANT_ACTIVE;
+	gr.grant_id = grant_id(kc, j->grant);
+	memcpy(gr.digest, g->v->digest, sizeof(gr.digest));
+	uint8_t payload[QPG_KV_GRANT_LEN];
+	qpg_kv_encode_grant(payload, sizeof(payload), &gr);
+	r.flags = QPG_KV_R_GRANT;
+	return send_reply(c, &r, 0, payload, sizeof(payload));
+}
+
+/* JOB_REVOKE: invalidate the window, then acknowledge the RELEASE. The
+ * value's reference goes when the invalidation completes (revoked). */
+static int run_revoke(struct qpg__conn *c, struct kv_conn *kc, const struct kv_job *j)
+{
+	struct kv_grant *g = &kc->grants[j->grant];
+	int rc = qpg__conn_revoke(c, g->window);
+	if (rc) {
+		/* A window that cannot be invalidated must not outlive the
+		 * connection: closing puts the QP in error, which ends it. */
+		qpg__conn_close(c, QPG_ERR_QP, "cannot invalidate a memory window: %s",
+				strerror(-rc));
+		return rc;
+	}
+	g->state = GRANT_REVOKING;
+	struct qpg_kv_reply r = {.op = QPG_KV_RELEASE, .req_id = j->req_id};
+	return send_reply(c, &r, 0, NULL, 0);
 }
 
 static void pop(struct qpg__conn *c, struct kv_conn *kc)
@@ -116,14 +239,29 @@ static void pump(struct qpg__conn *c)
 	if (!kc || kc->pumping)
 		return; /* the outer pump goes on while there is room */
 	kc->pumping = true;
-	while (kc->head && c->state == QPG_CONN_ESTABLISHED && qpg__conn_send_room(c) > 0) {
+	while (kc->head && c->state == QPG_CONN_ESTABLISHED) {
+		struct kv_job *j = kc->head;
+		uint32_t need = j->kind == JOB_REPLY ? 1 : 2; /* work requests */
+		if (qpg__conn_send_room(c) < need)
+			break;
+		if (j->kind != JOB_REPLY) {
+			struct kv_job job = *j;
+			j->v = NULL; /* a grant's reference is the grant's, not the job's */
+			pop(c, kc);
+			int rc = job.kind == JOB_GRANT ? run_grant(c, kc, &job)
+						       : run_revoke(c, kc, &job);
+			if (rc == -ENOBUFS && c->in_flight == 0)
+				qpg__conn_close(c, QPG_ERR_LOCAL, "server out of message buffers");
+			if (rc)
+				break;
+			continue;
+		}
 		struct qpg_buf *b = qpg_pool_get(&c->ep->pool);
 		if (!b) {
 			if (c->in_flight == 0) /* no completion of ours will wake us */
 				qpg__conn_close(c, QPG_ERR_LOCAL, "server out of message buffers");
 			break;
 		}
-		struct kv_job *j = kc->head;
 		uint8_t *p = qpg__frame_payload(b);
 		struct qpg_kv_reply r = {.op = j->op,
 					 .status = j->status,
@@ -184,10 +322,73 @@ static void handle_put(struct qpg__conn *c, struct kv_conn *kc, const struct qpg
 	memcpy(qpg__kv_data(st, kc->put) + r->offset, r->chunk, r->chunk_len);
 	kc->put_got += r->chunk_len;
 	if (kc->put_got == kc->put->len) {
-		qpg__kv_commit(st, kc->put);
+		struct qpg__kv_value *v = kc->put;
 		kc->put = NULL;
+		/* Its own region: a window over it cannot reach a neighbour. */
+		if (service_of(c)->one_sided && v->len &&
+		    c->t->region_open(c->ep, qpg__kv_data(st, v), v->len, &v->region)) {
+			qpg__kv_release(st, v);
+			queue(kc, QPG_KV_PUT, QPG_KV_STORE_FULL, r->req_id, r->value_len, r->offset,
+			      NULL);
+			return;
+		}
+		qpg__kv_commit(st, v);
 	}
 	queue(kc, QPG_KV_PUT, QPG_KV_OK, r->req_id, r->value_len, r->offset + r->chunk_len, NULL);
+}
+
+static void handle_one_sided_get(struct qpg__conn *c, struct kv_conn *kc,
+				 const struct qpg_kv_req *r)
+{
+	if (!service_of(c)->one_sided) {
+		queue(kc, QPG_KV_GET, QPG_KV_UNSUPPORTED, r->req_id, 0, 0, NULL);
+		return;
+	}
+	struct qpg__kv_value *v = qpg__kv_get(store_of(c), r->key, r->key_len);
+	if (!v) {
+		queue(kc, QPG_KV_GET, QPG_KV_NOT_FOUND, r->req_id, 0, 0, NULL);
+		return;
+	}
+	if (!v->region) { /* empty: a window cannot be, and there is nothing to read */
+		if (queue(kc, QPG_KV_GET, QPG_KV_OK, r->req_id, 0, 0, v))
+			qpg__kv_release(store_of(c), v);
+		return;
+	}
+	/* Twice the credits: a released grant's slot frees only when its
+	 * invalidation completes, which may trail the client's next GET. */
+	if (!kc->grants) {
+		kc->ngrants = 2u * c->credits;
+		kc->grants = calloc(kc->ngrants, sizeof(*kc->grants));
+	}
+	unsigned i = 0;
+	while (kc->grants && i < kc->ngrants && kc->grants[i].state != GRANT_FREE)
+		i++;
+	if (!kc->grants || i == kc->ngrants) {
+		qpg__kv_release(store_of(c), v);
+		queue(kc, QPG_KV_GET, QPG_KV_BUSY, r->req_id, 0, 0, NULL);
+		return;
+	}
+	struct kv_grant *g = &kc->grants[i];
+	g->v = v;
+	g->gen++;
+	g->state = GRANT_QUEUED;
+	if (queue_job(kc, JOB_GRANT, (uint16_t)i, QPG_KV_GET, QPG_KV_OK, r->req_id, v->len, 0,
+		      NULL))
+		grant_drop(c, g);
+}
+
+static void handle_release(struct qpg__conn *c, struct kv_conn *kc, const struct qpg_kv_req *r)
+{
+	uint32_t i = r->offset & 0xffff;
+	if (!kc->grants || i >= kc->ngrants || kc->grants[i].state != GRANT_ACTIVE ||
+	    grant_id(kc, (uint16_t)i) != r->offset) {
+		queue(kc, QPG_KV_RELEASE, QPG_KV_MALFORMED, r->req_id, 0, 0, NULL);
+		return;
+	}
+	kc->grants[i].state = GRANT_RELEASING;
+	if (queue_job(kc, JOB_REVOKE, (uint16_t)i, QPG_KV_RELEASE, QPG_KV_OK, r->req_id, 0, 0,
+		      NULL))
+		kc->grants[i].state = GRANT_ACTIVE;
 }
 
 static void kv_message(struct qpg__conn *c, const struct qpg_frame_hdr *h, struct qpg_buf *b)
@@ -216,16 +417,20 @@ static void kv_message(struct qpg__conn *c, const struct qpg_frame_hdr *h, struc
 	if (status != 0) {
 		/* Refuse the request, keep the connection: the frame itself was
 		 * authentic, only its content is wrong. */
-		uint8_t op = r.op >= QPG_KV_PUT && r.op <= QPG_KV_DEL ? r.op : 0;
+		uint8_t op = r.op >= QPG_KV_PUT && r.op <= QPG_KV_RELEASE ? r.op : 0;
 		queue(kc, op, (uint8_t)status, r.req_id, 0, 0, NULL);
 	} else if (r.op == QPG_KV_PUT) {
 		handle_put(c, kc, &r);
+	} else if (r.op == QPG_KV_GET && (r.flags & QPG_KV_F_ONE_SIDED)) {
+		handle_one_sided_get(c, kc, &r);
 	} else if (r.op == QPG_KV_GET) {
 		struct qpg__kv_value *v = qpg__kv_get(store_of(c), r.key, r.key_len);
 		if (!v)
 			queue(kc, QPG_KV_GET, QPG_KV_NOT_FOUND, r.req_id, 0, 0, NULL);
 		else if (queue(kc, QPG_KV_GET, QPG_KV_OK, r.req_id, v->len, 0, v))
 			qpg__kv_release(store_of(c), v);
+	} else if (r.op == QPG_KV_RELEASE) {
+		handle_release(c, kc, &r);
 	} else {
 		queue(kc, QPG_KV_DEL, (uint8_t)qpg__kv_del(store_of(c), r.key, r.key_len), r.req_id,
 		      0, 0, NULL);
@@ -239,6 +444,11 @@ static void kv_sent(struct qpg__conn *c)
 	pump(c);
 }
 
+static void kv_revoked(struct qpg__conn *c, void *user)
+{
+	grant_drop(c, user);
+}
+
 static void kv_closed(struct qpg__conn *c)
 {
 	struct kv_conn *kc = c->svc;
@@ -246,6 +456,11 @@ static void kv_closed(struct qpg__conn *c)
 		return;
 	while (kc->head)
 		pop(c, kc);
+	/* The QP is already in error: no window can be read any more. */
+	for (unsigned i = 0; i < kc->ngrants; i++)
+		if (kc->grants[i].state != GRANT_FREE)
+			grant_drop(c, &kc->grants[i]);
+	free(kc->grants);
 	qpg__kv_release(store_of(c), kc->put); /* an unfinished PUT is dropped */
 	free(kc);
 	c->svc = NULL;
@@ -257,4 +472,5 @@ const struct qpg__service qpg__service_kv = {
     .message = kv_message,
     .sent = kv_sent,
     .closed = kv_closed,
+    .revoked = kv_revoked,
 };

@@ -5,6 +5,8 @@
 #include "qpgate/kv_client.h"
 
 #include <errno.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -15,6 +17,13 @@
 #define SLOT_BITS 11 /* up to 2048 requests in flight per connection */
 
 struct pool_thread;
+
+/* A one-sided GET: the request, the grant's READs, then its RELEASE. */
+enum get_phase { PH_NONE, PH_REQUEST, PH_READING, PH_RELEASE_QUEUED, PH_RELEASING };
+
+/* A read's cookie: the request, tagged when it is a test hook's probe that
+ * should have failed. */
+#define PROBE_TAG 1u
 
 struct kv_conn {
 	struct pool_thread *th;
@@ -29,6 +38,13 @@ struct kv_conn {
 	struct qpg_kv_request *head, *tail; /* waiting for a slot */
 	struct qpg_kv_request *put_cur;	    /* a PUT with chunks still to send */
 	uint8_t *frame;			    /* scratch for building requests */
+	/* one-sided GETs */
+	bool one_sided, verify;
+	uint32_t read_max;
+	unsigned reads;				    /* READs in flight */
+	unsigned index;				    /* in its thread */
+	struct qpg_kv_request *rd_head, *rd_tail;   /* granted: READs to post or land */
+	struct qpg_kv_request *rel_head, *rel_tail; /* read and checked: to RELEASE */
 };
 
 struct pool_thread {
@@ -53,6 +69,8 @@ struct qpg_kv_pool {
 	unsigned up, failed, exited;
 	uint16_t credits;
 	char err[256];
+	char last_error[200];
+	atomic_ullong abuse_succeeded;
 };
 
 void qpg_kv_pool_opts_default(struct qpg_kv_pool_opts *o)
@@ -68,6 +86,9 @@ void qpg_kv_pool_opts_default(struct qpg_kv_pool_opts *o)
 
 static void complete(struct qpg_kv_request *op, int status, uint32_t value_len)
 {
+	EVP_MD_CTX_free(op->md);
+	op->md = NULL;
+	op->phase = PH_NONE;
 	if (op->done)
 		op->done(op, status, value_len);
 }
@@ -83,6 +104,8 @@ static void fail_all(struct kv_conn *k, int status)
 	}
 	k->outstanding = 0;
 	k->put_cur = NULL;
+	k->rd_head = k->rd_tail = k->rel_head = k->rel_tail = NULL;
+	k->reads = 0; /* a failed connection's READs never complete */
 	while (k->head) {
 		struct qpg_kv_request *op = k->head;
 		k->head = op->next;
@@ -95,6 +118,8 @@ static int send_frame(struct kv_conn *k, struct qpg_kv_request *op, uint32_t off
 {
 	/* 0x7f: no such operation (the test hook), answered "malformed". */
 	struct qpg_kv_req r = {.op = op->test_unknown_op ? 0x7f : op->op,
+			       .flags =
+				   op->op == QPG_KV_GET && k->one_sided ? QPG_KV_F_ONE_SIDED : 0,
 			       .key_len = op->key_len,
 			       .req_id = op->req_id,
 			       .value_len = op->op == QPG_KV_PUT ? op->value_len : 0,
@@ -135,9 +160,211 @@ static int free_slot(struct kv_conn *k)
 	return -1;
 }
 
+static void pump(struct kv_conn *k); /* read completions start sends, and sends reads */
+
+static void finish_slot(struct kv_conn *k, struct qpg_kv_request *op, int status, uint32_t len)
+{
+	k->slots[op->slot] = NULL;
+	if (k->put_cur == op)
+		k->put_cur = NULL;
+	complete(op, status, len);
+}
+
+static void list_push(struct qpg_kv_request **head, struct qpg_kv_request **tail,
+		      struct qpg_kv_request *op)
+{
+	op->next = NULL;
+	if (*tail)
+		(*tail)->next = op;
+	else
+		*head = op;
+	*tail = op;
+}
+
+static struct qpg_kv_request *list_pop(struct qpg_kv_request **head, struct qpg_kv_request **tail)
+{
+	struct qpg_kv_request *op = *head;
+	if (op) {
+		*head = op->next;
+		if (!*head)
+			*tail = NULL;
+		op->next = NULL;
+	}
+	return op;
+}
+
+static int send_release(struct kv_conn *k, struct qpg_kv_request *op)
+{
+	struct qpg_kv_req r = {
+	    .op = QPG_KV_RELEASE, .req_id = op->req_id, .offset = op->grant.grant_id};
+	int n = qpg_kv_encode_req(k->frame, k->max_msg, &r);
+	int rc = n < 0 ? n : qpg_client_send(k->conn, QPG_FRAME_KV_REQ, k->frame, (uint32_t)n);
+	if (rc == 0) {
+		k->outstanding++;
+		op->phase = PH_RELEASING;
+	}
+	return rc;
+}
+
+/* Test hooks: misuse OP's grant in a way the server must refuse. A probe
+ * that succeeds anyway is counted (abuse_succeeded). */
+static int post_probe(struct kv_conn *k, struct qpg_kv_request *op)
+{
+	const struct qpg_kv_grant *g = &op->grant;
+	uint64_t tagged = (uintptr_t)op | PROBE_TAG;
+	if (op->test_abuse == QPG_KV_ABUSE_READ_PAST_END) {
+		/* The grant's last bytes and one more. */
+		uint32_t len = op->total + 1 < k->read_max ? op->total + 1 : k->read_max;
+		int rc =
+		    qpg_client_read(k->conn, g->addr + op->total + 1 - len, g->rkey, len, tagged);
+		if (rc == 0) {
+			k->reads++;
+			op->posted = op->total; /* this probe is the only READ */
+		}
+		return rc;
+	}
+	if (op->test_abuse == QPG_KV_ABUSE_WRITE) {
+		static const uint8_t junk[8] = "overwrt";
+		return qpg_client_test_write(k->conn, g->addr, g->rkey, junk, sizeof(junk));
+	}
+	if (op->test_abuse == QPG_KV_ABUSE_OTHER_QP) {
+		struct pool_thread *th = k->th;
+		struct kv_conn *other = &th->conns[(k->index + 1) % th->nconns];
+		if (other == k || !other->up)
+			return -ENOTCONN; /* needs two connections on one pool thread */
+		int rc = qpg_client_read(other->conn, g->addr, g->rkey, 1, 0);
+		if (rc == 0)
+			other->reads++;
+		return rc;
+	}
+	if (op->test_abuse == QPG_KV_ABUSE_AFTER_RELEASE) {
+		int rc = qpg_client_read(k->conn, g->addr, g->rkey, 1, tagged);
+		if (rc == 0)
+			k->reads++;
+		return rc;
+	}
+	return 0;
+}
+
+/* Post READs for granted GETs, in order, while the read window has room. */
+static void read_pump(struct kv_conn *k)
+{
+	for (struct qpg_kv_request *op = k->rd_head; op; op = op->next) {
+		if (op->posted == 0 && op->test_abuse != QPG_KV_ABUSE_NONE &&
+		    op->test_abuse != QPG_KV_ABUSE_AFTER_RELEASE) {
+			if (post_probe(k, op) < 0) {
+				qpg_client_close(k->conn);
+				return;
+			}
+			if (k->dead)
+				return;
+		}
+		while (op->posted < op->total) {
+			if (!k->up || k->dead || k->reads >= k->credits)
+				return;
+			uint32_t len = op->total - op->posted;
+			if (len > k->read_max)
+				len = k->read_max;
+			int rc = qpg_client_read(k->conn, op->grant.addr + op->posted,
+						 op->grant.rkey, len, (uintptr_t)op);
+			if (rc == -EAGAIN)
+				return; /* the next send completion calls us again */
+			if (rc) {
+				qpg_client_close(k->conn);
+				return;
+			}
+			op->posted += len;
+			k->reads++;
+		}
+	}
+}
+
+static void on_grant(struct kv_conn *k, struct qpg_kv_request *op, const struct qpg_kv_reply *r)
+{
+	if (!k->one_sided || op->phase != PH_REQUEST ||
+	    qpg_kv_decode_grant(r->chunk, r->chunk_len, &op->grant) || r->value_len == 0) {
+		qpg_client_close(k->conn);
+		return;
+	}
+	op->total = r->value_len;
+	op->posted = op->got = 0;
+	op->result = QPG_KV_OK;
+	op->phase = PH_READING;
+	if (k->verify) {
+		op->md = EVP_MD_CTX_new();
+		if (!op->md || !EVP_DigestInit_ex(op->md, EVP_sha256(), NULL)) {
+			qpg_client_close(k->conn);
+			return;
+		}
+	}
+	list_push(&k->rd_head, &k->rd_tail, op);
+	read_pump(k);
+}
+
+static void on_read(struct qpg_client_conn *c, void *user, uint64_t cookie, const uint8_t *data,
+		    uint32_t len)
+{
+	struct kv_conn *k = user;
+	struct qpg_kv_pool *p = k->th->pool;
+	k->reads--;
+	struct qpg_kv_request *op = (void *)(uintptr_t)(cookie & ~(uint64_t)PROBE_TAG);
+	if (!op || (cookie & PROBE_TAG)) {
+		/* A misuse went through: the hole this hook exists to find. */
+		atomic_fetch_add(&p->abuse_succeeded, 1);
+		if (op && op->phase == PH_READING) { /* past the end: fail it, in order */
+			op->result = QPG_KV_MALFORMED;
+			op->got = op->total;
+		} else if (op && op->phase == PH_RELEASING) { /* after the release */
+			k->outstanding--;
+			finish_slot(k, op, QPG_KV_MALFORMED, op->total);
+			pump(k);
+			return;
+		}
+		if (!op)
+			return;
+	} else {
+		if (op != k->rd_head || op->phase != PH_READING || len > op->total - op->got) {
+			qpg_client_close(c); /* READs complete in order: this cannot be */
+			return;
+		}
+		if (op->chunk)
+			op->chunk(op, data, len, op->got, op->total);
+		if (op->md && !EVP_DigestUpdate(op->md, data, len))
+			op->result = QPG_KV_CORRUPT;
+		op->got += len;
+	}
+	if (op->got >= op->total) {
+		uint8_t d[QPG_KV_DIGEST_LEN];
+		unsigned dl = 0;
+		if (op->md && op->result == QPG_KV_OK &&
+		    (!EVP_DigestFinal_ex(op->md, d, &dl) || dl != sizeof(d) ||
+		     CRYPTO_memcmp(d, op->grant.digest, sizeof(d)) != 0))
+			op->result = QPG_KV_CORRUPT;
+		list_pop(&k->rd_head, &k->rd_tail);
+		op->phase = PH_RELEASE_QUEUED;
+		list_push(&k->rel_head, &k->rel_tail, op);
+	}
+	read_pump(k);
+	pump(k);
+}
+
+static void on_sent(struct qpg_client_conn *c, void *user)
+{
+	(void)c;
+	struct kv_conn *k = user;
+	if (k->rd_head)
+		read_pump(k);
+}
+
 static void pump(struct kv_conn *k)
 {
 	while (k->up && !k->dead && k->outstanding < k->credits) {
+		if (k->rel_head) { /* releases first: they free the server's windows */
+			struct qpg_kv_request *op = list_pop(&k->rel_head, &k->rel_tail);
+			if (send_release(k, op))
+				return;
+			continue;
+		}
 		if (k->put_cur) {
 			if (put_next(k))
 				return;
@@ -157,6 +384,7 @@ static void pump(struct kv_conn *k)
 		op->req_id = (++k->gen << SLOT_BITS) | (uint32_t)slot;
 		op->sent = op->acked = op->got = 0;
 		op->refused = QPG_KV_OK;
+		op->phase = op->op == QPG_KV_GET && k->one_sided ? PH_REQUEST : PH_NONE;
 		k->slots[slot] = op;
 		if (op->op == QPG_KV_PUT) {
 			k->put_cur = op;
@@ -166,14 +394,6 @@ static void pump(struct kv_conn *k)
 			return;
 		}
 	}
-}
-
-static void finish_slot(struct kv_conn *k, struct qpg_kv_request *op, int status, uint32_t len)
-{
-	k->slots[op->slot] = NULL;
-	if (k->put_cur == op)
-		k->put_cur = NULL;
-	complete(op, status, len);
 }
 
 static void on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const uint8_t *p,
@@ -204,6 +424,27 @@ static void on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const 
 		bool failed = op->refused != QPG_KV_OK;
 		if (op->got == 0 && (failed || op->acked >= op->value_len) && k->put_cur != op)
 			finish_slot(k, op, op->refused, op->value_len);
+	} else if (op->op == QPG_KV_GET && r.op == QPG_KV_RELEASE) {
+		k->outstanding--;
+		if (op->phase != PH_RELEASING) {
+			qpg_client_close(c);
+			return;
+		}
+		if (r.status != QPG_KV_OK && op->result == QPG_KV_OK)
+			op->result = r.status;
+		if (op->test_abuse == QPG_KV_ABUSE_AFTER_RELEASE) {
+			/* The window is invalid now: reading it again must fail. */
+			k->outstanding++; /* the slot stays busy until the probe ends */
+			if (post_probe(k, op))
+				qpg_client_close(c);
+			return;
+		}
+		finish_slot(k, op, op->result, op->total);
+	} else if (op->op == QPG_KV_GET && r.status == QPG_KV_OK && (r.flags & QPG_KV_R_GRANT)) {
+		k->outstanding--;
+		on_grant(k, op, &r);
+		if (k->dead)
+			return;
 	} else if (op->op == QPG_KV_GET && r.status == QPG_KV_OK) {
 		if (r.offset != op->got) {
 			qpg_client_close(c);
@@ -230,6 +471,8 @@ static void on_established(struct qpg_client_conn *c, void *user)
 	qpg_client_conn_info(c, &ci);
 	k->credits = ci.credits;
 	k->max_msg = ci.max_msg;
+	k->read_max = ci.read_max;
+	k->verify = ci.auth;
 	k->up = true;
 	struct qpg_kv_pool *p = k->th->pool;
 	pthread_mutex_lock(&p->lock);
@@ -251,6 +494,9 @@ static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class 
 	k->conn = NULL;
 	fail_all(k, atomic_load(&p->stop) ? -ECANCELED : -ECONNRESET);
 	pthread_mutex_lock(&p->lock);
+	if (err != QPG_ERR_NONE)
+		snprintf(p->last_error, sizeof(p->last_error), "%s: %s", qpg_err_class_name(err),
+			 why);
 	if (!was_up) {
 		p->failed++;
 		if (!p->err[0])
@@ -318,8 +564,11 @@ static void *thread_main(void *arg)
 int qpg_kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *o, char *err,
 		       size_t err_len)
 {
-	static const struct qpg_client_cbs cbs = {
-	    .established = on_established, .reply = on_reply, .closed = on_closed};
+	static const struct qpg_client_cbs cbs = {.established = on_established,
+						  .reply = on_reply,
+						  .closed = on_closed,
+						  .sent = on_sent,
+						  .read_done = on_read};
 	*out = NULL;
 	if (o->threads == 0 || o->conns == 0 || o->client.credits > (1u << SLOT_BITS) ||
 	    o->client.max_msg < QPG_KV_MIN_MSG) {
@@ -354,6 +603,8 @@ int qpg_kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *
 		for (unsigned i = 0; i < th->nconns; i++) {
 			struct kv_conn *k = &th->conns[i];
 			k->th = th;
+			k->index = i;
+			k->one_sided = p->o.one_sided;
 			k->nslots = p->o.client.credits;
 			k->slots = calloc(k->nslots, sizeof(*k->slots));
 			k->frame = malloc(p->o.client.max_msg);
@@ -363,6 +614,12 @@ int qpg_kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *
 		/* Each thread's client sizes its pool for its connections. */
 		struct qpg_client_opts co = p->o.client;
 		co.pool_max = 4u * th->nconns * co.credits + 1024;
+		if (p->o.one_sided) {
+			/* READs take send-queue entries and buffers beside the
+			 * requests: up to the credits of each per connection. */
+			co.rd_atomic = 16;
+			co.sq_depth = 2u * co.credits + 2;
+		}
 		if (rc == 0 && (rc = qpg_client_create(&th->cl, &co, &cbs, err, err_len)) == 0)
 			qpg_client_set_wake(th->cl, on_wake, th);
 	}
@@ -454,5 +711,7 @@ void qpg_kv_pool_info(const struct qpg_kv_pool *p, struct qpg_kv_pool_info *out)
 	out->conns = p->nconns;
 	out->connected = p->up;
 	out->credits = p->credits;
+	out->abuse_succeeded = atomic_load(&m->abuse_succeeded);
+	snprintf(out->last_error, sizeof(out->last_error), "%s", p->last_error);
 	pthread_mutex_unlock(&m->lock);
 }

@@ -1,6 +1,7 @@
 #include "kv_store.h"
 
 #include <errno.h>
+#include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -106,6 +107,8 @@ void qpg__kv_store_fini(struct qpg__kv_store *s)
 		while (s->buckets[i]) {
 			struct qpg__kv_value *v = s->buckets[i];
 			s->buckets[i] = v->next;
+			if (v->region)
+				s->region_close(v->region);
 			free(v);
 		}
 	}
@@ -200,6 +203,11 @@ static struct qpg__kv_value *unlink_key(struct qpg__kv_store *s, uint64_t h, con
 
 void qpg__kv_commit(struct qpg__kv_store *s, struct qpg__kv_value *v)
 {
+	/* Outside the lock: hashing a 1 MiB value takes a while. A failure
+	 * leaves a zero digest, which a one-sided reader reports as corrupt
+	 * rather than trusting. */
+	if (!EVP_Digest(qpg__kv_data(s, v), v->len, v->digest, NULL, EVP_sha256(), NULL))
+		memset(v->digest, 0, sizeof(v->digest));
 	pthread_mutex_lock(&s->lock);
 	struct qpg__kv_value *old = unlink_key(s, v->hash, v->key, v->key_len);
 	struct qpg__kv_value **b = &s->buckets[v->hash & (s->nbuckets - 1)];
@@ -230,6 +238,8 @@ void qpg__kv_release(struct qpg__kv_store *s, struct qpg__kv_value *v)
 {
 	if (!v || atomic_fetch_sub(&v->refs, 1) != 1)
 		return;
+	if (v->region)
+		s->region_close(v->region);
 	pthread_mutex_lock(&s->lock);
 	free_block(s, v->off, v->cls);
 	pthread_mutex_unlock(&s->lock);

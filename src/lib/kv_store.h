@@ -20,8 +20,10 @@ struct qpg__kv_value {
 	atomic_int refs;	    /* the table's + each reader's */
 	uint64_t hash;
 	uint32_t len;
-	uint32_t off; /* in the arena */
-	uint8_t cls;  /* buddy order of the allocation */
+	uint32_t off;			   /* in the arena */
+	uint8_t cls;			   /* buddy order of the allocation */
+	uint8_t digest[QPG_KV_DIGEST_LEN]; /* SHA-256 of the value, set at commit */
+	void *region;			   /* registered for one-sided GETs, or NULL */
 	uint16_t key_len;
 	uint8_t key[];
 };
@@ -44,6 +46,7 @@ struct qpg__kv_store {
 	struct qpg__kv_value **buckets;
 	size_t nbuckets;
 	size_t nkeys;
+	void (*region_close)(void *region); /* drops a value's region as it is freed */
 };
 
 /* CAPACITY bytes of value space, values up to MAX_VALUE. -ENOMEM, -EINVAL. */
@@ -55,7 +58,8 @@ void qpg__kv_store_fini(struct qpg__kv_store *s);
  * QPG_KV_STORE_FULL. Fill it through qpg__kv_data(), then commit or drop. */
 int qpg__kv_reserve(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len, uint32_t len,
 		    struct qpg__kv_value **out);
-/* Make V the value of its key, replacing (and releasing) any previous one. */
+/* Make V the value of its key, replacing (and releasing) any previous one.
+ * Values are immutable from here on, so their digest is computed once. */
 void qpg__kv_commit(struct qpg__kv_store *s, struct qpg__kv_value *v);
 /* Look KEY up and take a reference, or NULL. Release with qpg__kv_release. */
 struct qpg__kv_value *qpg__kv_get(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len);

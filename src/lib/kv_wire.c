@@ -26,7 +26,8 @@ int qpg_kv_encode_reply(uint8_t *out, size_t cap, const struct qpg_kv_reply *r)
 		return -ENOSPC;
 	out[0] = r->op;
 	out[1] = r->status;
-	qpg__put16(out + 2, 0);
+	out[2] = r->flags;
+	out[3] = 0;
 	qpg__put32(out + 4, r->req_id);
 	qpg__put32(out + 8, r->value_len);
 	qpg__put32(out + 12, r->offset);
@@ -51,10 +52,16 @@ int qpg_kv_decode_req(const uint8_t *in, size_t len, struct qpg_kv_req *r, char 
 	r->req_id = qpg__get32(in + 4);
 	r->value_len = qpg__get32(in + 8);
 	r->offset = qpg__get32(in + 12);
-	if (r->op != QPG_KV_PUT && r->op != QPG_KV_GET && r->op != QPG_KV_DEL)
+	if (r->op < QPG_KV_PUT || r->op > QPG_KV_RELEASE)
 		return bad(why, why_len, QPG_KV_MALFORMED, "unknown operation");
-	if (r->flags)
+	if (r->flags & ~(r->op == QPG_KV_GET ? QPG_KV_F_ONE_SIDED : 0))
 		return bad(why, why_len, QPG_KV_MALFORMED, "reserved flags set");
+	if (r->op == QPG_KV_RELEASE) {
+		if (r->key_len || r->value_len || len != QPG_KV_HDR_LEN)
+			return bad(why, why_len, QPG_KV_MALFORMED,
+				   "RELEASE carries only a grant id");
+		return 0;
+	}
 	if (r->key_len == 0)
 		return bad(why, why_len, QPG_KV_MALFORMED, "empty key");
 	if (r->key_len > QPG_KV_MAX_KEY)
@@ -87,17 +94,45 @@ int qpg_kv_decode_reply(const uint8_t *in, size_t len, struct qpg_kv_reply *r)
 		return -EPROTO;
 	r->op = in[0];
 	r->status = in[1];
+	r->flags = in[2];
 	r->req_id = qpg__get32(in + 4);
 	r->value_len = qpg__get32(in + 8);
 	r->offset = qpg__get32(in + 12);
 	r->chunk = in + QPG_KV_HDR_LEN;
 	r->chunk_len = (uint32_t)(len - QPG_KV_HDR_LEN);
 	/* op 0 only answers a request whose operation was unknown. */
-	if (qpg__get16(in + 2) != 0 || r->op > QPG_KV_DEL || r->status > QPG_KV_BUSY ||
-	    (r->op == 0 && r->status != QPG_KV_MALFORMED))
+	if ((r->flags & ~QPG_KV_R_GRANT) || in[3] != 0 || r->op > QPG_KV_RELEASE ||
+	    r->status > QPG_KV_STATUS_MAX || (r->op == 0 && r->status != QPG_KV_MALFORMED))
 		return -EPROTO;
+	if (r->flags & QPG_KV_R_GRANT) /* a successful one-sided GET, and only that */
+		return r->op == QPG_KV_GET && r->status == QPG_KV_OK && r->offset == 0 &&
+			       r->chunk_len == QPG_KV_GRANT_LEN
+			   ? 0
+			   : -EPROTO;
 	if (r->offset > r->value_len || r->chunk_len > r->value_len - r->offset)
 		return -EPROTO;
+	return 0;
+}
+
+int qpg_kv_encode_grant(uint8_t *out, size_t cap, const struct qpg_kv_grant *g)
+{
+	if (cap < QPG_KV_GRANT_LEN)
+		return -ENOSPC;
+	qpg__put64(out, g->addr);
+	qpg__put32(out + 8, g->rkey);
+	qpg__put32(out + 12, g->grant_id);
+	memcpy(out + 16, g->digest, QPG_KV_DIGEST_LEN);
+	return QPG_KV_GRANT_LEN;
+}
+
+int qpg_kv_decode_grant(const uint8_t *in, size_t len, struct qpg_kv_grant *g)
+{
+	if (len != QPG_KV_GRANT_LEN)
+		return -EPROTO;
+	g->addr = qpg__get64(in);
+	g->rkey = qpg__get32(in + 8);
+	g->grant_id = qpg__get32(in + 12);
+	memcpy(g->digest, in + 16, QPG_KV_DIGEST_LEN);
 	return 0;
 }
 
@@ -105,6 +140,8 @@ const char *qpg_kv_status_name(uint8_t status)
 {
 	static const char *const names[] = {
 	    "ok",	  "not found",	       "key too large", "value too large",
-	    "store full", "malformed request", "busy"};
+	    "store full", "malformed request", "busy",		"one-sided access unsupported"};
+	if (status == QPG_KV_CORRUPT)
+		return "value does not match its digest";
 	return status < sizeof(names) / sizeof(names[0]) ? names[status] : "unknown status";
 }

@@ -41,6 +41,7 @@ struct qpg_server {
 	atomic_ullong next_conn_id;
 	atomic_ullong refused_pending, refused_per_peer;
 	struct qpg__kv_service *kv; /* the KV service's store, when it is the service */
+	char one_sided[160];	    /* KV: whether one-sided GETs are served, and why not */
 };
 
 void qpg_server_opts_default(struct qpg_server_opts *o)
@@ -123,6 +124,13 @@ static void srv_sent(struct qpg__conn *c)
 	struct qpg_server *s = ((struct worker *)c->ep)->srv;
 	if (s->service->sent)
 		s->service->sent(c);
+}
+
+static void srv_revoked(struct qpg__conn *c, void *user)
+{
+	struct qpg_server *s = ((struct worker *)c->ep)->srv;
+	if (s->service->revoked)
+		s->service->revoked(c, user);
 }
 
 static void srv_closed(struct qpg__conn *c)
@@ -231,6 +239,26 @@ static uint16_t bound_port(int fd)
 					      : ((struct sockaddr_in *)&ss)->sin_port);
 }
 
+/* One-sided GETs need the store registered and windows the device scopes
+ * to one QP; without them the KV service still serves every GET two-sided. */
+static void open_one_sided(struct qpg_server *s)
+{
+	int rc = qpg__kv_service_enable_one_sided(s->kv, &s->workers[0].ep);
+	if (rc) {
+		snprintf(s->one_sided, sizeof(s->one_sided), "off (%s)",
+			 rc == -EOPNOTSUPP ? "the transport or device has no type-2 memory windows"
+					   : strerror(-rc));
+		return;
+	}
+	for (unsigned i = 0; i < s->nworkers; i++) {
+		s->workers[i].ep.grants_reads = true;
+		s->workers[i].ep.rd_atomic = 16; /* READs a client may pipeline */
+	}
+	snprintf(s->one_sided, sizeof(s->one_sided),
+		 "on (read-only type-2 memory windows, one per grant, bound to the "
+		 "client's QP, over a region that is exactly the value)");
+}
+
 struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err, size_t err_len)
 {
 	struct qpg_server *s = calloc(1, sizeof(*s));
@@ -324,6 +352,7 @@ struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err,
 		    .message = srv_message,
 		    .sent = srv_sent,
 		    .closed = srv_closed,
+		    .revoked = srv_revoked,
 		};
 		int fd = open_listener(s, port, err, err_len);
 		if (fd < 0)
@@ -336,6 +365,8 @@ struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err,
 		}
 	}
 	s->port = port;
+	if (s->kv)
+		open_one_sided(s);
 	return s;
 fail:
 	qpg_server_destroy(s);
@@ -376,6 +407,11 @@ void qpg_server_stop(struct qpg_server *s)
 	atomic_store(&s->stop, 1);
 	for (unsigned i = 0; i < s->nworkers; i++)
 		qpg__loop_wake(&s->workers[i].ep.loop);
+}
+
+const char *qpg_server_one_sided(const struct qpg_server *s)
+{
+	return s->one_sided[0] ? s->one_sided : "off (not the kv service)";
 }
 
 void qpg_server_destroy(struct qpg_server *s)

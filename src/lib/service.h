@@ -13,6 +13,8 @@ struct qpg__service {
 	void (*sent)(struct qpg__conn *c);
 	/* Optional: C is gone; free C->svc. */
 	void (*closed)(struct qpg__conn *c);
+	/* Optional: a window granted to C with USER is invalid again. */
+	void (*revoked)(struct qpg__conn *c, void *user);
 };
 
 extern const struct qpg__service qpg__service_echo;
@@ -22,5 +24,9 @@ extern const struct qpg__service qpg__service_kv;
 struct qpg__kv_service;
 int qpg__kv_service_create(struct qpg__kv_service **out, size_t capacity, uint32_t max_value);
 void qpg__kv_service_destroy(struct qpg__kv_service *k);
+/* Serve one-sided GETs through EP's transport and device (values are then
+ * registered as they commit). -EOPNOTSUPP: the transport or device cannot
+ * scope windows to one client. */
+int qpg__kv_service_enable_one_sided(struct qpg__kv_service *k, struct qpg__endpoint *ep);
 
 #endif

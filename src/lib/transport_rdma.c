@@ -1,7 +1,12 @@
 /* RDMA transport: RC QPs on one shared CQ (with a completion channel in the
  * endpoint's epoll loop) and one SRQ per endpoint, fed from the endpoint's
- * registered pool. Two-sided messaging only, so no memory is registered with
- * remote access. */
+ * registered pool. The pool is registered for local access only: receive
+ * buffers have no usable rkey.
+ *
+ * One-sided access goes through type-2 memory windows, each bound to one
+ * connection's QP by a work request: a window's rkey is useless on any other
+ * QP, covers exactly the bytes granted, is read-only, and gets a new key on
+ * every bind so an rkey from an earlier grant no longer works. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -25,10 +30,29 @@ struct rdma_ep {
 	struct qpg__endpoint *ep;
 };
 
+struct rdma_window {
+	struct ibv_mw *mw;
+	struct rdma_conn *owner;
+	void *user;
+	struct rdma_window *next_all, *next_free;
+	bool revoking;
+};
+
 struct rdma_conn {
 	struct qpg__conn base;
 	struct ibv_qp *qp;
+	struct rdma_window *windows, *free_windows;
 };
+
+/* Work request ids: a pointer with the kind of request in its low bits
+ * (buffers and windows are at least 8-byte aligned). */
+enum wr_kind { WR_BUF = 0, WR_WINDOW = 1, WR_READ = 2, WR_WRITE = 3 };
+#define WR_KIND_MASK 3u
+
+static uint64_t wr_id_of(const void *p, enum wr_kind k)
+{
+	return (uintptr_t)p | (uint64_t)k;
+}
 
 static struct rdma_conn *to_rdma(struct qpg__conn *c)
 {
@@ -80,11 +104,48 @@ static void srq_refill(struct rdma_ep *r)
 	}
 }
 
+static void window_done(struct rdma_window *w, const struct ibv_wc *wc)
+{
+	struct qpg__conn *c = &w->owner->base;
+	bool ok = wc->status == IBV_WC_SUCCESS;
+	if (w->revoking) {
+		/* Invalid now (or its QP is in error): safe to reuse. */
+		w->revoking = false;
+		w->next_free = w->owner->free_windows;
+		w->owner->free_windows = w;
+		if (ok)
+			qpg__conn_on_revoked(c, w->user);
+	}
+	if (!ok && c->state == QPG_CONN_ESTABLISHED)
+		qpg__conn_close(c, QPG_ERR_QP, "memory window operation failed: %s",
+				ibv_wc_status_str(wc->status));
+	qpg__conn_on_sent(c, ok, ibv_wc_status_str(wc->status));
+}
+
 static void handle_wc(struct rdma_ep *r, const struct ibv_wc *wc)
 {
 	struct qpg__endpoint *ep = r->ep;
-	struct qpg_buf *b = (struct qpg_buf *)(uintptr_t)wc->wr_id;
+	enum wr_kind kind = (enum wr_kind)(wc->wr_id & WR_KIND_MASK);
+	void *p = (void *)(uintptr_t)(wc->wr_id & ~(uint64_t)WR_KIND_MASK);
+	if (kind == WR_WINDOW) {
+		window_done(p, wc);
+		return;
+	}
+	struct qpg_buf *b = p;
 	struct qpg__conn *c = b->owner;
+	bool ok = wc->status == IBV_WC_SUCCESS;
+	if (kind == WR_READ) {
+		qpg__conn_on_read(c, b, ok, ibv_wc_status_str(wc->status));
+		return;
+	}
+	if (kind == WR_WRITE) {
+		qpg_pool_put(&ep->pool, b);
+		if (!ok && c->state == QPG_CONN_ESTABLISHED)
+			qpg__conn_close(c, QPG_ERR_QP, "one-sided write failed: %s",
+					ibv_wc_status_str(wc->status));
+		qpg__conn_on_sent(c, ok, ibv_wc_status_str(wc->status));
+		return;
+	}
 	if (!c) { /* a receive from the SRQ */
 		r->srq_posted--;
 		c = qpg__map_get(&r->qpn_to_conn, wc->qp_num);
@@ -99,7 +160,7 @@ static void handle_wc(struct rdma_ep *r, const struct ibv_wc *wc)
 		return;
 	}
 	qpg_pool_put(&ep->pool, b);
-	qpg__conn_on_sent(c, wc->status == IBV_WC_SUCCESS, ibv_wc_status_str(wc->status));
+	qpg__conn_on_sent(c, ok, ibv_wc_status_str(wc->status));
 }
 
 static void drain_cq(struct rdma_ep *r)
@@ -237,7 +298,10 @@ static int rdma_conn_prepare(struct qpg__conn *c, struct qpg_wire_params *local)
 		return err;
 	atomic_fetch_add_explicit(&ep->stats.qps_created, 1, memory_order_relaxed);
 	qpg__phase_end(c, QPG_PHASE_QP_CREATE);
-	if ((err = qpg_qp_to_init(ep->dev, rc->qp, 0)) != 0)
+	/* Remote access on the QP only lets peers use windows granted to it;
+	 * no region is registered with remote access of its own. */
+	if ((err = qpg_qp_to_init(ep->dev, rc->qp,
+				  ep->grants_reads ? IBV_ACCESS_REMOTE_READ : 0)) != 0)
 		return err;
 	qpg__phase_end(c, QPG_PHASE_QP_INIT);
 	if ((err = qpg__map_put(&r->qpn_to_conn, rc->qp->qp_num, c)) != 0)
@@ -266,12 +330,14 @@ static int rdma_conn_establish(struct qpg__conn *c, const struct qpg_wire_params
 	qpg_qp_opts_default(&o);
 	if (ep->qp_timeout)
 		o.timeout = ep->qp_timeout;
+	if (ep->rd_atomic)
+		o.rd_atomic = ep->rd_atomic;
 	int err;
 	qpg__phase_begin(c);
-	if ((err = qpg_qp_to_rtr(ep->dev, rc->qp, &pa)) != 0)
+	if ((err = qpg_qp_to_rtr(ep->dev, rc->qp, &pa, &o)) != 0)
 		return err;
 	qpg__phase_end(c, QPG_PHASE_QP_RTR);
-	if ((err = qpg_qp_to_rts(rc->qp, c->local.psn, &o)) != 0)
+	if ((err = qpg_qp_to_rts(ep->dev, rc->qp, c->local.psn, &o)) != 0)
 		return err;
 	qpg__phase_end(c, QPG_PHASE_QP_RTS);
 	return 0;
@@ -282,7 +348,7 @@ static int rdma_send(struct qpg__conn *c, struct qpg_buf *b, size_t len)
 	struct rdma_conn *rc = to_rdma(c);
 	b->owner = c;
 	struct ibv_sge sge = {(uintptr_t)b->addr, (uint32_t)len, b->lkey};
-	struct ibv_send_wr wr = {.wr_id = (uintptr_t)b,
+	struct ibv_send_wr wr = {.wr_id = wr_id_of(b, WR_BUF),
 				 .sg_list = &sge,
 				 .num_sge = 1,
 				 .opcode = IBV_WR_SEND,
@@ -294,6 +360,128 @@ static int rdma_send(struct qpg__conn *c, struct qpg_buf *b, size_t len)
 		return -err;
 	}
 	return 0;
+}
+
+static int rdma_windows_probe(struct qpg__endpoint *ep)
+{
+	/* Only type-2 windows are scoped to one QP; without them, refuse. */
+	struct ibv_mw *probe;
+	int rc = qpg_mw_alloc(ep->dev, &probe);
+	qpg_mw_free(&probe);
+	return rc;
+}
+
+static int rdma_region_open(struct qpg__endpoint *ep, void *addr, size_t len, void **region)
+{
+	/* Windows need MW_BIND; local write pins the pages writable. No
+	 * remote access: the region's own rkey opens nothing. */
+	errno = 0;
+	struct ibv_mr *mr =
+	    ibv_reg_mr(ep->dev->pd, addr, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	if (!mr)
+		return errno ? -errno : -ENOMEM;
+	*region = mr;
+	return 0;
+}
+
+static void rdma_region_close(void *region)
+{
+	if (region)
+		ibv_dereg_mr(region);
+}
+
+static int rdma_grant_read(struct qpg__conn *c, void *region, const void *addr, uint32_t len,
+			   void *user, void **window, uint32_t *rkey)
+{
+	struct rdma_conn *rc = to_rdma(c);
+	struct rdma_window *w = rc->free_windows;
+	int err;
+	if (w && !w->mw)
+		return -ENOTCONN; /* shut down: its windows are gone */
+	if (w) {
+		rc->free_windows = w->next_free;
+	} else {
+		w = calloc(1, sizeof(*w));
+		if (!w)
+			return -ENOMEM;
+		if ((err = qpg_mw_alloc(c->ep->dev, &w->mw)) != 0) {
+			free(w);
+			return err;
+		}
+		w->owner = rc;
+		w->next_all = rc->windows;
+		rc->windows = w;
+	}
+	uint32_t new_rkey = ibv_inc_rkey(w->mw->rkey);
+	struct ibv_send_wr wr = {.wr_id = wr_id_of(w, WR_WINDOW),
+				 .opcode = IBV_WR_BIND_MW,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	wr.bind_mw.mw = w->mw;
+	wr.bind_mw.rkey = new_rkey;
+	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){.mr = region,
+							 .addr = (uintptr_t)addr,
+							 .length = len,
+							 .mw_access_flags = IBV_ACCESS_REMOTE_READ};
+	if ((err = ibv_post_send(rc->qp, &wr, &bad)) != 0) {
+		w->next_free = rc->free_windows;
+		rc->free_windows = w;
+		return -err;
+	}
+	/* The device knows the window by its current key from here on. */
+	w->mw->rkey = new_rkey;
+	w->user = user;
+	*window = w;
+	*rkey = new_rkey;
+	return 0;
+}
+
+static int rdma_revoke(struct qpg__conn *c, void *window)
+{
+	struct rdma_window *w = window;
+	if (!w->mw)
+		return -ENOTCONN;
+	struct ibv_send_wr wr = {.wr_id = wr_id_of(w, WR_WINDOW),
+				 .opcode = IBV_WR_LOCAL_INV,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .invalidate_rkey = w->mw->rkey},
+			   *bad;
+	int err = ibv_post_send(to_rdma(c)->qp, &wr, &bad);
+	if (err)
+		return -err;
+	w->revoking = true;
+	return 0;
+}
+
+static int post_one_sided(struct qpg__conn *c, struct qpg_buf *b, enum wr_kind kind, uint64_t raddr,
+			  uint32_t rkey)
+{
+	b->owner = c;
+	struct ibv_sge sge = {(uintptr_t)b->addr, b->io_len, b->lkey};
+	struct ibv_send_wr wr = {.wr_id = wr_id_of(b, kind),
+				 .sg_list = &sge,
+				 .num_sge = 1,
+				 .opcode = kind == WR_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	int err = ibv_post_send(to_rdma(c)->qp, &wr, &bad);
+	return err ? -err : 0;
+}
+
+static int rdma_read(struct qpg__conn *c, struct qpg_buf *b, uint64_t raddr, uint32_t rkey)
+{
+	if (b->io_len > b->len)
+		return -EINVAL;
+	return post_one_sided(c, b, WR_READ, raddr, rkey);
+}
+
+static int rdma_test_write(struct qpg__conn *c, struct qpg_buf *b, uint64_t raddr, uint32_t rkey)
+{
+	if (b->io_len > b->len)
+		return -EINVAL;
+	return post_one_sided(c, b, WR_WRITE, raddr, rkey);
 }
 
 static void rdma_on_stream(struct qpg__conn *c)
@@ -320,6 +508,10 @@ static void rdma_conn_shutdown(struct qpg__conn *c)
 	/* ERR flushes posted sends back through the CQ; the conn is freed
 	 * only after they are all back (conn_busy). */
 	qpg_qp_to_error(rc->qp);
+	/* Deallocating unbinds the windows now, so the service can drop the
+	 * regions under them; the structs stay until the flushes are back. */
+	for (struct rdma_window *w = rc->windows; w; w = w->next_all)
+		qpg_mw_free(&w->mw);
 }
 
 static bool rdma_conn_busy(struct qpg__conn *c)
@@ -334,6 +526,14 @@ static void rdma_conn_release(struct qpg__conn *c)
 		qpg_qp_destroy(&rc->qp);
 		atomic_fetch_add_explicit(&c->ep->stats.qps_destroyed, 1, memory_order_relaxed);
 	}
+	/* After the QP: nothing can use a window once its QP is gone. */
+	while (rc->windows) {
+		struct rdma_window *w = rc->windows;
+		rc->windows = w->next_all;
+		qpg_mw_free(&w->mw);
+		free(w);
+	}
+	rc->free_windows = NULL;
 }
 
 const struct qpg__transport_ops qpg__transport_rdma = {
@@ -349,4 +549,11 @@ const struct qpg__transport_ops qpg__transport_rdma = {
     .conn_shutdown = rdma_conn_shutdown,
     .conn_busy = rdma_conn_busy,
     .conn_release = rdma_conn_release,
+    .windows_probe = rdma_windows_probe,
+    .region_open = rdma_region_open,
+    .region_close = rdma_region_close,
+    .grant_read = rdma_grant_read,
+    .revoke = rdma_revoke,
+    .read = rdma_read,
+    .test_write = rdma_test_write,
 };

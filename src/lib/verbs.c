@@ -76,6 +76,7 @@ int qpg_rdma_dev_open(struct qpg_rdma_dev *dev, const char *name, uint8_t port, 
 	dev->max_cqe = da.max_cqe;
 	dev->max_srq_wr = da.max_srq_wr;
 	dev->max_qp_wr = da.max_qp_wr;
+	dev->max_qp_rd_atom = da.max_qp_rd_atom;
 	if (gid_index < 0)
 		gid_index = pick_gid_index(dev->ctx, port, pa.gid_tbl_len);
 	if (gid_index >= pa.gid_tbl_len) {
@@ -131,6 +132,16 @@ void qpg_qp_opts_default(struct qpg_qp_opts *o)
 	 * SRQ); the peer is alive, or its control channel would have closed and
 	 * taken this QP down. Loss and dead peers are bounded by retry_cnt. */
 	o->rnr_retry = 7;
+	o->rd_atomic = 1;
+}
+
+/* What the device allows, and never 0 (the verbs minimum is 1). */
+static uint8_t rd_atomic_of(const struct qpg_rdma_dev *dev, const struct qpg_qp_opts *o)
+{
+	int n = o->rd_atomic ? o->rd_atomic : 1;
+	if (dev->max_qp_rd_atom > 0 && n > dev->max_qp_rd_atom)
+		n = dev->max_qp_rd_atom;
+	return (uint8_t)n;
 }
 
 int qpg_qp_create(struct qpg_rdma_dev *dev, const struct qpg_qp_opts *o, struct ibv_qp **out)
@@ -166,7 +177,8 @@ int qpg_qp_to_init(struct qpg_rdma_dev *dev, struct ibv_qp *qp, int access)
 			      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 }
 
-int qpg_qp_to_rtr(struct qpg_rdma_dev *dev, struct ibv_qp *qp, const struct qpg_qp_addr *peer)
+int qpg_qp_to_rtr(struct qpg_rdma_dev *dev, struct ibv_qp *qp, const struct qpg_qp_addr *peer,
+		  const struct qpg_qp_opts *o)
 {
 	struct ibv_qp_attr a;
 	memset(&a, 0, sizeof(a));
@@ -174,7 +186,7 @@ int qpg_qp_to_rtr(struct qpg_rdma_dev *dev, struct ibv_qp *qp, const struct qpg_
 	a.path_mtu = (enum ibv_mtu)QPG_MIN(peer->mtu, (uint8_t)dev->active_mtu);
 	a.dest_qp_num = peer->qpn;
 	a.rq_psn = peer->psn; /* the peer's secret sq_psn is our expected rq_psn */
-	a.max_dest_rd_atomic = 1;
+	a.max_dest_rd_atomic = rd_atomic_of(dev, o);
 	a.min_rnr_timer = 12; /* 0.64 ms */
 	a.ah_attr.is_global = 1;
 	a.ah_attr.dlid = peer->lid;
@@ -187,7 +199,8 @@ int qpg_qp_to_rtr(struct qpg_rdma_dev *dev, struct ibv_qp *qp, const struct qpg_
 				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
 }
 
-int qpg_qp_to_rts(struct ibv_qp *qp, uint32_t sq_psn, const struct qpg_qp_opts *o)
+int qpg_qp_to_rts(struct qpg_rdma_dev *dev, struct ibv_qp *qp, uint32_t sq_psn,
+		  const struct qpg_qp_opts *o)
 {
 	struct ibv_qp_attr a;
 	memset(&a, 0, sizeof(a));
@@ -196,7 +209,7 @@ int qpg_qp_to_rts(struct ibv_qp *qp, uint32_t sq_psn, const struct qpg_qp_opts *
 	a.timeout = o->timeout;
 	a.retry_cnt = o->retry_cnt;
 	a.rnr_retry = o->rnr_retry;
-	a.max_rd_atomic = 1;
+	a.max_rd_atomic = rd_atomic_of(dev, o);
 	return -ibv_modify_qp(qp, &a,
 			      IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 				  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
@@ -227,6 +240,23 @@ void qpg_qp_local_addr(const struct qpg_rdma_dev *dev, const struct ibv_qp *qp, 
 	out->lid = dev->lid;
 	out->mtu = (uint8_t)dev->active_mtu;
 	memcpy(out->gid, dev->gid.raw, 16);
+}
+
+int qpg_mw_alloc(struct qpg_rdma_dev *dev, struct ibv_mw **out)
+{
+	errno = 0;
+	*out = ibv_alloc_mw(dev->pd, IBV_MW_TYPE_2);
+	if (!*out)
+		return errno && errno != ENOSYS ? -errno : -EOPNOTSUPP;
+	return 0;
+}
+
+void qpg_mw_free(struct ibv_mw **mw)
+{
+	if (*mw) {
+		ibv_dealloc_mw(*mw);
+		*mw = NULL;
+	}
 }
 
 int qpg_psn_random(uint32_t *psn)

@@ -7,6 +7,10 @@
  *     del KEY
  *     bad                 send a request with an unknown operation
  *
+ * --one-sided fetches values by RDMA READ of the window the server grants.
+ * --test-abuse MODE misuses each grant (past-end, other-qp, write,
+ * after-release) and reports whether the server let any misuse through.
+ *
  * One line per command ("GET k: ok, 4096 bytes in 1 chunk, ..."). Exit
  * status: 0 all ok, 1 a command got an error status or a mismatch,
  * 2 usage, 3 the connection failed. */
@@ -16,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "kvdata.h"
@@ -68,7 +73,7 @@ static void on_done(struct qpg_kv_request *r, int status, uint32_t value_len)
 }
 
 /* Returns 0 ok, 1 an error status or mismatch, 3 the connection failed. */
-static int run_cmd(struct qpg_kv_pool *pool, const struct cmd *c, struct pending *p)
+static int run_cmd(struct qpg_kv_pool *pool, const struct cmd *c, struct pending *p, uint8_t abuse)
 {
 	static const char *const names[] = {"PUT", "GET", "DEL", "BAD"};
 	uint8_t *value = NULL;
@@ -93,7 +98,8 @@ static int run_cmd(struct qpg_kv_pool *pool, const struct cmd *c, struct pending
 					 .chunk = on_chunk,
 					 .done = on_done,
 					 .user = p,
-					 .test_unknown_op = c->op == CMD_BAD};
+					 .test_unknown_op = c->op == CMD_BAD,
+					 .test_abuse = c->op == CMD_GET ? abuse : 0};
 	int rc = qpg_kv_submit(pool, &p->req);
 	pthread_mutex_lock(&p->lock);
 	while (rc == 0 && !p->done)
@@ -101,7 +107,9 @@ static int run_cmd(struct qpg_kv_pool *pool, const struct cmd *c, struct pending
 	pthread_mutex_unlock(&p->lock);
 	free(value);
 	if (rc || p->status < 0) {
-		printf("%s %s: connection failed\n", names[c->op], c->key);
+		struct qpg_kv_pool_info info;
+		qpg_kv_pool_info(pool, &info);
+		printf("%s %s: connection failed: %s\n", names[c->op], c->key, info.last_error);
 		return 3;
 	}
 	bool ok = p->status == QPG_KV_OK;
@@ -158,16 +166,44 @@ static int parse_cmds(int argc, char **argv, struct cmd *out)
 	return n;
 }
 
+static int parse_abuse(const char *s)
+{
+	static const char *const names[] = {"none", "past-end", "other-qp", "write",
+					    "after-release"};
+	for (int i = 0; i < 5; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	fprintf(stderr, "error: --test-abuse is past-end, other-qp, write or after-release\n");
+	exit(2);
+}
+
+/* After a misuse through another connection, wait (bounded) for the server
+ * to kill that connection, and report what the pool saw. */
+static void report_abuse(struct qpg_kv_pool *pool, int abuse)
+{
+	struct qpg_kv_pool_info info;
+	for (int i = 0; i < 100; i++) {
+		qpg_kv_pool_info(pool, &info);
+		if (abuse != QPG_KV_ABUSE_OTHER_QP || info.connected < info.conns)
+			break;
+		struct timespec ts = {0, 100000000};
+		nanosleep(&ts, NULL);
+	}
+	printf("abuse: %llu misuse(s) of a grant succeeded; %u of %u connections up; last "
+	       "error: %s\n",
+	       info.abuse_succeeded, info.connected, info.conns,
+	       info.last_error[0] ? info.last_error : "none");
+}
+
 int main(int argc, char **argv)
 {
 	struct qpg_kv_pool_opts po;
 	qpg_kv_pool_opts_default(&po);
 	po.threads = po.conns = 1;
+	int abuse = QPG_KV_ABUSE_NONE;
 	static const struct option opts[] = {
-	    QPG_CLI_CLIENT_LONGOPTS,
-	    {"max-msg", 1, 0, 's'},
-	    {"help", 0, 0, 'h'},
-	    {0, 0, 0, 0},
+	    QPG_CLI_CLIENT_LONGOPTS,   {"max-msg", 1, 0, 's'}, {"one-sided", 0, 0, 'O'},
+	    {"test-abuse", 1, 0, 'A'}, {"help", 0, 0, 'h'},    {0, 0, 0, 0},
 	};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "+" QPG_CLI_CLIENT_SHORTOPTS "s:h", opts, NULL)) !=
@@ -179,8 +215,18 @@ int main(int argc, char **argv)
 			    (uint32_t)qpg_cli_int(optarg, 512, 1 << 20, "--max-msg");
 			continue;
 		}
+		if (ch == 'O') {
+			po.one_sided = true;
+			continue;
+		}
+		if (ch == 'A') {
+			abuse = parse_abuse(optarg);
+			po.one_sided = true;
+			continue;
+		}
 		fprintf(ch == 'h' ? stdout : stderr,
-			"usage: qpgate-kv [client flags] [-s MAX_MSG] HOST SERVERNAME COMMAND...\n"
+			"usage: qpgate-kv [client flags] [-s MAX_MSG] [--one-sided] [--test-abuse "
+			"MODE] HOST SERVERNAME COMMAND...\n"
 			"  put KEY SIZE SEED | get KEY [SIZE SEED] | del KEY | "
 			"bad\n" QPG_CLI_CLIENT_HELP);
 		return ch == 'h' ? 0 : 2;
@@ -195,6 +241,8 @@ int main(int argc, char **argv)
 		free(cmds);
 		return 2;
 	}
+	if (abuse == QPG_KV_ABUSE_OTHER_QP)
+		po.conns = 2; /* one thread: the GET's grant, tried on the other */
 	po.client.host = argv[optind];
 	po.client.servername = argv[optind + 1];
 	signal(SIGPIPE, SIG_IGN);
@@ -210,9 +258,11 @@ int main(int argc, char **argv)
 	pthread_cond_init(&p.cv, NULL);
 	int rc = 0;
 	for (int i = 0; i < ncmds && rc != 3; i++) {
-		int r = run_cmd(pool, &cmds[i], &p);
+		int r = run_cmd(pool, &cmds[i], &p, (uint8_t)abuse);
 		rc = r > rc ? r : rc;
 	}
+	if (abuse != QPG_KV_ABUSE_NONE)
+		report_abuse(pool, abuse);
 	qpg_kv_pool_destroy(pool);
 	free(cmds);
 	return rc;

@@ -242,6 +242,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	g_server = s;
+	if (o.service == QPG_SERVICE_KV)
+		fprintf(stderr, "qpgate-server: kv one-sided GET: %s\n", qpg_server_one_sided(s));
 	struct sigaction sa = {.sa_handler = on_signal};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);

@@ -18,6 +18,13 @@ qp0=$(qps)
 # 4 MiB of store, values up to 1 MiB: sixteen 256 KiB values fill it.
 qpg_serve "$work" --transport "$transport" --service kv --kv-capacity 4M --kv-max-value 1M -s 8192
 kv() { "$bin/qpgate-kv" --transport "$transport" --ca "$work/ca.crt" -p "$port" 127.0.0.1 localhost "$@"; }
+# kvf FLAG... -- COMMAND...: the same with client flags.
+kvf() {
+	local f=()
+	while [ "$1" != -- ]; do f+=("$1"); shift; done
+	shift
+	"$bin/qpgate-kv" --transport "$transport" --ca "$work/ca.crt" -p "$port" "${f[@]}" 127.0.0.1 localhost "$@"
+}
 
 out=$(kv put blk 4096 11 get blk 4096 11 put big 1M 12 get big 1M 12 del blk get blk get nope 2>&1)
 rc=$?
@@ -62,6 +69,47 @@ for i in $(seq 1 16); do
 done
 check "16 concurrent clients: every GET verified (own keys, replaced values, shared key)" [ $bad_clients -eq 0 ]
 
+# One-sided GETs: RDMA READ through a read-only window the server binds to
+# the asking client's QP, checked against the digest in the grant.
+if [ "$transport" = rdma ]; then
+	check "the server serves one-sided GETs" grep -q 'kv one-sided GET: on' "$work/server.log"
+	kv put os4k 4096 21 put os1m 1M 22 put osz 0 23 >/dev/null 2>&1
+	out=$(kvf --one-sided -- get os4k 4096 21 get os1m 1M 22 get osz 0 23 get nope 2>&1)
+	sed 's/^/  /' <<<"$out"
+	check "one-sided GET of 4 KiB verified byte for byte" grep -q '^GET os4k: ok, 4096 bytes in 1 chunk, .*verified' <<<"$out"
+	check "one-sided GET of 1 MiB in READs, verified" grep -Eq '^GET os1m: ok, 1048576 bytes in [0-9]{3} chunks, .*verified' <<<"$out"
+	check "one-sided GET of an empty value" grep -q '^GET osz: ok, 0 bytes' <<<"$out"
+	check "one-sided GET of a missing key: not found" grep -q '^GET nope: not found' <<<"$out"
+
+	# Reads outside the grant must fail, and nobody else may notice.
+	kv put other 64K 31 >/dev/null 2>&1
+	kvf --one-sided -- get other 64K 31 get other 64K 31 get other 64K 31 get other 64K 31 \
+		get other 64K 31 get other 64K 31 get other 64K 31 get other 64K 31 >"$work/bystander.out" 2>&1 &
+	bystander=$!
+	for mode in past-end write after-release; do
+		out=$(kvf --test-abuse "$mode" -- get os4k 4096 21 2>&1)
+		sed 's/^/  /' <<<"$out"
+		check "$mode: the misuse failed (0 succeeded) and the device refused it" \
+			grep -Eq 'abuse: 0 misuse\(s\) of a grant succeeded.*remote (access|invalid request) error' <<<"$out"
+	done
+	check "past-end: the GET failed with its connection" grep -q '^GET os4k: connection failed: .*read failed: remote access error' <<<"$(kvf --test-abuse past-end -- get os4k 4096 21 2>&1)"
+	out=$(kvf --test-abuse other-qp -- get os4k 4096 21 2>&1)
+	sed 's/^/  /' <<<"$out"
+	check "other-qp: the grant's owner is unaffected (its GET verified)" grep -q '^GET os4k: ok, .*verified' <<<"$out"
+	check "other-qp: the rkey is refused on another QP, that connection dies" \
+		grep -q 'abuse: 0 misuse(s) of a grant succeeded; 1 of 2 connections up; .*remote access error' <<<"$out"
+	wait "$bystander"
+	check "a client reading meanwhile verified all 8 GETs" [ "$(grep -c verified "$work/bystander.out")" -eq 8 ]
+	out=$(kv get os4k 4096 21 get os1m 1M 22 2>&1)
+	sed 's/^/  /' <<<"$out"
+	check "values unchanged after the misuse (WRITE to the read-only window)" [ "$(grep -c verified <<<"$out")" -eq 2 ]
+	kv del os4k del os1m del osz del other >/dev/null 2>&1
+else
+	out=$(kvf --one-sided -- get c1 2>&1)
+	sed 's/^/  /' <<<"$out"
+	check "one-sided GET over tcp: refused as unsupported" grep -q 'one-sided access unsupported' <<<"$out"
+fi
+
 kill -TERM "$srv"; wait "$srv"; src=$?; srv=""
 stats=$(grep 'stats:' "$work/server.log")
 echo "  $stats"
@@ -70,5 +118,9 @@ check "no authentication failures" grep -q 'auth_failures=0 seq_failures=0' <<<"
 check "nothing left connected" grep -q 'connected=0 ' <<<"$stats"
 if [ "$transport" = rdma ]; then
 	check "device QPs back to baseline ($qp0)" [ "$(qps)" -le "$qp0" ]
+fi
+if [ "$qpg_check_fails" -gt 0 ]; then
+	echo "  server log (last 30 lines):"
+	tail -n 30 "$work/server.log" | sed 's/^/    /'
 fi
 finish_checks

@@ -46,8 +46,8 @@ static int teardown(void **state)
 static void bring_up(struct side *s, const struct qpg_qp_opts *o, const struct qpg_qp_addr *peer)
 {
 	assert_int_equal(qpg_qp_to_init(&dev, s->qp, 0), 0);
-	assert_int_equal(qpg_qp_to_rtr(&dev, s->qp, peer), 0);
-	assert_int_equal(qpg_qp_to_rts(s->qp, s->psn, o), 0);
+	assert_int_equal(qpg_qp_to_rtr(&dev, s->qp, peer, o), 0);
+	assert_int_equal(qpg_qp_to_rts(&dev, s->qp, s->psn, o), 0);
 
 	struct ibv_qp_attr a;
 	struct ibv_qp_init_attr ia;
