@@ -9,6 +9,8 @@
 
 #include <cmocka.h>
 
+#include <openssl/evp.h>
+
 #include "kv_store.h"
 #include "qpgate/kv.h"
 
@@ -61,7 +63,10 @@ static void test_req_refusals(void **st)
 	buf[0] = 9;
 	expect_bad(buf, (size_t)n, QPG_KV_MALFORMED, "unknown operation");
 	n = enc_req(buf, QPG_KV_GET, "k", 0, 0);
-	buf[1] = 1;
+	buf[1] = 2;
+	expect_bad(buf, (size_t)n, QPG_KV_MALFORMED, "reserved flags");
+	n = enc_req(buf, QPG_KV_DEL, "k", 0, 0);
+	buf[1] = QPG_KV_F_ONE_SIDED; /* only a GET may ask for a grant */
 	expect_bad(buf, (size_t)n, QPG_KV_MALFORMED, "reserved flags");
 	n = enc_req(buf, QPG_KV_GET, "k", 0, 0);
 	expect_bad(buf, (size_t)n - 1, QPG_KV_MALFORMED, "key runs past");
@@ -96,6 +101,61 @@ static void test_reply_round_trip(void **st)
 	assert_int_not_equal(qpg_kv_decode_reply(buf, (size_t)n + 5, &d), 0);
 	buf[1] = 42;
 	assert_int_not_equal(qpg_kv_decode_reply(buf, (size_t)n + 4, &d), 0);
+}
+
+static void test_one_sided_wire(void **st)
+{
+	uint8_t buf[128];
+	char why[128];
+	struct qpg_kv_req q;
+	/* A one-sided GET is a GET with the flag. */
+	int n = enc_req(buf, QPG_KV_GET, "k", 0, 0);
+	buf[1] = QPG_KV_F_ONE_SIDED;
+	assert_int_equal(qpg_kv_decode_req(buf, (size_t)n, &q, why, sizeof(why)), 0);
+	assert_int_equal(q.flags, QPG_KV_F_ONE_SIDED);
+	/* RELEASE: the grant id in the offset field, and nothing else. */
+	struct qpg_kv_req rel = {.op = QPG_KV_RELEASE, .req_id = 3, .offset = 0x00070002};
+	n = qpg_kv_encode_req(buf, sizeof(buf), &rel);
+	assert_int_equal(n, QPG_KV_HDR_LEN);
+	assert_int_equal(qpg_kv_decode_req(buf, (size_t)n, &q, why, sizeof(why)), 0);
+	assert_int_equal(q.offset, 0x00070002);
+	expect_bad(buf, (size_t)n + 1, QPG_KV_MALFORMED, "only a grant id");
+	buf[3] = 1; /* a key */
+	expect_bad(buf, (size_t)n + 1, QPG_KV_MALFORMED, "only a grant id");
+
+	/* The grant: fixed layout, big-endian, exact length. */
+	struct qpg_kv_grant g = {.addr = 0x0102030405060708ull, .rkey = 0xa1b2c3d4, .grant_id = 9};
+	memset(g.digest, 0x5a, sizeof(g.digest));
+	struct qpg_kv_reply r = {.op = QPG_KV_GET,
+				 .status = QPG_KV_OK,
+				 .flags = QPG_KV_R_GRANT,
+				 .req_id = 4,
+				 .value_len = 4096};
+	n = qpg_kv_encode_reply(buf, sizeof(buf), &r);
+	assert_int_equal(qpg_kv_encode_grant(buf + n, sizeof(buf) - (size_t)n, &g),
+			 QPG_KV_GRANT_LEN);
+	assert_int_equal(buf[n], 0x01);
+	assert_int_equal(buf[n + 8], 0xa1);
+	struct qpg_kv_reply d;
+	assert_int_equal(qpg_kv_decode_reply(buf, (size_t)n + QPG_KV_GRANT_LEN, &d), 0);
+	assert_int_equal(d.flags, QPG_KV_R_GRANT);
+	struct qpg_kv_grant dg;
+	assert_int_equal(qpg_kv_decode_grant(d.chunk, d.chunk_len, &dg), 0);
+	assert_true(dg.addr == g.addr);
+	assert_int_equal(dg.rkey, g.rkey);
+	assert_int_equal(dg.grant_id, 9);
+	assert_memory_equal(dg.digest, g.digest, sizeof(g.digest));
+	/* A grant of the wrong length, on a failed GET, or on another op is refused. */
+	assert_int_not_equal(qpg_kv_decode_reply(buf, (size_t)n + QPG_KV_GRANT_LEN - 1, &d), 0);
+	buf[1] = QPG_KV_NOT_FOUND;
+	assert_int_not_equal(qpg_kv_decode_reply(buf, (size_t)n + QPG_KV_GRANT_LEN, &d), 0);
+	buf[1] = QPG_KV_OK;
+	buf[0] = QPG_KV_DEL;
+	assert_int_not_equal(qpg_kv_decode_reply(buf, (size_t)n + QPG_KV_GRANT_LEN, &d), 0);
+	buf[0] = QPG_KV_GET;
+	buf[2] = 0x80; /* unknown reply flag */
+	assert_int_not_equal(qpg_kv_decode_reply(buf, (size_t)n + QPG_KV_GRANT_LEN, &d), 0);
+	assert_int_not_equal(qpg_kv_decode_grant(d.chunk, QPG_KV_GRANT_LEN + 1, &dg), 0);
 }
 
 static int put(struct qpg__kv_store *s, const char *key, const char *val, uint32_t len)
@@ -186,6 +246,22 @@ static void test_store_no_fragmentation(void **st)
 	qpg__kv_store_fini(&s);
 }
 
+static void test_store_digest(void **st)
+{
+	/* One-sided readers check values against the digest taken at commit. */
+	struct qpg__kv_store s;
+	assert_int_equal(qpg__kv_store_init(&s, 1 << 20, 4096), 0);
+	assert_int_equal(put(&s, "d", "q", 1000), QPG_KV_OK);
+	struct qpg__kv_value *v = qpg__kv_get(&s, (const uint8_t *)"d", 1);
+	assert_non_null(v);
+	uint8_t want[32], data[1000];
+	memset(data, 'q', sizeof(data));
+	assert_int_equal(EVP_Digest(data, sizeof(data), want, NULL, EVP_sha256(), NULL), 1);
+	assert_memory_equal(v->digest, want, sizeof(want));
+	qpg__kv_release(&s, v);
+	qpg__kv_store_fini(&s);
+}
+
 static void test_store_reader_keeps_value(void **st)
 {
 	struct qpg__kv_store s;
@@ -212,10 +288,12 @@ int main(void)
 	    cmocka_unit_test(test_req_round_trip),
 	    cmocka_unit_test(test_req_refusals),
 	    cmocka_unit_test(test_reply_round_trip),
+	    cmocka_unit_test(test_one_sided_wire),
 	    cmocka_unit_test(test_store_basics),
 	    cmocka_unit_test(test_store_limits),
 	    cmocka_unit_test(test_store_no_fragmentation),
 	    cmocka_unit_test(test_store_reader_keeps_value),
+	    cmocka_unit_test(test_store_digest),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
