@@ -4,7 +4,8 @@
  *
  * Request (16-byte header, then the key, then for PUT a chunk of the value):
  *   0  u8  op         QPG_KV_PUT | QPG_KV_GET | QPG_KV_DEL | QPG_KV_RELEASE
- *   1  u8  flags      GET: QPG_KV_F_ONE_SIDED or 0; others: 0
+ *   1  u8  flags      GET: QPG_KV_F_ONE_SIDED, QPG_KV_F_GRANT_LARGE or 0;
+ *                     others: 0
  *   2  u16 key_len    1..QPG_KV_MAX_KEY; RELEASE: 0
  *   4  u32 req_id     chosen by the client, echoed in every reply frame
  *   8  u32 value_len  PUT: the whole value's length; others: 0
@@ -50,9 +51,12 @@
 enum qpg_kv_op { QPG_KV_PUT = 1, QPG_KV_GET = 2, QPG_KV_DEL = 3, QPG_KV_RELEASE = 4 };
 
 #define QPG_KV_F_ONE_SIDED 0x01 /* request flag, GET: grant a window to READ */
-#define QPG_KV_R_GRANT	   0x01 /* reply flag: the payload is a grant */
-#define QPG_KV_GRANT_LEN   48
-#define QPG_KV_DIGEST_LEN  32
+#define QPG_KV_F_GRANT_LARGE                                                                       \
+	0x02		       /* request flag, GET: grant one if the value is at                  \
+				  least the server's threshold, else send it */
+#define QPG_KV_R_GRANT	  0x01 /* reply flag: the payload is a grant */
+#define QPG_KV_GRANT_LEN  48
+#define QPG_KV_DIGEST_LEN 32
 
 enum qpg_kv_status {
 	QPG_KV_OK = 0,

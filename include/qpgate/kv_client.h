@@ -63,7 +63,14 @@ struct qpg_kv_pool_opts {
 	struct qpg_client_opts client; /* service is set to KV */
 	unsigned threads;	       /* default 4 */
 	unsigned conns;		       /* default 4 */
-	bool one_sided;		       /* GETs by RDMA READ of a granted window */
+	uint8_t get_mode;	       /* enum qpg_kv_get_mode; default AUTO */
+};
+
+/* How GETs fetch values over rdma (over tcp they are always sent). */
+enum qpg_kv_get_mode {
+	QPG_KV_GET_AUTO,      /* the server decides by size: READ for large values */
+	QPG_KV_GET_TWO_SIDED, /* the server SENDs the value in chunks */
+	QPG_KV_GET_ONE_SIDED, /* RDMA READ of a window the server grants */
 };
 void qpg_kv_pool_opts_default(struct qpg_kv_pool_opts *o);
 

@@ -31,6 +31,8 @@ struct qpg_server_opts {
 	uint8_t service;       /* enum qpg_wire_service */
 	size_t kv_capacity;    /* KV: bytes of value space */
 	uint32_t kv_max_value; /* KV: largest value */
+	uint32_t kv_grant_min; /* KV: smallest value a GET that leaves it to the server
+				  gets as a grant (RDMA READ) rather than sent */
 	int verbose;
 };
 

@@ -25,7 +25,8 @@
 
 struct qpg__kv_service {
 	struct qpg__kv_store store;
-	bool one_sided; /* values are registered as they commit, for windows */
+	bool one_sided;	    /* values are registered as they commit, for windows */
+	uint32_t grant_min; /* QPG_KV_F_GRANT_LARGE: grant values from this size */
 };
 
 enum job_kind {
@@ -81,7 +82,8 @@ int qpg__kv_service_create(struct qpg__kv_service **out, size_t capacity, uint32
 	return 0;
 }
 
-int qpg__kv_service_enable_one_sided(struct qpg__kv_service *k, struct qpg__endpoint *ep)
+int qpg__kv_service_enable_one_sided(struct qpg__kv_service *k, struct qpg__endpoint *ep,
+				     uint32_t grant_min)
 {
 	if (!ep->t->windows_probe)
 		return -EOPNOTSUPP;
@@ -89,6 +91,7 @@ int qpg__kv_service_enable_one_sided(struct qpg__kv_service *k, struct qpg__endp
 	if (rc == 0) {
 		k->store.region_close = ep->t->region_close;
 		k->one_sided = true;
+		k->grant_min = grant_min;
 	}
 	return rc;
 }
@@ -337,10 +340,15 @@ static void handle_put(struct qpg__conn *c, struct kv_conn *kc, const struct qpg
 	queue(kc, QPG_KV_PUT, QPG_KV_OK, r->req_id, r->value_len, r->offset + r->chunk_len, NULL);
 }
 
-static void handle_one_sided_get(struct qpg__conn *c, struct kv_conn *kc,
-				 const struct qpg_kv_req *r)
+/* A GET: the value sent in chunks, or a grant to READ it. The client may
+ * insist on a grant (QPG_KV_F_ONE_SIDED) or leave it to the server
+ * (QPG_KV_F_GRANT_LARGE): small values go faster two-sided, large ones by
+ * READ (the figures are in the README). */
+static void handle_get(struct qpg__conn *c, struct kv_conn *kc, const struct qpg_kv_req *r)
 {
-	if (!service_of(c)->one_sided) {
+	struct qpg__kv_service *k = service_of(c);
+	bool force = r->flags & QPG_KV_F_ONE_SIDED;
+	if (force && !k->one_sided) {
 		queue(kc, QPG_KV_GET, QPG_KV_UNSUPPORTED, r->req_id, 0, 0, NULL);
 		return;
 	}
@@ -349,8 +357,10 @@ static void handle_one_sided_get(struct qpg__conn *c, struct kv_conn *kc,
 		queue(kc, QPG_KV_GET, QPG_KV_NOT_FOUND, r->req_id, 0, 0, NULL);
 		return;
 	}
-	if (!v->region) { /* empty: a window cannot be, and there is nothing to read */
-		if (queue(kc, QPG_KV_GET, QPG_KV_OK, r->req_id, 0, 0, v))
+	bool large = (r->flags & QPG_KV_F_GRANT_LARGE) && v->len >= k->grant_min;
+	/* An empty value has no region: a window cannot be empty. */
+	if (!k->one_sided || !v->region || !(force || large)) {
+		if (queue(kc, QPG_KV_GET, QPG_KV_OK, r->req_id, v->len, 0, v))
 			qpg__kv_release(store_of(c), v);
 		return;
 	}
@@ -421,14 +431,8 @@ static void kv_message(struct qpg__conn *c, const struct qpg_frame_hdr *h, struc
 		queue(kc, op, (uint8_t)status, r.req_id, 0, 0, NULL);
 	} else if (r.op == QPG_KV_PUT) {
 		handle_put(c, kc, &r);
-	} else if (r.op == QPG_KV_GET && (r.flags & QPG_KV_F_ONE_SIDED)) {
-		handle_one_sided_get(c, kc, &r);
 	} else if (r.op == QPG_KV_GET) {
-		struct qpg__kv_value *v = qpg__kv_get(store_of(c), r.key, r.key_len);
-		if (!v)
-			queue(kc, QPG_KV_GET, QPG_KV_NOT_FOUND, r.req_id, 0, 0, NULL);
-		else if (queue(kc, QPG_KV_GET, QPG_KV_OK, r.req_id, v->len, 0, v))
-			qpg__kv_release(store_of(c), v);
+		handle_get(c, kc, &r);
 	} else if (r.op == QPG_KV_RELEASE) {
 		handle_release(c, kc, &r);
 	} else {

@@ -39,7 +39,8 @@ struct kv_conn {
 	struct qpg_kv_request *put_cur;	    /* a PUT with chunks still to send */
 	uint8_t *frame;			    /* scratch for building requests */
 	/* one-sided GETs */
-	bool one_sided, verify;
+	uint8_t get_flags; /* on each GET: whether (or when) to ask for a grant */
+	bool verify;
 	uint32_t read_max;
 	unsigned reads;				    /* READs in flight */
 	unsigned index;				    /* in its thread */
@@ -118,8 +119,7 @@ static int send_frame(struct kv_conn *k, struct qpg_kv_request *op, uint32_t off
 {
 	/* 0x7f: no such operation (the test hook), answered "malformed". */
 	struct qpg_kv_req r = {.op = op->test_unknown_op ? 0x7f : op->op,
-			       .flags =
-				   op->op == QPG_KV_GET && k->one_sided ? QPG_KV_F_ONE_SIDED : 0,
+			       .flags = op->op == QPG_KV_GET ? k->get_flags : 0,
 			       .key_len = op->key_len,
 			       .req_id = op->req_id,
 			       .value_len = op->op == QPG_KV_PUT ? op->value_len : 0,
@@ -168,6 +168,18 @@ static void finish_slot(struct kv_conn *k, struct qpg_kv_request *op, int status
 	if (k->put_cur == op)
 		k->put_cur = NULL;
 	complete(op, status, len);
+}
+
+/* Close K's connection for a reason of ours; the pool remembers why. */
+static void fail_conn(struct kv_conn *k, const char *why, int rc)
+{
+	struct qpg_kv_pool *p = k->th->pool;
+	pthread_mutex_lock(&p->lock);
+	snprintf(p->last_error, sizeof(p->last_error), "client: %s%s%s", why, rc ? ": " : "",
+		 rc ? strerror(-rc) : "");
+	pthread_mutex_unlock(&p->lock);
+	if (k->conn)
+		qpg_client_close(k->conn);
 }
 
 static void list_push(struct qpg_kv_request **head, struct qpg_kv_request **tail,
@@ -252,10 +264,14 @@ static void read_pump(struct kv_conn *k)
 	for (struct qpg_kv_request *op = k->rd_head; op; op = op->next) {
 		if (op->posted == 0 && op->test_abuse != QPG_KV_ABUSE_NONE &&
 		    op->test_abuse != QPG_KV_ABUSE_AFTER_RELEASE) {
-			if (post_probe(k, op) < 0) {
-				qpg_client_close(k->conn);
+			int rc = post_probe(k, op);
+			if (rc == -EAGAIN)
+				return; /* the next send completion calls us again */
+			if (rc < 0) {
+				fail_conn(k, "a grant misuse could not be posted", rc);
 				return;
 			}
+			op->test_abuse = QPG_KV_ABUSE_NONE; /* once */
 			if (k->dead)
 				return;
 		}
@@ -270,7 +286,7 @@ static void read_pump(struct kv_conn *k)
 			if (rc == -EAGAIN)
 				return; /* the next send completion calls us again */
 			if (rc) {
-				qpg_client_close(k->conn);
+				fail_conn(k, "a one-sided READ could not be posted", rc);
 				return;
 			}
 			op->posted += len;
@@ -281,9 +297,9 @@ static void read_pump(struct kv_conn *k)
 
 static void on_grant(struct kv_conn *k, struct qpg_kv_request *op, const struct qpg_kv_reply *r)
 {
-	if (!k->one_sided || op->phase != PH_REQUEST ||
+	if (!k->get_flags || op->phase != PH_REQUEST ||
 	    qpg_kv_decode_grant(r->chunk, r->chunk_len, &op->grant) || r->value_len == 0) {
-		qpg_client_close(k->conn);
+		fail_conn(k, "the server sent an invalid grant", 0);
 		return;
 	}
 	op->total = r->value_len;
@@ -293,7 +309,7 @@ static void on_grant(struct kv_conn *k, struct qpg_kv_request *op, const struct 
 	if (k->verify) {
 		op->md = EVP_MD_CTX_new();
 		if (!op->md || !EVP_DigestInit_ex(op->md, EVP_sha256(), NULL)) {
-			qpg_client_close(k->conn);
+			fail_conn(k, "out of memory for a digest", 0);
 			return;
 		}
 	}
@@ -324,7 +340,7 @@ static void on_read(struct qpg_client_conn *c, void *user, uint64_t cookie, cons
 			return;
 	} else {
 		if (op != k->rd_head || op->phase != PH_READING || len > op->total - op->got) {
-			qpg_client_close(c); /* READs complete in order: this cannot be */
+			fail_conn(k, "a READ completed out of order", 0);
 			return;
 		}
 		if (op->chunk)
@@ -384,7 +400,7 @@ static void pump(struct kv_conn *k)
 		op->req_id = (++k->gen << SLOT_BITS) | (uint32_t)slot;
 		op->sent = op->acked = op->got = 0;
 		op->refused = QPG_KV_OK;
-		op->phase = op->op == QPG_KV_GET && k->one_sided ? PH_REQUEST : PH_NONE;
+		op->phase = op->op == QPG_KV_GET && k->get_flags ? PH_REQUEST : PH_NONE;
 		k->slots[slot] = op;
 		if (op->op == QPG_KV_PUT) {
 			k->put_cur = op;
@@ -408,7 +424,7 @@ static void on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const 
 			op = k->slots[slot];
 	}
 	if (!op) {
-		qpg_client_close(c); /* the server broke the protocol; on_closed fails all */
+		fail_conn(k, "the server answered no request of ours", 0);
 		return;
 	}
 	if (op->op == QPG_KV_PUT) {
@@ -427,7 +443,7 @@ static void on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const 
 	} else if (op->op == QPG_KV_GET && r.op == QPG_KV_RELEASE) {
 		k->outstanding--;
 		if (op->phase != PH_RELEASING) {
-			qpg_client_close(c);
+			fail_conn(k, "a RELEASE answer for no RELEASE", 0);
 			return;
 		}
 		if (r.status != QPG_KV_OK && op->result == QPG_KV_OK)
@@ -435,8 +451,9 @@ static void on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const 
 		if (op->test_abuse == QPG_KV_ABUSE_AFTER_RELEASE) {
 			/* The window is invalid now: reading it again must fail. */
 			k->outstanding++; /* the slot stays busy until the probe ends */
-			if (post_probe(k, op))
-				qpg_client_close(c);
+			int rc = post_probe(k, op);
+			if (rc)
+				fail_conn(k, "the after-release probe could not be posted", rc);
 			return;
 		}
 		finish_slot(k, op, op->result, op->total);
@@ -447,7 +464,7 @@ static void on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const 
 			return;
 	} else if (op->op == QPG_KV_GET && r.status == QPG_KV_OK) {
 		if (r.offset != op->got) {
-			qpg_client_close(c);
+			fail_conn(k, "a GET answer out of order", 0);
 			return;
 		}
 		if (op->chunk)
@@ -473,6 +490,12 @@ static void on_established(struct qpg_client_conn *c, void *user)
 	k->max_msg = ci.max_msg;
 	k->read_max = ci.read_max;
 	k->verify = ci.auth;
+	/* Asked for one-sided, ask even where it cannot be (the server says
+	 * so); left to the server, only ask where READs exist. */
+	uint8_t mode = k->th->pool->o.get_mode;
+	k->get_flags = mode == QPG_KV_GET_ONE_SIDED		    ? QPG_KV_F_ONE_SIDED
+		       : mode == QPG_KV_GET_AUTO && ci.read_max > 0 ? QPG_KV_F_GRANT_LARGE
+								    : 0;
 	k->up = true;
 	struct qpg_kv_pool *p = k->th->pool;
 	pthread_mutex_lock(&p->lock);
@@ -492,9 +515,8 @@ static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class 
 	k->dead = true;
 	k->up = false;
 	k->conn = NULL;
-	fail_all(k, atomic_load(&p->stop) ? -ECANCELED : -ECONNRESET);
 	pthread_mutex_lock(&p->lock);
-	if (err != QPG_ERR_NONE)
+	if (err != QPG_ERR_NONE) /* ours are recorded by fail_conn */
 		snprintf(p->last_error, sizeof(p->last_error), "%s: %s", qpg_err_class_name(err),
 			 why);
 	if (!was_up) {
@@ -506,6 +528,8 @@ static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class 
 	}
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->lock);
+	/* Last: a caller woken by its failed request sees why, and the count. */
+	fail_all(k, atomic_load(&p->stop) ? -ECANCELED : -ECONNRESET);
 }
 
 /* Loop thread: take the inbox and hand each operation to its connection. */
@@ -604,7 +628,6 @@ int qpg_kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *
 			struct kv_conn *k = &th->conns[i];
 			k->th = th;
 			k->index = i;
-			k->one_sided = p->o.one_sided;
 			k->nslots = p->o.client.credits;
 			k->slots = calloc(k->nslots, sizeof(*k->slots));
 			k->frame = malloc(p->o.client.max_msg);
@@ -614,7 +637,7 @@ int qpg_kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *
 		/* Each thread's client sizes its pool for its connections. */
 		struct qpg_client_opts co = p->o.client;
 		co.pool_max = 4u * th->nconns * co.credits + 1024;
-		if (p->o.one_sided) {
+		if (p->o.get_mode != QPG_KV_GET_TWO_SIDED) {
 			/* READs take send-queue entries and buffers beside the
 			 * requests: up to the credits of each per connection. */
 			co.rd_atomic = 16;

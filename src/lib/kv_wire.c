@@ -54,7 +54,9 @@ int qpg_kv_decode_req(const uint8_t *in, size_t len, struct qpg_kv_req *r, char 
 	r->offset = qpg__get32(in + 12);
 	if (r->op < QPG_KV_PUT || r->op > QPG_KV_RELEASE)
 		return bad(why, why_len, QPG_KV_MALFORMED, "unknown operation");
-	if (r->flags & ~(r->op == QPG_KV_GET ? QPG_KV_F_ONE_SIDED : 0))
+	uint8_t allowed = r->op == QPG_KV_GET ? QPG_KV_F_ONE_SIDED | QPG_KV_F_GRANT_LARGE : 0;
+	if ((r->flags & ~allowed) ||
+	    (r->flags & QPG_KV_F_ONE_SIDED && r->flags & QPG_KV_F_GRANT_LARGE))
 		return bad(why, why_len, QPG_KV_MALFORMED, "reserved flags set");
 	if (r->op == QPG_KV_RELEASE) {
 		if (r->key_len || r->value_len || len != QPG_KV_HDR_LEN)

@@ -61,6 +61,7 @@ void qpg_server_opts_default(struct qpg_server_opts *o)
 	o->service = QPG_SERVICE_ECHO;
 	o->kv_capacity = 256u << 20;
 	o->kv_max_value = 1u << 20;
+	o->kv_grant_min = 32u << 10; /* see the README: READs win from about here */
 }
 
 static void slog(const struct qpg_server *s, const char *fmt, ...)
@@ -243,7 +244,7 @@ static uint16_t bound_port(int fd)
  * to one QP; without them the KV service still serves every GET two-sided. */
 static void open_one_sided(struct qpg_server *s)
 {
-	int rc = qpg__kv_service_enable_one_sided(s->kv, &s->workers[0].ep);
+	int rc = qpg__kv_service_enable_one_sided(s->kv, &s->workers[0].ep, s->o.kv_grant_min);
 	if (rc) {
 		snprintf(s->one_sided, sizeof(s->one_sided), "off (%s)",
 			 rc == -EOPNOTSUPP ? "the transport or device has no type-2 memory windows"
@@ -255,8 +256,9 @@ static void open_one_sided(struct qpg_server *s)
 		s->workers[i].ep.rd_atomic = 16; /* READs a client may pipeline */
 	}
 	snprintf(s->one_sided, sizeof(s->one_sided),
-		 "on (read-only type-2 memory windows, one per grant, bound to the "
-		 "client's QP, over a region that is exactly the value)");
+		 "on, by default for values of %u bytes or more (read-only type-2 memory "
+		 "windows bound to the client's QP, each over exactly one value)",
+		 s->o.kv_grant_min);
 }
 
 struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err, size_t err_len)

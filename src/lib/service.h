@@ -27,6 +27,7 @@ void qpg__kv_service_destroy(struct qpg__kv_service *k);
 /* Serve one-sided GETs through EP's transport and device (values are then
  * registered as they commit). -EOPNOTSUPP: the transport or device cannot
  * scope windows to one client. */
-int qpg__kv_service_enable_one_sided(struct qpg__kv_service *k, struct qpg__endpoint *ep);
+int qpg__kv_service_enable_one_sided(struct qpg__kv_service *k, struct qpg__endpoint *ep,
+				     uint32_t grant_min);
 
 #endif

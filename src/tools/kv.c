@@ -7,7 +7,8 @@
  *     del KEY
  *     bad                 send a request with an unknown operation
  *
- * --one-sided fetches values by RDMA READ of the window the server grants.
+ * GETs leave it to the server whether a value comes by RDMA READ of a window
+ * it grants (large values) or is sent; --one-sided or --two-sided insist.
  * --test-abuse MODE misuses each grant (past-end, other-qp, write,
  * after-release) and reports whether the server let any misuse through.
  *
@@ -202,8 +203,13 @@ int main(int argc, char **argv)
 	po.threads = po.conns = 1;
 	int abuse = QPG_KV_ABUSE_NONE;
 	static const struct option opts[] = {
-	    QPG_CLI_CLIENT_LONGOPTS,   {"max-msg", 1, 0, 's'}, {"one-sided", 0, 0, 'O'},
-	    {"test-abuse", 1, 0, 'A'}, {"help", 0, 0, 'h'},    {0, 0, 0, 0},
+	    QPG_CLI_CLIENT_LONGOPTS,
+	    {"max-msg", 1, 0, 's'},
+	    {"one-sided", 0, 0, 'O'},
+	    {"two-sided", 0, 0, 'T'},
+	    {"test-abuse", 1, 0, 'A'},
+	    {"help", 0, 0, 'h'},
+	    {0, 0, 0, 0},
 	};
 	int ch;
 	while ((ch = getopt_long(argc, argv, "+" QPG_CLI_CLIENT_SHORTOPTS "s:h", opts, NULL)) !=
@@ -215,18 +221,18 @@ int main(int argc, char **argv)
 			    (uint32_t)qpg_cli_int(optarg, 512, 1 << 20, "--max-msg");
 			continue;
 		}
-		if (ch == 'O') {
-			po.one_sided = true;
+		if (ch == 'O' || ch == 'T') {
+			po.get_mode = ch == 'O' ? QPG_KV_GET_ONE_SIDED : QPG_KV_GET_TWO_SIDED;
 			continue;
 		}
 		if (ch == 'A') {
 			abuse = parse_abuse(optarg);
-			po.one_sided = true;
+			po.get_mode = QPG_KV_GET_ONE_SIDED;
 			continue;
 		}
 		fprintf(ch == 'h' ? stdout : stderr,
-			"usage: qpgate-kv [client flags] [-s MAX_MSG] [--one-sided] [--test-abuse "
-			"MODE] HOST SERVERNAME COMMAND...\n"
+			"usage: qpgate-kv [client flags] [-s MAX_MSG] [--one-sided|--two-sided] "
+			"[--test-abuse MODE] HOST SERVERNAME COMMAND...\n"
 			"  put KEY SIZE SEED | get KEY [SIZE SEED] | del KEY | "
 			"bad\n" QPG_CLI_CLIENT_HELP);
 		return ch == 'h' ? 0 : 2;

@@ -61,6 +61,7 @@ struct bench {
 };
 
 struct run_result {
+	uint8_t get_mode;
 	unsigned workers, clients, threads;
 	long ops, mismatches, errors;
 	double secs, ops_per_s, gib_per_s;
@@ -252,6 +253,7 @@ static void run_once(struct bench *b, unsigned threads, unsigned clients, unsign
 	res->workers = workers;
 	res->clients = clients;
 	res->threads = threads;
+	res->get_mode = b->po.get_mode;
 	qpg_hist_init(&res->lat);
 	struct qpg_kv_pool_opts po = b->po;
 	po.threads = threads;
@@ -333,40 +335,45 @@ static void run_once(struct bench *b, unsigned threads, unsigned clients, unsign
 	res->gib_per_s = res->ops_per_s * b->value_size / (1024.0 * 1024 * 1024);
 }
 
+static const char *const mode_names[] = {"auto", "two-sided", "one-sided"};
+
 static void print_header(void)
 {
-	printf(" %-8s %-8s %-8s %10s %10s %9s %9s %9s %9s %8s %7s %6s %6s\n", "workers", "clients",
-	       "threads", "GETs", "ops/s", "MiB/s", "p50[us]", "p99[us]", "p99.9[us]", "RSS[MB]",
-	       "QPs", "errs", "vs 1st");
+	printf(" %-10s %-8s %-8s %-8s %10s %10s %9s %9s %9s %9s %8s %7s %6s %6s\n", "GET",
+	       "workers", "clients", "threads", "GETs", "ops/s", "MiB/s", "p50[us]", "p99[us]",
+	       "p99.9[us]", "RSS[MB]", "QPs", "errs", "vs 1st");
 }
 
 static void print_row(const struct run_result *r, double base)
 {
+	const char *mode = mode_names[r->get_mode];
 	if (r->connect_error) {
-		printf(" %-8u %-8u %-8u  FAILED: %s\n", r->workers, r->clients, r->threads, r->why);
+		printf(" %-10s %-8u %-8u %-8u  FAILED: %s\n", mode, r->workers, r->clients,
+		       r->threads, r->why);
 		return;
 	}
-	printf(" %-8u %-8u %-8u %10ld %10.0f %9.2f %9.1f %9.1f %9.1f %8.1f %7ld %6ld %5.2fx\n",
-	       r->workers, r->clients, r->threads, r->ops, r->ops_per_s, r->gib_per_s * 1024,
-	       qpg_hist_quantile(&r->lat, 0.5) / 1e3, qpg_hist_quantile(&r->lat, 0.99) / 1e3,
-	       qpg_hist_quantile(&r->lat, 0.999) / 1e3, r->rss_kb / 1024.0, r->dev_qps,
-	       r->errors + r->mismatches, base > 0 ? r->ops_per_s / base : 1.0);
+	printf(
+	    " %-10s %-8u %-8u %-8u %10ld %10.0f %9.2f %9.1f %9.1f %9.1f %8.1f %7ld %6ld %5.2fx\n",
+	    mode, r->workers, r->clients, r->threads, r->ops, r->ops_per_s, r->gib_per_s * 1024,
+	    qpg_hist_quantile(&r->lat, 0.5) / 1e3, qpg_hist_quantile(&r->lat, 0.99) / 1e3,
+	    qpg_hist_quantile(&r->lat, 0.999) / 1e3, r->rss_kb / 1024.0, r->dev_qps,
+	    r->errors + r->mismatches, base > 0 ? r->ops_per_s / base : 1.0);
 	fflush(stdout);
 }
 
 static json_t *row_json(const struct run_result *r, double base)
 {
-	return json_pack("{s:i, s:i, s:i, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, "
-			 "s:f, s:s}",
-			 "workers", r->workers, "clients", r->clients, "threads", r->threads,
-			 "gets", (json_int_t)r->ops, "mismatches", (json_int_t)r->mismatches,
-			 "errors", (json_int_t)r->errors, "secs", r->secs, "ops_per_s",
-			 r->ops_per_s, "gib_per_s", r->gib_per_s, "p50_us",
-			 qpg_hist_quantile(&r->lat, 0.5) / 1e3, "p99_us",
-			 qpg_hist_quantile(&r->lat, 0.99) / 1e3, "p999_us",
-			 qpg_hist_quantile(&r->lat, 0.999) / 1e3, "rss_kb", (json_int_t)r->rss_kb,
-			 "device_qps", (json_int_t)r->dev_qps, "vs_first",
-			 base > 0 ? r->ops_per_s / base : 1.0, "error", r->why);
+	return json_pack(
+	    "{s:s, s:i, s:i, s:i, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, "
+	    "s:f, s:s}",
+	    "get_mode", mode_names[r->get_mode], "workers", r->workers, "clients", r->clients,
+	    "threads", r->threads, "gets", (json_int_t)r->ops, "mismatches",
+	    (json_int_t)r->mismatches, "errors", (json_int_t)r->errors, "secs", r->secs,
+	    "ops_per_s", r->ops_per_s, "gib_per_s", r->gib_per_s, "p50_us",
+	    qpg_hist_quantile(&r->lat, 0.5) / 1e3, "p99_us", qpg_hist_quantile(&r->lat, 0.99) / 1e3,
+	    "p999_us", qpg_hist_quantile(&r->lat, 0.999) / 1e3, "rss_kb", (json_int_t)r->rss_kb,
+	    "device_qps", (json_int_t)r->dev_qps, "vs_first", base > 0 ? r->ops_per_s / base : 1.0,
+	    "error", r->why);
 }
 
 /* One of the seed's tables: VALUES vary the workers (clients fixed) or the
@@ -413,6 +420,10 @@ static void usage(FILE *f)
 		   "      --dist uniform|zipf key popularity (default uniform; zipf s=0.99)\n"
 		   "  -s, --max-msg BYTES    frame size (default 8192)\n"
 		   "      --no-preload       the keys are already there\n"
+		   "      --get-mode MODE    auto (the server picks by size; default), two-sided\n"
+		   "                         (the server SENDs the value), one-sided (RDMA\n"
+		   "                         READ of a granted window), or compare: the same\n"
+		   "                         run each of the three ways\n"
 		   "      --scaling          the seed's tables: workers 4..64 at 4 clients,\n"
 		   "                         clients 1..1024 at 64 workers\n"
 		   "      --json FILE        results as JSON\n");
@@ -426,7 +437,7 @@ int main(int argc, char **argv)
 	b.nkeys = 10000;
 	b.value_size = 4096;
 	b.duration_s = 10;
-	bool scaling = false, do_preload = true;
+	bool scaling = false, do_preload = true, compare = false;
 	const char *json_path = NULL;
 	enum {
 		O_THREADS = 256,
@@ -437,7 +448,8 @@ int main(int argc, char **argv)
 		O_DIST,
 		O_JSON,
 		O_SCALING,
-		O_NOPRELOAD
+		O_NOPRELOAD,
+		O_GETMODE
 	};
 	static const struct option opts[] = {
 	    QPG_CLI_CLIENT_LONGOPTS,
@@ -453,6 +465,7 @@ int main(int argc, char **argv)
 	    {"json", 1, 0, O_JSON},
 	    {"scaling", 0, 0, O_SCALING},
 	    {"no-preload", 0, 0, O_NOPRELOAD},
+	    {"get-mode", 1, 0, O_GETMODE},
 	    {"help", 0, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -504,6 +517,21 @@ int main(int argc, char **argv)
 		case O_NOPRELOAD:
 			do_preload = false;
 			break;
+		case O_GETMODE:
+			if (!strcmp(optarg, "compare")) {
+				compare = true;
+				break;
+			}
+			for (b.po.get_mode = 0; b.po.get_mode < 3; b.po.get_mode++)
+				if (!strcmp(optarg, mode_names[b.po.get_mode]))
+					break;
+			if (b.po.get_mode == 3) {
+				fprintf(stderr,
+					"error: --get-mode is auto, two-sided, one-sided or "
+					"compare\n");
+				return 2;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -545,14 +573,25 @@ int main(int argc, char **argv)
 	json_t *rows = json_array();
 	int rc = 0;
 	if (!scaling) {
-		struct run_result r;
-		run_once(&b, b.po.threads, b.po.conns, b.workers, do_preload, &r);
-		print_header();
-		print_row(&r, 0);
-		json_array_append_new(rows, row_json(&r, 0));
-		rc = r.connect_error || r.errors || r.mismatches || r.ops == 0;
-		printf(" %ld GETs verified, %ld mismatches, %ld errors\n", r.ops, r.mismatches,
-		       r.errors);
+		/* Compare: the same shape each way, two-sided first, same keys. */
+		static const uint8_t order[] = {QPG_KV_GET_TWO_SIDED, QPG_KV_GET_ONE_SIDED,
+						QPG_KV_GET_AUTO};
+		double base = 0;
+		for (int m = 0; m < (compare ? 3 : 1); m++) {
+			if (compare)
+				b.po.get_mode = order[m];
+			struct run_result r;
+			run_once(&b, b.po.threads, b.po.conns, b.workers, do_preload && m == 0, &r);
+			if (m == 0) {
+				print_header();
+				base = r.ops_per_s;
+			}
+			print_row(&r, base);
+			json_array_append_new(rows, row_json(&r, base));
+			rc |= r.connect_error || r.errors || r.mismatches || r.ops == 0;
+			printf(" %ld GETs verified, %ld mismatches, %ld errors\n", r.ops,
+			       r.mismatches, r.errors);
+		}
 	} else {
 		static const unsigned wl[] = {4, 8, 16, 32, 64}, cl[] = {1, 4, 16, 64, 256, 1024};
 		struct run_result r;

@@ -44,6 +44,8 @@ static void usage(FILE *f)
 		"      --service echo|kv    what the server offers (default echo)\n"
 		"      --kv-capacity BYTES  KV store size, e.g. 256M (default 256M, at most 4G)\n"
 		"      --kv-max-value BYTES largest KV value, e.g. 1M (default 1M)\n"
+		"      --kv-grant-min BYTES rdma: values from this size go by RDMA READ unless\n"
+		"                           the client asks otherwise (default 32K)\n"
 		"      --srq-depth N        receives posted per thread (default 4096)\n"
 		"      --qp-timeout N       RC ACK timeout 4.096 us * 2^N, 7 tries (default 18 = "
 		"1.07 s)\n"
@@ -96,7 +98,8 @@ int main(int argc, char **argv)
 		O_QPTO,
 		O_SERVICE,
 		O_KVCAP,
-		O_KVMAX
+		O_KVMAX,
+		O_KVGRANT
 	};
 	static const struct option lo[] = {
 	    {"port", 1, 0, 'p'},
@@ -121,6 +124,7 @@ int main(int argc, char **argv)
 	    {"service", 1, 0, O_SERVICE},
 	    {"kv-capacity", 1, 0, O_KVCAP},
 	    {"kv-max-value", 1, 0, O_KVMAX},
+	    {"kv-grant-min", 1, 0, O_KVGRANT},
 	    {"port-file", 1, 0, O_PORTFILE},
 	    {"metrics", 1, 0, O_METRICS},
 	    {"verbose", 0, 0, 'v'},
@@ -154,6 +158,10 @@ int main(int argc, char **argv)
 		case O_KVMAX:
 			o.kv_max_value =
 			    (uint32_t)qpg_cli_size(optarg, 1, QPG_KV_MAX_VALUE, "--kv-max-value");
+			break;
+		case O_KVGRANT:
+			o.kv_grant_min =
+			    (uint32_t)qpg_cli_size(optarg, 1, QPG_KV_MAX_VALUE, "--kv-grant-min");
 			break;
 		case O_CERT:
 			o.cert = optarg;

@@ -80,6 +80,12 @@ if [ "$transport" = rdma ]; then
 	check "one-sided GET of 1 MiB in READs, verified" grep -Eq '^GET os1m: ok, 1048576 bytes in [0-9]{3} chunks, .*verified' <<<"$out"
 	check "one-sided GET of an empty value" grep -q '^GET osz: ok, 0 bytes' <<<"$out"
 	check "one-sided GET of a missing key: not found" grep -q '^GET nope: not found' <<<"$out"
+	# Left to the server (the default), 1 MiB comes by READ (8256-byte
+	# pieces: 128) and 4 KiB is sent; --two-sided gets 1 MiB in 129 frames.
+	out=$(kv get os1m 1M 22 get os4k 4096 21 2>&1; kvf --two-sided -- get os1m 1M 22 2>&1)
+	sed 's/^/  /' <<<"$out"
+	check "by default, 1 MiB by READ and 4 KiB sent, both verified; forced two-sided too" \
+		[ "$(grep -Ec '^GET os1m: ok, 1048576 bytes in 128 chunks.*verified|^GET os4k: ok, 4096 bytes in 1 chunk,.*verified|^GET os1m: ok, 1048576 bytes in 129 chunks.*verified' <<<"$out")" -eq 3 ]
 
 	# Reads outside the grant must fail, and nobody else may notice.
 	kv put other 64K 31 >/dev/null 2>&1
