@@ -63,7 +63,9 @@ static void test_req_refusals(void **st)
 	buf[0] = 9;
 	expect_bad(buf, (size_t)n, QPG_KV_MALFORMED, "unknown operation");
 	n = enc_req(buf, QPG_KV_GET, "k", 0, 0);
-	buf[1] = 2;
+	buf[1] = 4;
+	expect_bad(buf, (size_t)n, QPG_KV_MALFORMED, "reserved flags");
+	buf[1] = QPG_KV_F_ONE_SIDED | QPG_KV_F_GRANT_LARGE; /* exclusive */
 	expect_bad(buf, (size_t)n, QPG_KV_MALFORMED, "reserved flags");
 	n = enc_req(buf, QPG_KV_DEL, "k", 0, 0);
 	buf[1] = QPG_KV_F_ONE_SIDED; /* only a GET may ask for a grant */
