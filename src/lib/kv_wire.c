@@ -16,7 +16,8 @@ int qpg_kv_encode_req(uint8_t *out, size_t cap, const struct qpg_kv_req *r)
 	qpg__put32(out + 4, r->req_id);
 	qpg__put32(out + 8, r->value_len);
 	qpg__put32(out + 12, r->offset);
-	memcpy(out + QPG_KV_HDR_LEN, r->key, r->key_len);
+	if (r->key_len) /* RELEASE has none (and a NULL key) */
+		memcpy(out + QPG_KV_HDR_LEN, r->key, r->key_len);
 	return QPG_KV_HDR_LEN + r->key_len;
 }
 
