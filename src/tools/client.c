@@ -23,7 +23,9 @@ static void usage(FILE *f)
 		   "      --release-file F  end --hold as soon as F exists\n"
 		   "      --expect-error CLASS  succeed only if every connection fails with CLASS\n"
 		   "  -v, --verbose\n"
-		   "test hooks: --test-corrupt-tag-at K, --test-oversize-at K, --test-bad-hello "
+		   "test hooks: --test-pause-at K --test-resume-file F (conn 0 waits before "
+		   "message K until F exists), --test-corrupt-tag-at K, --test-oversize-at K, "
+		   "--test-bad-hello "
 		   "version|psn|qpn|truncated|length|stall\n");
 }
 
@@ -40,6 +42,8 @@ int main(int argc, char **argv)
 		O_EXPECT,
 		O_CORRUPT,
 		O_OVERSIZE,
+		O_PAUSE,
+		O_RESUME,
 		O_BADHELLO,
 		O_WINDOW,
 		O_READY,
@@ -55,6 +59,8 @@ int main(int argc, char **argv)
 	    {"expect-error", 1, 0, O_EXPECT},
 	    {"test-corrupt-tag-at", 1, 0, O_CORRUPT},
 	    {"test-oversize-at", 1, 0, O_OVERSIZE},
+	    {"test-pause-at", 1, 0, O_PAUSE},
+	    {"test-resume-file", 1, 0, O_RESUME},
 	    {"test-bad-hello", 1, 0, O_BADHELLO},
 	    {"window", 1, 0, O_WINDOW},
 	    {"ready-file", 1, 0, O_READY},
@@ -90,6 +96,12 @@ int main(int argc, char **argv)
 		case O_OVERSIZE:
 			lo.oversize_at =
 			    (int)qpg_cli_int(optarg, 0, 1000000000, "--test-oversize-at");
+			break;
+		case O_PAUSE:
+			lo.pause_at = (int)qpg_cli_int(optarg, 0, 1000000000, "--test-pause-at");
+			break;
+		case O_RESUME:
+			lo.resume_file = optarg;
 			break;
 		case O_CORRUPT:
 			lo.corrupt_at =

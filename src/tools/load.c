@@ -30,6 +30,7 @@ struct engine {
 	 * so every connection gets its turn. Each is in it at most once. */
 	int *waiting;
 	int wait_head, wait_len;
+	bool paused; /* conn 0, by the pause test hook */
 };
 
 static uint64_t now_ns(void)
@@ -62,6 +63,16 @@ static void send_next(struct engine *e, struct conn_state *s)
 			s->queued = true;
 			e->waiting[(e->wait_head + e->wait_len++) % o->nconns] = s->index;
 		}
+		return;
+	}
+	if (s->index == 0 && s->sent == o->pause_at && o->resume_file && !e->paused &&
+	    access(o->resume_file, F_OK) != 0) {
+		e->paused = true;
+		char marker[4096];
+		snprintf(marker, sizeof(marker), "%s.paused", o->resume_file);
+		FILE *f = fopen(marker, "w");
+		if (f)
+			fclose(f);
 		return;
 	}
 	for (uint32_t j = 0; j < o->size; j++)
@@ -220,6 +231,7 @@ void load_opts_default(struct load_opts *o)
 	o->inflight = 1024;
 	o->corrupt_at = -1;
 	o->oversize_at = -1;
+	o->pause_at = -1;
 }
 
 static void tick(struct engine *e, const char *phase, uint64_t *next)
@@ -314,6 +326,11 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 			e.stop_sending = true; /* outstanding replies still come back */
 		qpg_client_run(cl, 50);
 		tick(&e, "traffic", &next);
+		if (e.paused && access(o->resume_file, F_OK) == 0) {
+			e.paused = false;
+			if (!e.conns[0].closed && !e.conns[0].done)
+				send_next(&e, &e.conns[0]);
+		}
 	}
 	r->traffic_s = (double)(now_ns() - t_traffic) / 1e9;
 	r->timed_out = e.done_traffic < o->nconns;

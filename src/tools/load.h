@@ -25,6 +25,11 @@ struct load_opts {
 	long timeout_ms; /* whole run */
 	int corrupt_at;	 /* test hook, -1: off */
 	int oversize_at; /* test hook: conn 0 sends message K oversized, -1: off */
+	/* Test hook: conn 0 stops before message PAUSE_AT (-1: off), writes
+	 * RESUME_FILE.paused, and goes on once RESUME_FILE exists: a quiet,
+	 * live connection for a packet injector to aim at. */
+	int pause_at;
+	const char *resume_file;
 	const char *ready_file;
 	const char *release_file; /* end the hold early once this file exists */
 	bool verbose;
