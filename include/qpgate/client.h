@@ -29,7 +29,7 @@ struct qpg_client_opts {
 	uint32_t srq_depth;
 	uint8_t qp_timeout;    /* RC local ACK timeout: 4.096 us * 2^N per try; 0: default */
 	uint8_t rd_atomic;     /* one-sided READs in flight per connection; 0: one */
-	uint32_t sq_depth;     /* send queue per connection (sends and READs); 0: credits */
+	uint32_t sq_depth;     /* send queue per connection (sends and READs); 0: 2 x credits */
 	uint8_t test_mutation; /* test hook: break our own HELLO */
 };
 void qpg_client_opts_default(struct qpg_client_opts *o);
@@ -55,7 +55,8 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 		      const struct qpg_client_cbs *cbs, char *err, size_t err_len);
 void qpg_client_destroy(struct qpg_client *cl);
 int qpg_client_connect(struct qpg_client *cl, void *user, struct qpg_client_conn **out);
-/* Copy PAYLOAD into a registered buffer and send it. -EAGAIN: no credit. */
+/* Copy PAYLOAD into a registered buffer and send it. -EAGAIN: no credit, or
+ * the send queue is full (retry from the sent callback). */
 int qpg_client_send(struct qpg_client_conn *c, uint8_t type, const void *payload, uint32_t len);
 /* One-sided (RDMA): READ LEN bytes at the server's RADDR through a window
  * it granted with RKEY; read_done gets COOKIE. -EOPNOTSUPP over tcp,

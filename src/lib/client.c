@@ -149,7 +149,8 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	    .max_msg = o->max_msg,
 	    .srq_depth = o->srq_depth,
 	    .pool_max = o->pool_max ? o->pool_max : 16384,
-	    .qp_max_send_wr = o->sq_depth ? o->sq_depth : o->credits,
+	    /* Twice the credits: a reply may come before our request's ACK. */
+	    .qp_max_send_wr = o->sq_depth ? o->sq_depth : 2u * o->credits,
 	    .qp_timeout = o->qp_timeout,
 	    .rd_atomic = o->rd_atomic,
 	};

@@ -652,6 +652,13 @@ int qpg__conn_send_flags(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, u
 		qpg_pool_put(&ep->pool, b);
 		return -EMSGSIZE;
 	}
+	/* Full: a peer's reply can arrive before the ACK of our request does
+	 * (lost ACKs are only repaired by the next one), so a full send queue
+	 * is normal under loss. The caller retries on the next completion. */
+	if (qpg__conn_send_room(c) == 0) {
+		qpg_pool_put(&ep->pool, b);
+		return -EAGAIN;
+	}
 	struct qpg_frame_hdr h = {QPG_WIRE_VERSION, type, flags, payload_len, c->auth.tx.seq++};
 	uint8_t *p = b->addr;
 	qpg_frame_hdr_encode(p, &h);

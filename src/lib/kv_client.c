@@ -37,9 +37,11 @@ struct kv_conn {
 	uint32_t gen;
 	struct qpg_kv_request *head, *tail; /* waiting for a slot */
 	struct qpg_kv_request *put_cur;	    /* a PUT with chunks still to send */
+	struct qpg_kv_request *unsent;	    /* a GET/DEL whose request found the queue full */
 	uint8_t *frame;			    /* scratch for building requests */
 	/* one-sided GETs */
 	uint8_t get_flags; /* on each GET: whether (or when) to ask for a grant */
+	bool pumping;	   /* tcp completes sends inside the send call: no nesting */
 	bool verify;
 	uint32_t read_max;
 	unsigned reads;				    /* READs in flight */
@@ -105,6 +107,7 @@ static void fail_all(struct kv_conn *k, int status)
 	}
 	k->outstanding = 0;
 	k->put_cur = NULL;
+	k->unsent = NULL;
 	k->rd_head = k->rd_tail = k->rel_head = k->rel_tail = NULL;
 	k->reads = 0; /* a failed connection's READs never complete */
 	while (k->head) {
@@ -370,15 +373,33 @@ static void on_sent(struct qpg_client_conn *c, void *user)
 	struct kv_conn *k = user;
 	if (k->rd_head)
 		read_pump(k);
+	pump(k); /* a request may have found the send queue full */
 }
+
+static void pump_unguarded(struct kv_conn *k);
 
 static void pump(struct kv_conn *k)
 {
+	if (k->pumping)
+		return; /* the outer call goes on while there is credit */
+	k->pumping = true;
+	pump_unguarded(k);
+	k->pumping = false;
+}
+
+static void pump_unguarded(struct kv_conn *k)
+{
 	while (k->up && !k->dead && k->outstanding < k->credits) {
 		if (k->rel_head) { /* releases first: they free the server's windows */
-			struct qpg_kv_request *op = list_pop(&k->rel_head, &k->rel_tail);
-			if (send_release(k, op))
+			if (send_release(k, k->rel_head))
+				return; /* full: it stays first, a send completion retries */
+			list_pop(&k->rel_head, &k->rel_tail);
+			continue;
+		}
+		if (k->unsent) {
+			if (send_frame(k, k->unsent, 0, 0))
 				return;
+			k->unsent = NULL;
 			continue;
 		}
 		if (k->put_cur) {
@@ -407,6 +428,7 @@ static void pump(struct kv_conn *k)
 			if (put_next(k))
 				return;
 		} else if (send_frame(k, op, 0, 0)) {
+			k->unsent = op; /* in its slot; sent when there is room */
 			return;
 		}
 	}

@@ -126,7 +126,10 @@ void qpg_qp_opts_default(struct qpg_qp_opts *o)
 	 * longer than 67 ms for its ACK under load, every QP resends at once and
 	 * the load that caused the delay doubles. */
 	o->timeout = 18;
-	o->retry_cnt = 7;
+	/* 6, not 7: rxe takes a retry count of 7 as "retry forever" (the
+	 * spec's meaning for the RNR count only), and on a dead wire the QP
+	 * never failed; seen in the two-VM lab with 100% loss. */
+	o->retry_cnt = 6;
 	/* 7 = retry RNR without limit. RNR only means the peer's shared receive
 	 * queue is momentarily empty (thousands of clients bursting into one
 	 * SRQ); the peer is alive, or its control channel would have closed and

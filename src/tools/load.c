@@ -15,6 +15,7 @@ struct conn_state {
 	uint64_t sent_ns;
 	bool established, closed, done;
 	bool outstanding; /* a request is on the wire */
+	bool blocked;	  /* the send queue was full: retry on a send completion */
 	bool queued;	  /* waiting for an --inflight slot */
 };
 
@@ -88,7 +89,11 @@ static void send_next(struct engine *e, struct conn_state *s)
 		memset(e->payload, 0x5a, len);
 	}
 	s->sent_ns = now_ns();
+	s->blocked = false; /* the tcp transport completes sends inside the call */
 	int rc = qpg_client_send(s->c, QPG_FRAME_ECHO_REQ, e->payload, len);
+	s->blocked = rc == -EAGAIN;
+	if (rc == -EAGAIN)
+		return;
 	if (rc == 0) {
 		s->sent++;
 		e->r->sent++;
@@ -196,7 +201,16 @@ static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class 
 	pump_waiting(e);
 }
 
+static void on_sent(struct qpg_client_conn *c, void *user)
+{
+	(void)c;
+	struct conn_state *s = user;
+	if (s->blocked && !s->closed && !s->done)
+		send_next(s->e, s);
+}
+
 const struct qpg_client_cbs load_callbacks = {
+    .sent = on_sent,
     .established = on_established,
     .reply = on_reply,
     .closed = on_closed,

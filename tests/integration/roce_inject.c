@@ -38,10 +38,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#define ROCE_PORT 4791
-#define BTH_LEN	  12
-#define ICRC_LEN  4
-#define ETH_LEN	  14
+#define ROCE_PORT     4791
+#define BTH_LEN	      12
+#define ICRC_LEN      4
+#define ETH_LEN	      14
 #define FRAME_SEQ_OFF 8 /* qpgate frame header: version type flags len seq */
 
 enum mode { WRONG_PSN, BAD_ICRC, FORGED, REPLAY };
@@ -150,8 +150,9 @@ static int parse_mode(const char *s)
 int main(int argc, char **argv)
 {
 	if (argc < 5 || argc > 6 || parse_mode(argv[3]) < 0) {
-		fprintf(stderr, "usage: roce_inject IFACE SERVER_IP wrong-psn|bad-icrc|forged|replay "
-				"QUIET_FILE [SECONDS]\n");
+		fprintf(stderr,
+			"usage: roce_inject IFACE SERVER_IP wrong-psn|bad-icrc|forged|replay "
+			"QUIET_FILE [SECONDS]\n");
 		return 1;
 	}
 	enum mode mode = (enum mode)parse_mode(argv[3]);
@@ -168,9 +169,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "roce_inject: %s: %s\n", argv[1], strerror(errno));
 		return 4;
 	}
-	struct sockaddr_ll sll = {.sll_family = AF_PACKET,
-				  .sll_protocol = htons(ETH_P_ALL),
-				  .sll_ifindex = (int)ifindex};
+	struct sockaddr_ll sll = {
+	    .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL), .sll_ifindex = (int)ifindex};
 	if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
 		fprintf(stderr, "roce_inject: bind: %s\n", strerror(errno));
 		return 4;
