@@ -57,6 +57,8 @@ enum qpg_kv_test_abuse {
 	QPG_KV_ABUSE_OTHER_QP,	    /* READ with the grant's rkey on another connection */
 	QPG_KV_ABUSE_WRITE,	    /* RDMA WRITE into the (read-only) grant */
 	QPG_KV_ABUSE_AFTER_RELEASE, /* READ again with the rkey after the RELEASE */
+	QPG_KV_ABUSE_WRONG_DIGEST,  /* take the grant's digest as changed on the way:
+				       the GET must end QPG_KV_CORRUPT */
 };
 
 struct qpg_kv_pool_opts {

@@ -305,6 +305,8 @@ static void on_grant(struct kv_conn *k, struct qpg_kv_request *op, const struct 
 		fail_conn(k, "the server sent an invalid grant", 0);
 		return;
 	}
+	if (op->test_abuse == QPG_KV_ABUSE_WRONG_DIGEST)
+		op->grant.digest[0] ^= 1;
 	op->total = r->value_len;
 	op->posted = op->got = 0;
 	op->result = QPG_KV_OK;

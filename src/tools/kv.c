@@ -169,12 +169,13 @@ static int parse_cmds(int argc, char **argv, struct cmd *out)
 
 static int parse_abuse(const char *s)
 {
-	static const char *const names[] = {"none", "past-end", "other-qp", "write",
-					    "after-release"};
-	for (int i = 0; i < 5; i++)
+	static const char *const names[] = {"none",  "past-end",      "other-qp",
+					    "write", "after-release", "wrong-digest"};
+	for (int i = 0; i < 6; i++)
 		if (!strcmp(s, names[i]))
 			return i;
-	fprintf(stderr, "error: --test-abuse is past-end, other-qp, write or after-release\n");
+	fprintf(stderr, "error: --test-abuse is past-end, other-qp, write, after-release or "
+			"wrong-digest\n");
 	exit(2);
 }
 

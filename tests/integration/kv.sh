@@ -98,6 +98,10 @@ if [ "$transport" = rdma ]; then
 		check "$mode: the misuse failed (0 succeeded) and the device refused it" \
 			grep -Eq 'abuse: 0 misuse\(s\) of a grant succeeded.*remote (access|invalid request) error' <<<"$out"
 	done
+	out=$(kvf --test-abuse wrong-digest -- get os4k 4096 21 2>&1)
+	sed 's/^/  /' <<<"$out"
+	check "a value that does not match the grant's digest is reported as such (the check can fail)" \
+		grep -q '^GET os4k: value does not match its digest' <<<"$out"
 	check "past-end: the GET failed with its connection" grep -q '^GET os4k: connection failed: .*read failed: remote access error' <<<"$(kvf --test-abuse past-end -- get os4k 4096 21 2>&1)"
 	out=$(kvf --test-abuse other-qp -- get os4k 4096 21 2>&1)
 	sed 's/^/  /' <<<"$out"
