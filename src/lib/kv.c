@@ -163,13 +163,11 @@ static void grant_drop(struct qpg__conn *c, struct kv_grant *g)
 	g->state = GRANT_FREE;
 }
 
-/* Send a job's reply header (and PAYLOAD) in a fresh buffer. */
-static int send_reply(struct qpg__conn *c, const struct qpg_kv_reply *r, uint16_t frame_flags,
-		      const void *payload, uint32_t len)
+/* Send a reply header (and PAYLOAD) in B, which the caller got first: a
+ * window bound or invalidated is always followed by its reply. */
+static int send_reply(struct qpg__conn *c, struct qpg_buf *b, const struct qpg_kv_reply *r,
+		      uint16_t frame_flags, const void *payload, uint32_t len)
 {
-	struct qpg_buf *b = qpg_pool_get(&c->ep->pool);
-	if (!b)
-		return -ENOBUFS;
 	uint8_t *p = qpg__frame_payload(b);
 	qpg_kv_encode_reply(p, QPG_KV_HDR_LEN, r);
 	if (len)
@@ -180,7 +178,8 @@ static int send_reply(struct qpg__conn *c, const struct qpg_kv_reply *r, uint16_
 /* JOB_GRANT: bind the window, then send the grant; the bind is ahead of the
  * reply on the send queue, so the window is valid before the client knows
  * its key. */
-static int run_grant(struct qpg__conn *c, struct kv_conn *kc, const struct kv_job *j)
+static int run_grant(struct qpg__conn *c, struct kv_conn *kc, const struct kv_job *j,
+		     struct qpg_buf *b)
 {
 	struct kv_grant *g = &kc->grants[j->grant];
 	struct qpg__kv_store *st = store_of(c);
@@ -191,10 +190,12 @@ static int run_grant(struct qpg__conn *c, struct kv_conn *kc, const struct kv_jo
 	if (rc) {
 		/* Out of windows or send queue: the client may retry. */
 		grant_drop(c, g);
-		if (rc == -ENOTCONN)
+		if (rc == -ENOTCONN) {
+			qpg_pool_put(&c->ep->pool, b);
 			return rc;
+		}
 		r.status = QPG_KV_BUSY;
-		return send_reply(c, &r, 0, NULL, 0);
+		return send_reply(c, b, &r, 0, NULL, 0);
 	}
 	g->state = GRANT_ACTIVE;
 	gr.grant_id = grant_id(kc, j->grant);
@@ -202,16 +203,18 @@ static int run_grant(struct qpg__conn *c, struct kv_conn *kc, const struct kv_jo
 	uint8_t payload[QPG_KV_GRANT_LEN];
 	qpg_kv_encode_grant(payload, sizeof(payload), &gr);
 	r.flags = QPG_KV_R_GRANT;
-	return send_reply(c, &r, 0, payload, sizeof(payload));
+	return send_reply(c, b, &r, 0, payload, sizeof(payload));
 }
 
 /* JOB_REVOKE: invalidate the window, then acknowledge the RELEASE. The
  * value's reference goes when the invalidation completes (revoked). */
-static int run_revoke(struct qpg__conn *c, struct kv_conn *kc, const struct kv_job *j)
+static int run_revoke(struct qpg__conn *c, struct kv_conn *kc, const struct kv_job *j,
+		      struct qpg_buf *b)
 {
 	struct kv_grant *g = &kc->grants[j->grant];
 	int rc = qpg__conn_revoke(c, g->window);
 	if (rc) {
+		qpg_pool_put(&c->ep->pool, b);
 		/* A window that cannot be invalidated must not outlive the
 		 * connection: closing puts the QP in error, which ends it. */
 		qpg__conn_close(c, QPG_ERR_QP, "cannot invalidate a memory window: %s",
@@ -220,7 +223,7 @@ static int run_revoke(struct qpg__conn *c, struct kv_conn *kc, const struct kv_j
 	}
 	g->state = GRANT_REVOKING;
 	struct qpg_kv_reply r = {.op = QPG_KV_RELEASE, .req_id = j->req_id};
-	return send_reply(c, &r, 0, NULL, 0);
+	return send_reply(c, b, &r, 0, NULL, 0);
 }
 
 static void pop(struct qpg__conn *c, struct kv_conn *kc)
@@ -247,23 +250,21 @@ static void pump(struct qpg__conn *c)
 		uint32_t need = j->kind == JOB_REPLY ? 1 : 2; /* work requests */
 		if (qpg__conn_send_room(c) < need)
 			break;
-		if (j->kind != JOB_REPLY) {
-			struct kv_job job = *j;
-			j->v = NULL; /* a grant's reference is the grant's, not the job's */
-			pop(c, kc);
-			int rc = job.kind == JOB_GRANT ? run_grant(c, kc, &job)
-						       : run_revoke(c, kc, &job);
-			if (rc == -ENOBUFS && c->in_flight == 0)
-				qpg__conn_close(c, QPG_ERR_LOCAL, "server out of message buffers");
-			if (rc)
-				break;
-			continue;
-		}
 		struct qpg_buf *b = qpg_pool_get(&c->ep->pool);
 		if (!b) {
 			if (c->in_flight == 0) /* no completion of ours will wake us */
 				qpg__conn_close(c, QPG_ERR_LOCAL, "server out of message buffers");
 			break;
+		}
+		if (j->kind != JOB_REPLY) {
+			struct kv_job job = *j;
+			j->v = NULL; /* a grant's reference is the grant's, not the job's */
+			pop(c, kc);
+			int rc = job.kind == JOB_GRANT ? run_grant(c, kc, &job, b)
+						       : run_revoke(c, kc, &job, b);
+			if (rc)
+				break;
+			continue;
 		}
 		uint8_t *p = qpg__frame_payload(b);
 		struct qpg_kv_reply r = {.op = j->op,
