@@ -456,6 +456,8 @@ static int rdma_revoke(struct qpg__conn *c, void *window)
 static int post_one_sided(struct qpg__conn *c, struct qpg_buf *b, enum wr_kind kind, uint64_t raddr,
 			  uint32_t rkey)
 {
+	if (b->io_len > b->len)
+		return -EINVAL;
 	b->owner = c;
 	struct ibv_sge sge = {(uintptr_t)b->addr, b->io_len, b->lkey};
 	struct ibv_send_wr wr = {.wr_id = wr_id_of(b, kind),
@@ -472,15 +474,11 @@ static int post_one_sided(struct qpg__conn *c, struct qpg_buf *b, enum wr_kind k
 
 static int rdma_read(struct qpg__conn *c, struct qpg_buf *b, uint64_t raddr, uint32_t rkey)
 {
-	if (b->io_len > b->len)
-		return -EINVAL;
 	return post_one_sided(c, b, WR_READ, raddr, rkey);
 }
 
 static int rdma_test_write(struct qpg__conn *c, struct qpg_buf *b, uint64_t raddr, uint32_t rkey)
 {
-	if (b->io_len > b->len)
-		return -EINVAL;
 	return post_one_sided(c, b, WR_WRITE, raddr, rkey);
 }
 
