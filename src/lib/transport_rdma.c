@@ -171,11 +171,16 @@ static void drain_cq(struct rdma_ep *r)
 		for (int i = 0; i < n; i++)
 			handle_wc(r, &wcs[i]);
 		total += n;
+		/* Refill per batch, not once the CQ is empty: each reply
+		 * handled here can send a request whose answer lands in this
+		 * same loop, so a busy loop never finds the CQ empty, and
+		 * an SRQ refilled only at the end runs dry (RNR NAKs). */
+		srq_refill(r);
 	}
 	long long prev = atomic_load_explicit(&r->ep->stats.cq_depth_max, memory_order_relaxed);
 	if (total > prev)
 		atomic_store_explicit(&r->ep->stats.cq_depth_max, total, memory_order_relaxed);
-	srq_refill(r);
+	srq_refill(r); /* an earlier refill may have found the pool empty */
 }
 
 static void channel_cb(struct qpg__io *io, uint32_t events)

@@ -41,6 +41,10 @@ stop_server() {
 	srv_pid=""
 	stats=$(grep 'stats:' "$work/server.log")
 	echo "server $stats"
+	# The server logs every connection it closes for a reason other than
+	# the peer leaving; show a few, so a failure says why.
+	grep -E ' closed \([a-z_]+\): ' "$work/server.log" | grep -Ev '\((peer_closed|none)\)' | head -5 |
+		sed 's/^/server log: /'
 	check "server stopped cleanly on SIGTERM (exit $rc)" [ $rc -eq 0 ]
 	check "server log has no sanitizer report" \
 		bash -c "! grep -Eq '(ERROR|WARNING): (Address|Leak|Thread|UndefinedBehavior)Sanitizer|runtime error:' '$work/server.log'"
@@ -72,6 +76,13 @@ wait_qps() { # wait until the device's QP count is back to $1
 	return 1
 }
 
+# RNR NAKs the device has sent: a receive was missing when a message came.
+rnr_naks() {
+	if [ "$transport" = rdma ]; then
+		rdma statistic show 2>/dev/null | grep -o 'send_rnr_err [0-9]*' | awk '{n += $2} END {print n + 0}'
+	else echo 0; fi
+}
+
 baseline=$(qp_count)
 echo "transport $transport, scenario $scenario, device QPs at start: $baseline"
 
@@ -79,8 +90,14 @@ case "$scenario" in
 concurrent)
 	n=${QPG_TEST_CLIENTS:-1000}
 	start_server --handshake-timeout 60000
+	rnr_before=$(rnr_naks)
 	out=$(client -c "$n" -n 10 -s 512 --hold 2000 --timeout 600000 2>&1); rc=$?
 	echo "$out" | tail -4
+	# Both sides keep a receive posted for every message their peers may
+	# have in flight; an RNR NAK means one side let its SRQ run dry (and
+	# rxe counts the RNR waits against the sender's retry budget).
+	check "no RNR NAKs: receives were always posted ($(($(rnr_naks) - rnr_before)) sent)" \
+		[ "$(rnr_naks)" = "$rnr_before" ]
 	check "$n concurrent clients connected, every echo verified (exit $rc)" [ $rc -eq 0 ]
 	check "client table shows $n connected, 0 failed, 0 mismatches" \
 		grep -Eq "^ $n +$n +0 +$((n * 10)) +512 +$((n * 10)) +0 " <<<"$out"
