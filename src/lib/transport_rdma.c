@@ -25,6 +25,7 @@ struct rdma_ep {
 	struct qpg__map qpn_to_conn;
 	uint32_t srq_posted;
 	uint32_t srq_cap; /* the SRQ's size: the most receives we may post */
+	size_t credits;	  /* summed over established connections */
 	uint32_t unacked_events;
 	int cq_size;
 	struct qpg__endpoint *ep;
@@ -42,6 +43,7 @@ struct rdma_conn {
 	struct qpg__conn base;
 	struct ibv_qp *qp;
 	struct rdma_window *windows, *free_windows;
+	uint32_t credits; /* this connection's share of rdma_ep.credits */
 };
 
 /* Work request ids: a pointer with the kind of request in its low bits
@@ -59,15 +61,16 @@ static struct rdma_conn *to_rdma(struct qpg__conn *c)
 	return qpg__container_of(c, struct rdma_conn, base);
 }
 
-/* How many receives to keep posted: the configured depth, or one per
- * connection plus slack when there are more connections than that. Every
- * peer may have a message in flight at once; a receive short of that means
- * RNR NAKs, and thousands of QPs retrying RNR livelock rxe (seen at 10,000
- * clients under TCG: a soft lockup in rxe_requester). */
+/* How many receives to keep posted: the configured depth, or one per credit
+ * granted plus slack when the credits add up to more. Every peer may have
+ * all its credits' worth of messages in flight at once; a receive short of
+ * that means RNR NAKs. Thousands of QPs retrying RNR livelock rxe (seen at
+ * 10,000 clients under TCG: a soft lockup in rxe_requester), and rxe counts
+ * RNR waits against the sender's retry budget. */
 static uint32_t srq_target(const struct rdma_ep *r)
 {
 	const struct qpg__endpoint *ep = r->ep;
-	size_t want = QPG_MAX((size_t)ep->srq_depth, ep->nconns + 64);
+	size_t want = QPG_MAX((size_t)ep->srq_depth, QPG_MAX(r->credits, ep->nconns) + 64);
 	return (uint32_t)QPG_MIN(want, (size_t)r->srq_cap);
 }
 
@@ -345,6 +348,11 @@ static int rdma_conn_establish(struct qpg__conn *c, const struct qpg_wire_params
 	if ((err = qpg_qp_to_rts(ep->dev, rc->qp, c->local.psn, &o)) != 0)
 		return err;
 	qpg__phase_end(c, QPG_PHASE_QP_RTS);
+	/* Back the new credits with receives before the peer can use them. */
+	struct rdma_ep *r = ep->tep;
+	rc->credits = c->credits;
+	r->credits += c->credits;
+	srq_refill(r);
 	return 0;
 }
 
@@ -507,6 +515,8 @@ static void rdma_conn_shutdown(struct qpg__conn *c)
 	struct rdma_ep *r = c->ep->tep;
 	if (!rc->qp)
 		return;
+	r->credits -= rc->credits;
+	rc->credits = 0;
 	qpg__map_del(&r->qpn_to_conn, rc->qp->qp_num);
 	/* ERR flushes posted sends back through the CQ; the conn is freed
 	 * only after they are all back (conn_busy). */
