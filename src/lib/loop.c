@@ -88,6 +88,8 @@ int qpg__loop_add(struct qpg__loop *l, struct qpg__io *io, int fd, uint32_t even
 	io->fd = fd;
 	io->events = events;
 	io->cb = cb;
+	io->deferred = 0;
+	io->next_deferred = NULL;
 	struct epoll_event ev = {.events = events, .data.ptr = io};
 	return epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
@@ -101,8 +103,27 @@ int qpg__loop_mod(struct qpg__loop *l, struct qpg__io *io, uint32_t events)
 	return epoll_ctl(l->epfd, EPOLL_CTL_MOD, io->fd, &ev) < 0 ? -errno : 0;
 }
 
+void qpg__loop_defer(struct qpg__loop *l, struct qpg__io *io)
+{
+	if (io->deferred)
+		return;
+	io->deferred = 1;
+	io->next_deferred = l->deferred;
+	l->deferred = io;
+}
+
 void qpg__loop_del(struct qpg__loop *l, struct qpg__io *io)
 {
+	if (io->deferred) {
+		struct qpg__io **lists[] = {&l->deferred, &l->running};
+		for (int i = 0; i < 2; i++)
+			for (struct qpg__io **pp = lists[i]; *pp; pp = &(*pp)->next_deferred)
+				if (*pp == io) {
+					*pp = io->next_deferred;
+					break;
+				}
+		io->deferred = 0;
+	}
 	if (io->fd >= 0)
 		epoll_ctl(l->epfd, EPOLL_CTL_DEL, io->fd, NULL);
 }
@@ -110,12 +131,23 @@ void qpg__loop_del(struct qpg__loop *l, struct qpg__io *io)
 int qpg__loop_run_once(struct qpg__loop *l, int timeout_ms)
 {
 	struct epoll_event evs[256];
-	int n = epoll_wait(l->epfd, evs, (int)QPG_ARRAY_SIZE(evs), timeout_ms);
+	int n = epoll_wait(l->epfd, evs, (int)QPG_ARRAY_SIZE(evs), l->deferred ? 0 : timeout_ms);
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
 	for (int i = 0; i < n; i++) {
 		struct qpg__io *io = evs[i].data.ptr;
 		io->cb(io, evs[i].events);
+	}
+	/* Taken as a whole: a callback may defer itself again, for the next
+	 * batch, after the fds that are ready by then. */
+	l->running = l->deferred;
+	l->deferred = NULL;
+	while (l->running) {
+		struct qpg__io *io = l->running;
+		l->running = io->next_deferred;
+		io->deferred = 0;
+		io->cb(io, 0);
+		n++;
 	}
 	if (l->on_batch_end)
 		l->on_batch_end(l);

@@ -13,6 +13,8 @@ struct qpg__io {
 	int fd;
 	uint32_t events;
 	qpg__io_cb cb;
+	struct qpg__io *next_deferred;
+	int deferred;
 };
 
 struct qpg__loop {
@@ -26,6 +28,8 @@ struct qpg__loop {
 	 * event later in the same batch can reach freed memory. */
 	void (*on_batch_end)(struct qpg__loop *loop);
 	void *owner;
+	struct qpg__io *deferred; /* to call again after this batch */
+	struct qpg__io *running;  /* deferred ones being called now */
 };
 
 /* TICK_MS > 0 arms a periodic timer that calls on_tick (deadlines). */
@@ -37,5 +41,9 @@ void qpg__loop_del(struct qpg__loop *l, struct qpg__io *io);
 /* Wait up to TIMEOUT_MS (-1: forever) and dispatch. Returns events handled. */
 int qpg__loop_run_once(struct qpg__loop *l, int timeout_ms);
 void qpg__loop_wake(struct qpg__loop *l);
+/* Call IO's callback again (events 0) right after this batch, without
+ * waiting: for a handler that stopped with work left so that other fds get
+ * their turn, when no new event would bring it back. */
+void qpg__loop_defer(struct qpg__loop *l, struct qpg__io *io);
 
 #endif

@@ -1,0 +1,119 @@
+/* The event loop's deferred calls: a handler that stops with work left is
+ * called again after the batch, without waiting for an event. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common.h"
+#include "loop.h"
+
+struct probe {
+	struct qpg__io io;
+	struct qpg__loop *loop;
+	int calls, zero_event_calls;
+	int defer_again; /* times left to defer itself again */
+	struct qpg__io *victim; /* deleted from the loop on the first call */
+};
+
+static void probe_cb(struct qpg__io *io, uint32_t events)
+{
+	struct probe *p = qpg__container_of(io, struct probe, io);
+	p->calls++;
+	if (events == 0)
+		p->zero_event_calls++;
+	if (p->victim) {
+		qpg__loop_del(p->loop, p->victim);
+		p->victim = NULL;
+	}
+	if (p->defer_again > 0) {
+		p->defer_again--;
+		qpg__loop_defer(p->loop, io);
+	}
+}
+
+static int probe_add(struct qpg__loop *l, struct probe *p)
+{
+	p->loop = l;
+	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(qpg__loop_add(l, &p->io, fd, EPOLLIN, probe_cb), 0);
+	return fd;
+}
+
+static void test_deferred_io_runs_without_an_event(void **state)
+{
+	struct qpg__loop l;
+	struct probe p = {0};
+	assert_int_equal(qpg__loop_init(&l, 0), 0);
+	int fd = probe_add(&l, &p);
+	qpg__loop_defer(&l, &p.io);
+	qpg__loop_defer(&l, &p.io); /* twice is once */
+	/* A timeout of 10 s: returning at once shows a deferred call does not
+	 * wait for an event that will not come. */
+	assert_int_equal(qpg__loop_run_once(&l, 10000), 1);
+	assert_int_equal(p.calls, 1);
+	assert_int_equal(p.zero_event_calls, 1);
+	assert_int_equal(qpg__loop_run_once(&l, 0), 0);
+	assert_int_equal(p.calls, 1);
+	close(fd);
+	qpg__loop_fini(&l);
+}
+
+static void test_deferring_again_waits_for_the_next_batch(void **state)
+{
+	struct qpg__loop l;
+	struct probe p = {.defer_again = 2};
+	assert_int_equal(qpg__loop_init(&l, 0), 0);
+	int fd = probe_add(&l, &p);
+	qpg__loop_defer(&l, &p.io);
+	assert_int_equal(qpg__loop_run_once(&l, 0), 1);
+	assert_int_equal(p.calls, 1);
+	assert_int_equal(qpg__loop_run_once(&l, 0), 1);
+	assert_int_equal(p.calls, 2);
+	assert_int_equal(qpg__loop_run_once(&l, 0), 1);
+	assert_int_equal(p.calls, 3);
+	assert_int_equal(qpg__loop_run_once(&l, 0), 0);
+	assert_int_equal(p.calls, 3);
+	close(fd);
+	qpg__loop_fini(&l);
+}
+
+static void test_deleted_io_is_not_called(void **state)
+{
+	struct qpg__loop l;
+	struct probe a = {0}, b = {0}, c = {0};
+	assert_int_equal(qpg__loop_init(&l, 0), 0);
+	int fa = probe_add(&l, &a), fb = probe_add(&l, &b), fc = probe_add(&l, &c);
+	/* Deleted while waiting to be deferred. */
+	qpg__loop_defer(&l, &a.io);
+	qpg__loop_del(&l, &a.io);
+	/* Deleted by another deferred call of the same batch: whichever of
+	 * b and c runs first deletes the other. */
+	b.victim = &c.io;
+	c.victim = &b.io;
+	qpg__loop_defer(&l, &b.io);
+	qpg__loop_defer(&l, &c.io);
+	assert_int_equal(qpg__loop_run_once(&l, 0), 1);
+	assert_int_equal(a.calls, 0);
+	assert_int_equal(b.calls + c.calls, 1);
+	close(fa);
+	close(fb);
+	close(fc);
+	qpg__loop_fini(&l);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_deferred_io_runs_without_an_event),
+	    cmocka_unit_test(test_deferring_again_waits_for_the_next_batch),
+	    cmocka_unit_test(test_deleted_io_is_not_called),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
