@@ -171,7 +171,7 @@ static int parse_abuse(const char *s)
 {
 	static const char *const names[] = {"none",  "past-end",      "other-qp",
 					    "write", "after-release", "wrong-digest"};
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++)
 		if (!strcmp(s, names[i]))
 			return i;
 	fprintf(stderr, "error: --test-abuse is past-end, other-qp, write, after-release or "

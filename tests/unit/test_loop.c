@@ -17,7 +17,7 @@ struct probe {
 	struct qpg__io io;
 	struct qpg__loop *loop;
 	int calls, zero_event_calls;
-	int defer_again; /* times left to defer itself again */
+	int defer_again;	/* times left to defer itself again */
 	struct qpg__io *victim; /* deleted from the loop on the first call */
 };
 
