@@ -21,6 +21,8 @@ struct qpg_server_opts {
 	int ib_port;
 	int gid_index; /* < 0: auto */
 	unsigned handshake_timeout_ms;
+	unsigned progress_timeout_ms; /* sends not completing for this long close it (0: never) */
+	unsigned idle_timeout_ms;     /* no traffic for this long closes it (0: never) */
 	unsigned max_pending;	       /* unfinished handshakes, whole server */
 	unsigned max_pending_per_peer; /* unfinished handshakes per peer address */
 	unsigned max_conns_per_peer;   /* 0: no limit */

@@ -233,13 +233,9 @@ int qpg_client_connect(struct qpg_client *cl, void *user, struct qpg_client_conn
 		free(u);
 		return rc;
 	}
-	/* The connection may already have failed (closed callback with a NULL
-	 * user): it is reported from the loop, not here. */
-	if (c->state >= QPG_CONN_CLOSING) {
-		free(u);
-	} else {
-		c->user = u;
-	}
+	/* Even if it has already failed: closes are reported from the loop, so
+	 * the closed callback comes later, with USER, and frees U. */
+	c->user = u;
 	*out = (struct qpg_client_conn *)c;
 	return 0;
 }
@@ -329,7 +325,8 @@ int qpg_client_run(struct qpg_client *cl, int timeout_ms)
 
 size_t qpg_client_conn_count(const struct qpg_client *cl)
 {
-	return cl->ep.nconns;
+	/* Closed ones count until their closed callback has run. */
+	return cl->ep.nconns + cl->ep.nclosing;
 }
 
 void qpg_client_conn_info(const struct qpg_client_conn *cc, struct qpg_conn_info *out)

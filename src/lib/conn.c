@@ -173,10 +173,16 @@ void qpg__conn_close(struct qpg__conn *c, enum qpg_err_class err, const char *fm
 	c->state = QPG_CONN_CLOSING;
 	c->closing_since_ns = qpg__now_ns();
 	conn_unlink(c);
-	c->next_dead = ep->dead;
-	ep->dead = c;
-	if (ep->cbs.closed)
-		ep->cbs.closed(c);
+	/* Scheduled, not done: the caller (often a callback of this very
+	 * connection, several frames deep) may still touch C and its service
+	 * state. The closed callback runs after the batch. */
+	c->next_dead = NULL;
+	if (ep->closing_tail)
+		ep->closing_tail->next_dead = c;
+	else
+		ep->closing = c;
+	ep->closing_tail = c;
+	ep->nclosing++;
 }
 
 static void conn_free(struct qpg__conn *c)
@@ -188,15 +194,22 @@ static void conn_free(struct qpg__conn *c)
 	free(c);
 }
 
-/* Free dead connections once their data path has drained. A QP whose flush
- * never arrives is destroyed after 10 s anyway rather than held forever. */
+/* Free dead connections once their data path has drained. One whose
+ * completions never come back is abandoned after ep->abandon_ns: the
+ * transport makes sure nothing in flight can still name it (for RDMA: the QP
+ * is destroyed and the CQ drained) before it is freed. */
 static void reap(struct qpg__endpoint *ep, bool force)
 {
 	struct qpg__conn **pp = &ep->dead;
 	uint64_t now = qpg__now_ns();
 	while (*pp) {
 		struct qpg__conn *c = *pp;
-		if (force || !c->t->conn_busy(c) || now - c->closing_since_ns > 10000000000ull) {
+		bool stuck = now - c->closing_since_ns > ep->abandon_ns;
+		if (force || stuck || !c->t->conn_busy(c)) {
+			if (c->t->conn_busy(c) && c->t->conn_abandon) {
+				c->t->conn_abandon(c);
+				stat_add(&ep->stats.slots_abandoned, c->in_flight);
+			}
 			*pp = c->next_dead;
 			conn_free(c);
 		} else {
@@ -205,10 +218,39 @@ static void reap(struct qpg__endpoint *ep, bool force)
 	}
 }
 
+void qpg__endpoint_settle(struct qpg__endpoint *ep)
+{
+	/* A closed callback may close others: they join the end of the list. */
+	while (ep->closing) {
+		struct qpg__conn *c = ep->closing;
+		ep->closing = c->next_dead;
+		if (!ep->closing)
+			ep->closing_tail = NULL;
+		ep->nclosing--;
+		if (ep->cbs.closed)
+			ep->cbs.closed(c);
+		c->next_dead = ep->dead;
+		ep->dead = c;
+	}
+	if (ep->dead)
+		reap(ep, false);
+}
+
 static void update_events(struct qpg__conn *c)
 {
-	uint32_t ev = EPOLLIN | (c->want_write || c->state == QPG_CONN_CONNECTING ? EPOLLOUT : 0);
+	uint32_t ev = (c->read_paused ? 0 : EPOLLIN) |
+		      (c->want_write || c->state == QPG_CONN_CONNECTING ? EPOLLOUT : 0);
 	qpg__loop_mod(&c->ep->loop, &c->io, ev);
+}
+
+void qpg__conn_pause_read(struct qpg__conn *c, bool pause)
+{
+	if (c->read_paused == pause || c->io.fd < 0)
+		return;
+	c->read_paused = pause;
+	if (pause)
+		stat_add(&c->ep->stats.reads_paused, 1);
+	update_events(c);
 }
 
 static int conn_flush(struct qpg__conn *c)
@@ -219,6 +261,7 @@ static int conn_flush(struct qpg__conn *c)
 		    qpg__tls_write(c->ssl, c->out + c->out_off, n, &done, c->why, sizeof(c->why));
 		if (r == QPG_TLS_DONE) {
 			c->out_off += done;
+			c->out_flushed_total += done;
 			c->out_retry = 0;
 			continue;
 		}
@@ -229,18 +272,27 @@ static int conn_flush(struct qpg__conn *c)
 				c->want_write = true;
 				update_events(c);
 			}
+			if (c->t->on_flushed && c->state == QPG_CONN_ESTABLISHED)
+				c->t->on_flushed(c);
 			return 0;
 		}
 		qpg__conn_close(c, QPG_ERR_PEER_CLOSED, "write failed: %s", c->why);
 		return -EPIPE;
 	}
 	c->out_off = c->out_len = 0;
+	if (c->out_cap > 65536) { /* a burst's buffer is not kept by an idle connection */
+		free(c->out);
+		c->out = NULL;
+		c->out_cap = 0;
+	}
 	if (c->want_write) {
 		c->want_write = false;
 		update_events(c);
 	}
 	if (c->state == QPG_CONN_REJECTING)
 		qpg__conn_close(c, c->err, "%s", c->why);
+	else if (c->t->on_flushed && c->state == QPG_CONN_ESTABLISHED)
+		c->t->on_flushed(c);
 	return 0;
 }
 
@@ -266,6 +318,7 @@ int qpg__conn_write(struct qpg__conn *c, const void *data, size_t len)
 	}
 	memcpy(c->out + c->out_len, data, len);
 	c->out_len += len;
+	c->out_queued_total += len;
 	if (c->want_write)
 		return 0; /* EPOLLOUT will flush */
 	return conn_flush(c);
@@ -314,6 +367,7 @@ static void become_established(struct qpg__conn *c)
 	}
 	c->state = QPG_CONN_ESTABLISHED;
 	c->deadline_ns = 0;
+	c->active_ns = c->progress_ns = qpg__now_ns();
 	c->handshake_done = true;
 	c->counted_connected = true;
 	atomic_fetch_sub_explicit(&ep->stats.handshaking, 1, memory_order_relaxed);
@@ -337,7 +391,7 @@ static void server_on_hello(struct qpg__conn *c)
 {
 	struct qpg__endpoint *ep = c->ep;
 	struct qpg_wire_params peer;
-	char why[128];
+	char why[128] = "";
 	int rc = qpg_wire_decode_params(c->boot_in, c->boot_in_len, &peer, why, sizeof(why));
 	if (rc == -EPROTONOSUPPORT) {
 		reject(c, QPG_REJECT_VERSION,
@@ -461,9 +515,13 @@ static void client_on_reply(struct qpg__conn *c)
 		return;
 	}
 	struct qpg_wire_params peer;
-	char why[128];
-	if (qpg_wire_decode_params(c->boot_in, c->boot_in_len, &peer, why, sizeof(why)) ||
-	    type != QPG_WIRE_ACCEPT) {
+	char why[128] = "";
+	if (type != QPG_WIRE_ACCEPT) {
+		qpg__conn_close(c, QPG_ERR_PROTOCOL,
+				"unexpected bootstrap message type %u from server", type);
+		return;
+	}
+	if (qpg_wire_decode_params(c->boot_in, c->boot_in_len, &peer, why, sizeof(why))) {
 		qpg__conn_close(c, QPG_ERR_PROTOCOL, "invalid ACCEPT from server: %s", why);
 		return;
 	}
@@ -674,7 +732,8 @@ int qpg__conn_send_flags(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, u
 			c->corrupt_next_tag = false;
 		}
 	}
-	c->in_flight++;
+	if (c->in_flight++ == 0)
+		c->progress_ns = qpg__now_ns();
 	stat_add(&ep->stats.msgs_out, 1);
 	stat_add(&ep->stats.bytes_out, payload_len);
 	int rc = c->t->send(c, b, qpg_frame_len(payload_len, c->auth.enabled));
@@ -688,8 +747,8 @@ int qpg__conn_send_flags(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, u
 /* One-sided work requests are in flight like sends until they complete. */
 static int one_sided_posted(struct qpg__conn *c, int rc)
 {
-	if (rc == 0)
-		c->in_flight++;
+	if (rc == 0 && c->in_flight++ == 0)
+		c->progress_ns = qpg__now_ns();
 	return rc;
 }
 
@@ -737,6 +796,7 @@ void qpg__conn_on_revoked(struct qpg__conn *c, void *user)
 void qpg__conn_on_read(struct qpg__conn *c, struct qpg_buf *b, bool ok, const char *why)
 {
 	c->in_flight--;
+	c->progress_ns = c->active_ns = qpg__now_ns();
 	if (c->state != QPG_CONN_ESTABLISHED || !ok || !c->ep->cbs.read_done) {
 		qpg_pool_put(&c->ep->pool, b);
 		if (!ok && c->state == QPG_CONN_ESTABLISHED)
@@ -761,6 +821,7 @@ void qpg__conn_on_sent(struct qpg__conn *c, bool ok, const char *why)
 	c->in_flight--;
 	if (c->state != QPG_CONN_ESTABLISHED)
 		return;
+	c->progress_ns = c->active_ns = qpg__now_ns();
 	if (!ok) {
 		qpg__conn_close(c, QPG_ERR_QP, "send completion failed: %s", why);
 		return;
@@ -803,6 +864,7 @@ void qpg__conn_on_frame(struct qpg__conn *c, struct qpg_buf *b, size_t len)
 		return;
 	}
 	c->auth.rx.seq++;
+	c->active_ns = qpg__now_ns();
 	if (h.flags & ~QPG_FRAME_FLAGS_KNOWN) {
 		qpg_pool_put(&ep->pool, b);
 		qpg__conn_close(c, QPG_ERR_PROTOCOL, "unknown frame flags 0x%04x", h.flags);
@@ -834,11 +896,15 @@ static void ep_tick(struct qpg__loop *l)
 
 static void ep_batch_end(struct qpg__loop *l)
 {
-	struct qpg__endpoint *ep = l->owner;
-	if (ep->dead)
-		reap(ep, false);
+	qpg__endpoint_settle(l->owner);
 }
 
+static const char *state_name(enum qpg__conn_state st)
+{
+	return st == QPG_CONN_CONNECTING ? "TCP connect" : st == QPG_CONN_TLS ? "TLS" : "bootstrap";
+}
+
+/* Deadlines. Closes are deferred, so the list may be walked while closing. */
 void qpg__endpoint_tick(struct qpg__endpoint *ep)
 {
 	uint64_t now = qpg__now_ns();
@@ -848,13 +914,23 @@ void qpg__endpoint_tick(struct qpg__endpoint *ep)
 		if (c->deadline_ns && now > c->deadline_ns && c->state < QPG_CONN_ESTABLISHED)
 			qpg__conn_close(c, QPG_ERR_TIMEOUT, "handshake timeout after %llu ms (%s)",
 					(unsigned long long)(ep->handshake_timeout_ns / 1000000),
-					c->state == QPG_CONN_CONNECTING ? "TCP connect"
-					: c->state == QPG_CONN_TLS	? "TLS"
-									: "bootstrap");
+					state_name(c->state));
 		else if (c->deadline_ns && now > c->deadline_ns && c->state == QPG_CONN_REJECTING)
 			qpg__conn_close(c, c->err, "%s", c->why);
+		else if (c->state != QPG_CONN_ESTABLISHED)
+			continue;
+		else if (ep->progress_ns_max && c->in_flight &&
+			 now - c->progress_ns > ep->progress_ns_max)
+			qpg__conn_close(c, QPG_ERR_TIMEOUT,
+					"no progress: %u sends not completed for %llu ms (peer not "
+					"reading?)",
+					c->in_flight,
+					(unsigned long long)(ep->progress_ns_max / 1000000));
+		else if (ep->idle_ns_max && c->in_flight == 0 &&
+			 now - c->active_ns > ep->idle_ns_max)
+			qpg__conn_close(c, QPG_ERR_TIMEOUT, "idle for %llu ms",
+					(unsigned long long)(ep->idle_ns_max / 1000000));
 	}
-	reap(ep, false);
 }
 
 int qpg__endpoint_init(struct qpg__endpoint *ep, const struct qpg__ep_opts *o)
@@ -870,6 +946,7 @@ int qpg__endpoint_init(struct qpg__endpoint *ep, const struct qpg__ep_opts *o)
 	ep->rd_atomic = o->rd_atomic;
 	ep->credits_max = 16;
 	ep->handshake_timeout_ns = 10000000000ull;
+	ep->abandon_ns = 10000000000ull;
 	rc = qpg__loop_init(&ep->loop, o->tick_ms ? o->tick_ms : 100);
 	if (rc)
 		return rc;
@@ -896,11 +973,11 @@ void qpg__endpoint_fini(struct qpg__endpoint *ep)
 {
 	while (ep->head)
 		qpg__conn_close(ep->head, QPG_ERR_LOCAL, "endpoint shutting down");
+	qpg__endpoint_settle(ep);
 	/* Let flushes arrive so QPs are destroyed idle, then force the rest. */
-	for (int i = 0; i < 200 && ep->dead; i++) {
+	for (int i = 0; i < 200 && (ep->dead || ep->closing); i++)
 		qpg__loop_run_once(&ep->loop, 10);
-		reap(ep, false);
-	}
+	qpg__endpoint_settle(ep);
 	reap(ep, true);
 	ep->t->ep_fini(ep);
 	qpg_pool_destroy(&ep->pool);

@@ -45,7 +45,14 @@ struct qpg__transport_ops {
 	/* Stop traffic; busy() stays true while work is still in flight. */
 	void (*conn_shutdown)(struct qpg__conn *c);
 	bool (*conn_busy)(struct qpg__conn *c);
+	/* Busy for too long: make sure nothing in flight can still reach C
+	 * (destroy the QP, then take every completion left in the CQ), so that
+	 * C can be freed. NULL where nothing outlives conn_shutdown. */
+	void (*conn_abandon)(struct qpg__conn *c);
 	void (*conn_release)(struct qpg__conn *c);
+	/* Bytes queued on the control channel have left the process (up to
+	 * C->out_flushed_total). NULL where sends do not ride on it. */
+	void (*on_flushed)(struct qpg__conn *c);
 
 	/* One-sided access; all NULL where the transport has none.
 	 * 0 if windows can be scoped to one connection, else -EOPNOTSUPP. */
@@ -86,6 +93,8 @@ struct qpg__ep_stats {
 	atomic_llong connected;
 	atomic_llong handshaking;
 	atomic_llong cq_depth_max;
+	atomic_ullong slots_abandoned;	       /* in flight when a stuck connection was freed */
+	atomic_ullong reads_paused;	       /* tcp: input paused while the output was full */
 	atomic_ullong handshake_ns_bucket[24]; /* log2 buckets from 1 us */
 	atomic_ullong handshake_ns_sum;
 };
@@ -125,10 +134,13 @@ struct qpg__conn {
 	bool handshake_done;
 	bool corrupt_next_tag; /* test hook */
 	bool oversize_next;    /* test hook: let the next frame exceed max_msg */
+	bool read_paused;      /* stop reading requests until our output drains */
 	uint8_t test_mutation; /* test hook: enum qpg__hello_mutation */
 	uint64_t closing_since_ns;
 	struct qpg__conn *prev, *next; /* endpoint's list, in creation order */
-	struct qpg__conn *next_dead;
+	struct qpg__conn *next_dead;   /* on the endpoint's closing, then dead list */
+	uint64_t progress_ns;	       /* last send completion, or the first send after none */
+	uint64_t active_ns;	       /* last frame in or send completed (idle timeout) */
 	uint64_t started_ns;
 	uint64_t deadline_ns; /* 0: none */
 	uint64_t phase_ns[QPG_PHASE_COUNT];
@@ -146,6 +158,7 @@ struct qpg__conn {
 	/* control channel output (bootstrap, and tcp frames) */
 	uint8_t *out;
 	size_t out_len, out_off, out_cap, out_retry;
+	uint64_t out_queued_total, out_flushed_total; /* bytes ever queued / written */
 	enum qpg_err_class err;
 	char why[256];
 	void *user;
@@ -189,7 +202,14 @@ struct qpg__endpoint {
 	uint16_t credits_max;
 	uint64_t handshake_timeout_ns;
 	struct qpg__conn *head, *tail;
-	struct qpg__conn *dead;
+	/* Closed, their closed callback not yet called: that happens after the
+	 * batch, never under the caller of qpg__conn_close (as uv_close). */
+	struct qpg__conn *closing, *closing_tail;
+	size_t nclosing;
+	struct qpg__conn *dead;	  /* closed callback done; freed once drained */
+	uint64_t progress_ns_max; /* sends not completed for this long: close (0: never) */
+	uint64_t idle_ns_max;	  /* no traffic for this long: close (0: never) */
+	uint64_t abandon_ns;	  /* a closed connection still busy after this is abandoned */
 	size_t nconns;
 	struct qpg__endpoint_cbs cbs;
 	struct qpg__ep_stats stats;
@@ -202,8 +222,11 @@ int qpg__rdma_dev_open_explained(struct qpg_rdma_dev *dev, const char *name, int
 
 int qpg__endpoint_init(struct qpg__endpoint *ep, const struct qpg__ep_opts *o);
 void qpg__endpoint_fini(struct qpg__endpoint *ep);
-/* Free closed connections whose data path has drained; enforce deadlines. */
+/* Enforce deadlines (closes are deferred; nothing is freed here). */
 void qpg__endpoint_tick(struct qpg__endpoint *ep);
+/* Run pending closed callbacks, then free what has drained. Called by the
+ * loop after each batch, and by the endpoint's owner outside the loop. */
+void qpg__endpoint_settle(struct qpg__endpoint *ep);
 
 /* Server side: take over an accepted socket. -ENOMEM: nothing was created
  * and FD is closed. Otherwise the connection exists, with USER set, and any
@@ -263,9 +286,14 @@ void qpg__conn_on_read(struct qpg__conn *c, struct qpg_buf *b, bool ok, const ch
 void qpg__conn_on_frame(struct qpg__conn *c, struct qpg_buf *b, size_t len);
 /* A send completion (transport -> core). */
 void qpg__conn_on_sent(struct qpg__conn *c, bool ok, const char *why);
-/* End C with ERR and a reason. Idempotent. */
+/* End C with ERR and a reason. Idempotent. C stays valid until the loop's
+ * current batch has ended: its closed callback runs then, never inside this
+ * call, and C is freed only after that and once its data path has drained. */
 void qpg__conn_close(struct qpg__conn *c, enum qpg_err_class err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Stop (or resume) reading the control socket: the tcp transport's
+ * backpressure while its output is full. */
+void qpg__conn_pause_read(struct qpg__conn *c, bool pause);
 /* Queue bytes on the control channel and try to flush. */
 int qpg__conn_write(struct qpg__conn *c, const void *data, size_t len);
 /* Test hook: flip a bit of the next tag sent. */

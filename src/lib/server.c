@@ -54,6 +54,9 @@ void qpg_server_opts_default(struct qpg_server_opts *o)
 	o->ib_port = 1;
 	o->gid_index = -1;
 	o->handshake_timeout_ms = 5000;
+	/* Longer than a dead peer takes to fail a QP (7 ACK timeouts of
+	 * 1.07 s), so this catches the peer that is alive but does not read. */
+	o->progress_timeout_ms = 15000;
 	o->max_pending = 4096;
 	o->max_pending_per_peer = 2048;
 	o->max_msg = 4096;
@@ -348,6 +351,8 @@ struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err,
 		w->ep.credits_max = 64; /* KV pipelines; echo clients ask for few */
 		w->ep.auth_required = !s->o.allow_no_auth;
 		w->ep.handshake_timeout_ns = (uint64_t)s->o.handshake_timeout_ms * 1000000ull;
+		w->ep.progress_ns_max = (uint64_t)s->o.progress_timeout_ms * 1000000ull;
+		w->ep.idle_ns_max = (uint64_t)s->o.idle_timeout_ms * 1000000ull;
 		w->ep.cbs = (struct qpg__endpoint_cbs){
 		    .admit = srv_admit,
 		    .established = srv_established,

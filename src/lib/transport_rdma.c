@@ -542,6 +542,22 @@ static bool rdma_conn_busy(struct qpg__conn *c)
 	return c->in_flight > 0;
 }
 
+/* The flushes of C's work requests never came back. Destroying the QP
+ * stops the device from producing more; completions it already produced
+ * are taken now, while C (named by their wr_ids) still exists. Buffers of
+ * work requests that never complete are lost to the pool (counted). */
+static void rdma_conn_abandon(struct qpg__conn *c)
+{
+	struct rdma_conn *rc = to_rdma(c);
+	struct rdma_ep *r = c->ep->tep;
+	if (rc->qp) {
+		qpg_qp_destroy(&rc->qp);
+		atomic_fetch_add_explicit(&c->ep->stats.qps_destroyed, 1, memory_order_relaxed);
+	}
+	while (drain_cq(r))
+		;
+}
+
 static void rdma_conn_release(struct qpg__conn *c)
 {
 	struct rdma_conn *rc = to_rdma(c);
@@ -571,6 +587,7 @@ const struct qpg__transport_ops qpg__transport_rdma = {
     .on_stream = rdma_on_stream,
     .conn_shutdown = rdma_conn_shutdown,
     .conn_busy = rdma_conn_busy,
+    .conn_abandon = rdma_conn_abandon,
     .conn_release = rdma_conn_release,
     .windows_probe = rdma_windows_probe,
     .region_open = rdma_region_open,

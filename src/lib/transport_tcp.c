@@ -1,6 +1,14 @@
 /* TCP transport: the same bootstrap and the same authenticated frames, with
  * the frames carried on the TLS control connection itself. For hosts
- * without RDMA; it moves real bytes, never sleeps to pretend. */
+ * without RDMA; it moves real bytes, never sleeps to pretend.
+ *
+ * A send completes when its last byte has left the process (SSL_write took
+ * it into the kernel), not when it is queued: like a work request that
+ * completes once sent. So a connection never has more than its send depth
+ * of frames in its output buffer, and the services' pumps, which wait for
+ * room, are bounded by it. While the server has no room to answer, it stops
+ * reading that connection's requests: TCP's own flow control then holds
+ * the peer back. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +20,11 @@ struct tcp_conn {
 	struct qpg__conn base;
 	struct qpg_buf *rx; /* the frame being reassembled */
 	size_t rx_len;
+	/* Sends not yet complete: where each frame ends in the control
+	 * channel's byte count (FIFO, at most the send depth). */
+	uint64_t *ends;
+	uint32_t head, n, cap;
+	bool completing;
 };
 
 static struct tcp_conn *to_tcp(struct qpg__conn *c)
@@ -41,16 +54,49 @@ static int tcp_conn_prepare(struct qpg__conn *c, struct qpg_wire_params *local)
 
 static int tcp_conn_establish(struct qpg__conn *c, const struct qpg_wire_params *peer)
 {
-	return 0;
+	struct tcp_conn *tc = to_tcp(c);
+	tc->cap = qpg__conn_send_depth(c);
+	tc->ends = calloc(tc->cap, sizeof(*tc->ends));
+	return tc->ends ? 0 : -ENOMEM;
 }
 
 static int tcp_send(struct qpg__conn *c, struct qpg_buf *b, size_t len)
 {
+	struct tcp_conn *tc = to_tcp(c);
+	if (tc->n == tc->cap) { /* the core checks the room first */
+		qpg_pool_put(&c->ep->pool, b);
+		return -EAGAIN;
+	}
+	/* Recorded first: the write may flush, and complete it, at once. */
+	uint32_t slot = (tc->head + tc->n++) % tc->cap;
+	tc->ends[slot] = c->out_queued_total + len;
 	int rc = qpg__conn_write(c, b->addr, len);
 	qpg_pool_put(&c->ep->pool, b);
-	if (rc == 0)
-		qpg__conn_on_sent(c, true, NULL);
+	if (rc && tc->n && (tc->head + tc->n - 1) % tc->cap == slot)
+		tc->n--;
 	return rc;
+}
+
+static void tcp_on_flushed(struct qpg__conn *c)
+{
+	struct tcp_conn *tc = to_tcp(c);
+	if (tc->completing)
+		return; /* the outer call goes on until nothing more is done */
+	tc->completing = true;
+	while (tc->n && tc->ends[tc->head] <= c->out_flushed_total &&
+	       c->state == QPG_CONN_ESTABLISHED) {
+		tc->head = (tc->head + 1) % tc->cap;
+		tc->n--;
+		qpg__conn_on_sent(c, true, NULL);
+	}
+	tc->completing = false;
+	/* Room again: read the requests we held back. Some may already sit
+	 * in OpenSSL's buffer, where epoll cannot see them, so the read is
+	 * scheduled on the loop rather than waiting for the socket. */
+	if (c->read_paused && c->state == QPG_CONN_ESTABLISHED && qpg__conn_send_room(c) > 0) {
+		qpg__conn_pause_read(c, false);
+		qpg__loop_defer(&c->ep->loop, &c->io);
+	}
 }
 
 static void tcp_on_stream(struct qpg__conn *c)
@@ -58,6 +104,13 @@ static void tcp_on_stream(struct qpg__conn *c)
 	struct tcp_conn *tc = to_tcp(c);
 	struct qpg__endpoint *ep = c->ep;
 	while (c->state == QPG_CONN_ESTABLISHED) {
+		/* Backpressure: no room for an answer, so read no more requests
+		 * (the server only; a client within its credits always has room,
+		 * and must keep reading the answers that make it). */
+		if (c->is_server && qpg__conn_send_room(c) == 0) {
+			qpg__conn_pause_read(c, true);
+			return;
+		}
 		if (!tc->rx) {
 			tc->rx = qpg_pool_get(&ep->pool);
 			tc->rx_len = 0;
@@ -114,6 +167,9 @@ static bool tcp_conn_busy(struct qpg__conn *c)
 
 static void tcp_conn_release(struct qpg__conn *c)
 {
+	struct tcp_conn *tc = to_tcp(c);
+	free(tc->ends);
+	tc->ends = NULL;
 }
 
 const struct qpg__transport_ops qpg__transport_tcp = {
@@ -129,6 +185,7 @@ const struct qpg__transport_ops qpg__transport_tcp = {
     .conn_shutdown = tcp_conn_shutdown,
     .conn_busy = tcp_conn_busy,
     .conn_release = tcp_conn_release,
+    .on_flushed = tcp_on_flushed,
 };
 
 const struct qpg__transport_ops *qpg__transport_by_kind(int kind)

@@ -130,11 +130,12 @@ void qpg_qp_opts_default(struct qpg_qp_opts *o)
 	 * spec's meaning for the RNR count only), and on a dead wire the QP
 	 * never failed; seen in the two-VM lab with 100% loss. */
 	o->retry_cnt = 6;
-	/* 7 = retry RNR without limit. RNR only means the peer's shared receive
-	 * queue is momentarily empty (thousands of clients bursting into one
-	 * SRQ); the peer is alive, or its control channel would have closed and
-	 * taken this QP down. Loss and dead peers are bounded by retry_cnt. */
-	o->rnr_retry = 7;
+	/* Finite: 7 would retry RNR forever, and a peer that stops posting
+	 * receives (alive, its control channel open) would pin our send queue
+	 * and the pool slots behind it for good. Receives are kept posted for
+	 * every credit granted, so an honest peer does not RNR; the receiver's
+	 * min_rnr_timer (qpg_qp_to_rtr) makes these 7 tries last ~70 ms. */
+	o->rnr_retry = 6;
 	o->rd_atomic = 1;
 }
 
@@ -190,7 +191,7 @@ int qpg_qp_to_rtr(struct qpg_rdma_dev *dev, struct ibv_qp *qp, const struct qpg_
 	a.dest_qp_num = peer->qpn;
 	a.rq_psn = peer->psn; /* the peer's secret sq_psn is our expected rq_psn */
 	a.max_dest_rd_atomic = rd_atomic_of(dev, o);
-	a.min_rnr_timer = 12; /* 0.64 ms */
+	a.min_rnr_timer = 20; /* 10.24 ms: with rnr_retry 6 a peer gets ~70 ms to post */
 	a.ah_attr.is_global = 1;
 	a.ah_attr.dlid = peer->lid;
 	a.ah_attr.port_num = dev->port;

@@ -20,40 +20,44 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: qpgate-server --cert FILE --key FILE [options]\n"
-		"  -p, --port N             TCP port for the TLS control channel (default 7471; 0: "
-		"any)\n"
-		"      --bind ADDR          address to listen on (default 127.0.0.1)\n"
-		"      --cert FILE          server certificate chain (PEM)\n"
-		"      --key FILE           server private key (PEM)\n"
-		"      --client-ca FILE     require client certificates signed by this CA (mTLS)\n"
-		"      --max-clients N      admitted clients at once (default 100000)\n"
-		"      --threads N          event-loop threads (default: number of cores)\n"
-		"      --transport rdma|tcp data path (default rdma)\n"
-		"  -d, --ib-dev DEV         RDMA device (default: the first)\n"
-		"  -i, --ib-port N          device port (default 1)\n"
-		"  -x, --gid-index N        GID index (default: the IPv4-mapped RoCE v2 GID)\n"
-		"      --handshake-timeout MS  deadline for TCP+TLS+bootstrap (default 5000)\n"
-		"      --max-pending N      unfinished handshakes, whole server (default 4096)\n"
-		"      --max-pending-per-peer N  unfinished handshakes per peer address (default "
-		"2048)\n"
-		"      --max-conns-per-peer N    connections per peer address (default: no limit)\n"
-		"      --allow-no-auth      accept clients that turn per-message auth off\n"
-		"  -s, --max-msg BYTES      largest message (default 4096)\n"
-		"      --service echo|kv    what the server offers (default echo)\n"
-		"      --kv-capacity BYTES  KV store size, e.g. 256M (default 256M, at most 4G)\n"
-		"      --kv-max-value BYTES largest KV value, e.g. 1M (default 1M)\n"
-		"      --kv-grant-min BYTES rdma: values from this size go by RDMA READ unless\n"
-		"                           the client asks otherwise (default 32K)\n"
-		"      --srq-depth N        receives posted per thread (default 4096)\n"
-		"      --qp-timeout N       RC ACK timeout 4.096 us * 2^N, 7 tries (default 18 = "
-		"1.07 s)\n"
-		"      --port-file FILE     write the bound port (and the metrics port) here once "
-		"listening\n"
-		"      --metrics HOST:PORT  serve Prometheus metrics at /metrics (e.g. "
-		"127.0.0.1:9471)\n"
-		"  -v, --verbose            log every connection\n");
+	fprintf(
+	    f,
+	    "usage: qpgate-server --cert FILE --key FILE [options]\n"
+	    "  -p, --port N             TCP port for the TLS control channel (default 7471; 0: "
+	    "any)\n"
+	    "      --bind ADDR          address to listen on (default 127.0.0.1)\n"
+	    "      --cert FILE          server certificate chain (PEM)\n"
+	    "      --key FILE           server private key (PEM)\n"
+	    "      --client-ca FILE     require client certificates signed by this CA (mTLS)\n"
+	    "      --max-clients N      admitted clients at once (default 100000)\n"
+	    "      --threads N          event-loop threads (default: number of cores)\n"
+	    "      --transport rdma|tcp data path (default rdma)\n"
+	    "  -d, --ib-dev DEV         RDMA device (default: the first)\n"
+	    "  -i, --ib-port N          device port (default 1)\n"
+	    "  -x, --gid-index N        GID index (default: the IPv4-mapped RoCE v2 GID)\n"
+	    "      --handshake-timeout MS  deadline for TCP+TLS+bootstrap (default 5000)\n"
+	    "      --progress-timeout MS   close a client whose sends do not complete for MS\n"
+	    "                           (it stopped reading; default 15000, 0: never)\n"
+	    "      --idle-timeout MS    close a client with no traffic for MS (default 0: never)\n"
+	    "      --max-pending N      unfinished handshakes, whole server (default 4096)\n"
+	    "      --max-pending-per-peer N  unfinished handshakes per peer address (default "
+	    "2048)\n"
+	    "      --max-conns-per-peer N    connections per peer address (default: no limit)\n"
+	    "      --allow-no-auth      accept clients that turn per-message auth off\n"
+	    "  -s, --max-msg BYTES      largest message (default 4096)\n"
+	    "      --service echo|kv    what the server offers (default echo)\n"
+	    "      --kv-capacity BYTES  KV store size, e.g. 256M (default 256M, at most 4G)\n"
+	    "      --kv-max-value BYTES largest KV value, e.g. 1M (default 1M)\n"
+	    "      --kv-grant-min BYTES rdma: values from this size go by RDMA READ unless\n"
+	    "                           the client asks otherwise (default 32K)\n"
+	    "      --srq-depth N        receives posted per thread (default 4096)\n"
+	    "      --qp-timeout N       RC ACK timeout 4.096 us * 2^N, 7 tries (default 18 = "
+	    "1.07 s)\n"
+	    "      --port-file FILE     write the bound port (and the metrics port) here once "
+	    "listening\n"
+	    "      --metrics HOST:PORT  serve Prometheus metrics at /metrics (e.g. "
+	    "127.0.0.1:9471)\n"
+	    "  -v, --verbose            log every connection\n");
 }
 
 static void print_stats(struct qpg_server *s)
@@ -99,7 +103,9 @@ int main(int argc, char **argv)
 		O_SERVICE,
 		O_KVCAP,
 		O_KVMAX,
-		O_KVGRANT
+		O_KVGRANT,
+		O_PROGRESS,
+		O_IDLE
 	};
 	static const struct option lo[] = {
 	    {"port", 1, 0, 'p'},
@@ -114,6 +120,8 @@ int main(int argc, char **argv)
 	    {"ib-port", 1, 0, 'i'},
 	    {"gid-index", 1, 0, 'x'},
 	    {"handshake-timeout", 1, 0, O_HTO},
+	    {"progress-timeout", 1, 0, O_PROGRESS},
+	    {"idle-timeout", 1, 0, O_IDLE},
 	    {"max-pending", 1, 0, O_MP},
 	    {"max-pending-per-peer", 1, 0, O_MPP},
 	    {"max-conns-per-peer", 1, 0, O_MCP},
@@ -189,6 +197,14 @@ int main(int argc, char **argv)
 			break;
 		case 'x':
 			o.gid_index = (int)qpg_cli_int(optarg, 0, 255, "--gid-index");
+			break;
+		case O_PROGRESS:
+			o.progress_timeout_ms =
+			    (unsigned)qpg_cli_int(optarg, 0, 3600000, "--progress-timeout");
+			break;
+		case O_IDLE:
+			o.idle_timeout_ms =
+			    (unsigned)qpg_cli_int(optarg, 0, 86400000, "--idle-timeout");
 			break;
 		case O_HTO:
 			o.handshake_timeout_ms =
