@@ -64,9 +64,10 @@ int qpg_client_send(struct qpg_client_conn *c, uint8_t type, const void *payload
 int qpg_client_read(struct qpg_client_conn *c, uint64_t raddr, uint32_t rkey, uint32_t len,
 		    uint64_t cookie);
 /* Test hook: RDMA WRITE DATA to the server (every window is read-only, so
- * this must fail and close the connection). */
+ * this must fail and close the connection). One that lands anyway is
+ * reported to read_done with COOKIE, so a test can count it. */
 int qpg_client_test_write(struct qpg_client_conn *c, uint64_t raddr, uint32_t rkey,
-			  const void *data, uint32_t len);
+			  const void *data, uint32_t len, uint64_t cookie);
 /* Close gracefully; the closed callback follows with QPG_ERR_NONE. */
 void qpg_client_close(struct qpg_client_conn *c);
 /* One turn of the event loop. */

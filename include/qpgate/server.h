@@ -21,8 +21,8 @@ struct qpg_server_opts {
 	int ib_port;
 	int gid_index; /* < 0: auto */
 	unsigned handshake_timeout_ms;
-	unsigned progress_timeout_ms; /* sends not completing for this long close it (0: never) */
-	unsigned idle_timeout_ms;     /* no traffic for this long closes it (0: never) */
+	unsigned progress_timeout_ms;  /* sends not completing for this long close it (0: never) */
+	unsigned idle_timeout_ms;      /* no traffic for this long closes it (0: never) */
 	unsigned max_pending;	       /* unfinished handshakes, whole server */
 	unsigned max_pending_per_peer; /* unfinished handshakes per peer address */
 	unsigned max_conns_per_peer;   /* 0: no limit */
@@ -63,6 +63,8 @@ struct qpg_server_stats {
 	unsigned long long msgs_in, msgs_out, bytes_in, bytes_out;
 	unsigned long long qps_created, qps_destroyed;
 	long long cq_depth_max;
+	long long pool_in_use, pool_slots; /* message buffers held now / allocated */
+	unsigned long long slots_abandoned, reads_paused;
 	unsigned long long refused_pending, refused_per_peer;
 	unsigned long long handshake_ns_bucket[24];
 	unsigned long long handshake_ns_sum;

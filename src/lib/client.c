@@ -300,7 +300,7 @@ int qpg_client_read(struct qpg_client_conn *cc, uint64_t raddr, uint32_t rkey, u
 }
 
 int qpg_client_test_write(struct qpg_client_conn *cc, uint64_t raddr, uint32_t rkey,
-			  const void *data, uint32_t len)
+			  const void *data, uint32_t len, uint64_t cookie)
 {
 	struct qpg__conn *c = (struct qpg__conn *)cc;
 	struct qpg_buf *b;
@@ -308,6 +308,7 @@ int qpg_client_test_write(struct qpg_client_conn *cc, uint64_t raddr, uint32_t r
 	if (rc)
 		return rc;
 	memcpy(b->addr, data, len);
+	b->cookie = cookie;
 	if ((rc = qpg__conn_test_write(c, b, raddr, rkey)) != 0)
 		qpg_pool_put(&c->ep->pool, b);
 	return rc;

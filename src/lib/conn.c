@@ -908,6 +908,10 @@ static const char *state_name(enum qpg__conn_state st)
 void qpg__endpoint_tick(struct qpg__endpoint *ep)
 {
 	uint64_t now = qpg__now_ns();
+	atomic_store_explicit(&ep->stats.pool_in_use, (long long)ep->pool.in_use,
+			      memory_order_relaxed);
+	atomic_store_explicit(&ep->stats.pool_slots, (long long)ep->pool.nslots,
+			      memory_order_relaxed);
 	struct qpg__conn *c = ep->head, *next;
 	for (; c; c = next) {
 		next = c->next;

@@ -240,7 +240,13 @@ static int post_probe(struct kv_conn *k, struct qpg_kv_request *op)
 	}
 	if (op->test_abuse == QPG_KV_ABUSE_WRITE) {
 		static const uint8_t junk[8] = "overwrt";
-		return qpg_client_test_write(k->conn, g->addr, g->rkey, junk, sizeof(junk));
+		/* A WRITE that lands comes back through on_read with the
+		 * probe's tag and no request: counted as a misuse. */
+		int rc =
+		    qpg_client_test_write(k->conn, g->addr, g->rkey, junk, sizeof(junk), PROBE_TAG);
+		if (rc == 0)
+			k->reads++;
+		return rc;
 	}
 	if (op->test_abuse == QPG_KV_ABUSE_OTHER_QP) {
 		struct pool_thread *th = k->th;

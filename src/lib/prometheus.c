@@ -64,6 +64,18 @@ int qpg_server_prometheus(struct qpg_server *s, char **out, size_t *len)
 	fprintf(f, "qpgate_qps_created_total %llu\n", st.qps_created);
 	METRIC("qpgate_cq_depth_max", "gauge", "Most completions drained from one CQ in one pass.");
 	fprintf(f, "qpgate_cq_depth_max %lld\n", st.cq_depth_max);
+	METRIC("qpgate_pool_slots_in_use", "gauge",
+	       "Message buffers held now (posted receives, sends in flight, queued replies).");
+	fprintf(f, "qpgate_pool_slots_in_use %lld\n", st.pool_in_use);
+	METRIC("qpgate_pool_slots", "gauge",
+	       "Message buffers allocated (the pools' high-water mark).");
+	fprintf(f, "qpgate_pool_slots %lld\n", st.pool_slots);
+	METRIC("qpgate_pool_slots_abandoned_total", "counter",
+	       "Buffers of work requests that never completed, lost with a stuck connection.");
+	fprintf(f, "qpgate_pool_slots_abandoned_total %llu\n", st.slots_abandoned);
+	METRIC("qpgate_reads_paused_total", "counter",
+	       "Times a tcp connection's requests were held back while its output was full.");
+	fprintf(f, "qpgate_reads_paused_total %llu\n", st.reads_paused);
 	METRIC("qpgate_messages_total", "counter", "Authenticated messages, by direction.");
 	fprintf(f, "qpgate_messages_total{direction=\"in\"} %llu\n", st.msgs_in);
 	fprintf(f, "qpgate_messages_total{direction=\"out\"} %llu\n", st.msgs_out);

@@ -473,6 +473,10 @@ void qpg_server_stats(struct qpg_server *s, struct qpg_server_stats *out)
 		for (int k = 0; k < 24; k++)
 			out->handshake_ns_bucket[k] += ld(&st->handshake_ns_bucket[k]);
 		out->handshake_ns_sum += ld(&st->handshake_ns_sum);
+		out->pool_in_use += atomic_load_explicit(&st->pool_in_use, memory_order_relaxed);
+		out->pool_slots += atomic_load_explicit(&st->pool_slots, memory_order_relaxed);
+		out->slots_abandoned += ld(&st->slots_abandoned);
+		out->reads_paused += ld(&st->reads_paused);
 	}
 	out->refused_pending = ld(&s->refused_pending);
 	out->refused_per_peer = ld(&s->refused_per_peer);

@@ -142,6 +142,12 @@ static void handle_wc(struct rdma_ep *r, const struct ibv_wc *wc)
 		return;
 	}
 	if (kind == WR_WRITE) {
+		/* A WRITE that succeeded is reported like a READ, with its
+		 * cookie: the test hook that posts it must see it landed. */
+		if (ok) {
+			qpg__conn_on_read(c, b, true, NULL);
+			return;
+		}
 		qpg_pool_put(&ep->pool, b);
 		if (!ok && c->state == QPG_CONN_ESTABLISHED)
 			qpg__conn_close(c, QPG_ERR_QP, "one-sided write failed: %s",

@@ -71,11 +71,13 @@ static void print_stats(struct qpg_server *s)
 		"qpgate-server: stats: connected=%lld handshakes_ok=%llu handshakes_failed=%llu "
 		"rejected=%llu server_full=%llu refused_pending=%llu refused_per_peer=%llu "
 		"timeouts=%llu auth_failures=%llu seq_failures=%llu msgs_in=%llu msgs_out=%llu "
-		"qps_created=%llu qps_destroyed=%llu cq_depth_max=%lld\n",
+		"qps_created=%llu qps_destroyed=%llu cq_depth_max=%lld pool_in_use=%lld "
+		"reads_paused=%llu\n",
 		st.connected, st.handshakes_ok, st.handshakes_failed, rej,
 		st.rejected[QPG_REJECT_SERVER_FULL], st.refused_pending, st.refused_per_peer,
 		st.closed_by_reason[QPG_ERR_TIMEOUT], st.auth_failures, st.seq_failures, st.msgs_in,
-		st.msgs_out, st.qps_created, st.qps_destroyed, st.cq_depth_max);
+		st.msgs_out, st.qps_created, st.qps_destroyed, st.cq_depth_max, st.pool_in_use,
+		st.reads_paused);
 }
 
 int main(int argc, char **argv)

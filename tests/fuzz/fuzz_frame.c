@@ -5,7 +5,10 @@
  *  - The same bytes as a payload, framed and tagged by a sender with the
  *    receiver's key: must decode and verify, and must stop verifying when
  *    any one byte of header, payload or tag changes, or when the sequence
- *    number differs (replay). */
+ *    number differs (replay).
+ *  - The genuine tag on bytes the fuzzer changed or brought (forgery the
+ *    fuzzer steers): must never verify. This is the property that a
+ *    verifier checking only part of the tag, or of the data, fails. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +17,17 @@
 #include "qpgate/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Whether A and B differ, without a comparison of their bytes: libFuzzer
+ * hooks memcmp and traces compare instructions, and would learn the
+ * genuine frame's tag from them and hand it back as an input (it did). */
+static int differ(const uint8_t *a, const uint8_t *b, size_t n)
+{
+	uint8_t d = 0;
+	for (size_t i = 0; i < n; i++)
+		d |= (uint8_t)(a[i] ^ b[i]);
+	return d != 0;
+}
 
 #define MAX_PAYLOAD 4096
 
@@ -64,9 +78,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (qpg__auth_verify(&receiver.rx, seq + 1, frame, body, frame + body) == 0)
 		abort(); /* replayed under another sequence number */
-	size_t at = size ? data[0] * 257u % total : 0;
-	frame[at] ^= 0x01;
-	if (qpg__auth_verify(&receiver.rx, seq, frame, body, frame + body) == 0)
-		abort(); /* one flipped bit went unnoticed */
+	/* 3. Forgery the fuzzer steers: the genuine tag on other bytes. The
+	 * input picks where and how a frame changes (any byte, the tag's own
+	 * last bytes included, any non-zero xor, several places), or brings a
+	 * whole header and payload of its own under the genuine tag. A
+	 * verifier that skipped part of the tag or of the data fails here. */
+	static uint8_t forged[QPG_FRAME_HDR_LEN + MAX_PAYLOAD + QPG_FRAME_TAG_LEN];
+	memcpy(forged, frame, total);
+	size_t nmut = size ? 1 + data[size - 1] % 4 : 1;
+	for (size_t i = 0; i < nmut; i++) {
+		size_t at = size > 2 * i + 1 ? (data[2 * i] * 257u + data[2 * i + 1]) % total
+					     : (i * 7919u) % total;
+		uint8_t x = size > 2 * i + 2 && data[2 * i + 2] ? data[2 * i + 2] : 0x01;
+		forged[at] ^= x;
+	}
+	if (differ(forged, frame, total) &&
+	    qpg__auth_verify(&receiver.rx, seq, forged, body, forged + body) == 0)
+		abort(); /* a changed frame verified under the genuine tag */
+	if (size >= QPG_FRAME_HDR_LEN && size <= body &&
+	    (size < body || differ(data, frame, size))) {
+		memcpy(forged, data, size);
+		memcpy(forged + size, frame + body, QPG_FRAME_TAG_LEN);
+		if (qpg__auth_verify(&receiver.rx, seq, forged, size, forged + size) == 0)
+			abort(); /* the genuine tag moved onto the fuzzer's bytes */
+	}
 	return 0;
 }

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# 100 clients ask a KV server for 16 x 1 MiB each and then stop reading
+# (tcp) or posting receives (rdma), while 20 bystanders GET and verify.
+# The server's memory stays inside the README's formula, it closes every
+# slow client by its own deadline (no progress over tcp; a finite RNR
+# retry over rdma), the bystanders verify every value, and connections,
+# fds and pool slots come back to where they started.
+#   slow.sh TRANSPORT
+set -u
+transport=$1
+# Over tcp, a client that stops reading is found once the kernel's buffers
+# are full, and loopback lets a receive buffer grow to 32 MiB here: run in
+# a network namespace of our own with receive buffers capped at 1 MiB, so
+# that 16 x 1 MiB asked for is always more than the kernel will hold.
+if [ "$transport" = tcp ] && [ -z "${QPG_SLOW_NETNS:-}" ]; then
+	exec env QPG_SLOW_NETNS=1 unshare -n sh -c 'ip link set lo up &&
+		sysctl -qw net.ipv4.tcp_rmem="4096 131072 1048576" net.ipv4.tcp_wmem="4096 16384 1048576" &&
+		exec "$0" "$@"' "$0" "$@"
+fi
+here=$(cd "$(dirname "$0")/../.." && pwd -P)
+bin=${QPG_BIN:-$here/build/bin}
+work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-slow.XXXXXX")
+srv=""
+trap 'if [ -n "$srv" ]; then kill -9 "$srv" 2>/dev/null; fi; jobs -p | xargs -r kill -9 2>/dev/null; rm -rf "$work"' EXIT
+. "$here/tests/integration/lib.sh"
+"$here/scripts/make-certs" "$work" localhost >/dev/null 2>&1
+qps() { if [ "$transport" = rdma ]; then rdma res show qp | grep -c lqpn; else echo 0; fi; }
+nslow=100 credits=16 nby=20 threads=2 maxmsg=8192 cap_mb=64 progress_ms=3000
+# Long enough to fill the kernel buffers and then wait out the deadline.
+hold_ms=15000
+qp0=$(qps)
+qpg_serve "$work" --transport "$transport" --service kv --kv-capacity ${cap_mb}M --kv-max-value 1M \
+	-s $maxmsg --threads $threads --progress-timeout $progress_ms --metrics 127.0.0.1:0 || exit 1
+metric() { curl -fsS "http://127.0.0.1:$mport/metrics" | sed -n "s/^$1 //p"; }
+kv() { "$bin/qpgate-kv" --transport "$transport" --ca "$work/ca.crt" -p "$port" 127.0.0.1 localhost "$@"; }
+kv put big 1M 7 >/dev/null || { echo "FAIL cannot store the 1 MiB value"; exit 1; }
+sleep 0.3
+rss0=$(awk '/VmRSS/{print $2}' "/proc/$srv/status")
+fds0=$(ls "/proc/$srv/fd" | wc -l)
+slots0=$(metric qpgate_pool_slots_in_use)
+echo "idle: RSS ${rss0} kB, $fds0 fds, $slots0 pool slots in use, $(qps) QPs"
+
+# The formula from the README, in kB: the process at idle, the store, every
+# thread's pool at its cap, and per connection its TLS session, structs and
+# service state (64 KiB) plus an output buffer of at most twice its send
+# depth in frames (tcp; the send depth is its credits here).
+slot_kb=$(((maxmsg + 64 + 1023) / 1024))
+per_conn_kb=$((64 + 2 * credits * slot_kb))
+bound_kb=$((rss0 + cap_mb * 1024 + threads * 16384 * slot_kb + (nslow + nby) * per_conn_kb))
+
+"$bin/slow_reader" "$transport" "$port" "$work/ca.crt" $nslow $credits big $hold_ms >"$work/slow.out" 2>&1 &
+slowpid=$!
+"$bin/qpgate-kvbench" --transport "$transport" --ca "$work/ca.crt" -p "$port" --num-clients $nby \
+	--num-workers $nby --num-keys 200 --value-size 65536 -n 4000 --credits 4 \
+	127.0.0.1 localhost >"$work/by.out" 2>&1
+byrc=$?
+wait $slowpid
+slowrc=$?
+sed 's/^/  /' "$work/slow.out"
+grep -E 'GETs verified|FAILED|error' "$work/by.out" | head -3 | sed 's/^/  /'
+hwm=$(awk '/VmHWM/{print $2}' "/proc/$srv/status")
+echo "server peak RSS ${hwm} kB; formula bound ${bound_kb} kB (idle ${rss0} + store $((cap_mb * 1024)) + pools $((threads * 16384 * slot_kb)) + $((nslow + nby)) x ${per_conn_kb})"
+check "slow clients connected and sent their GETs (exit $slowrc)" [ $slowrc -eq 0 ]
+check "bystanders: 4000 GETs, every one verified, no errors (exit $byrc)" \
+	grep -q '4000 GETs verified, 0 mismatches, 0 errors' "$work/by.out"
+check "the server closed all $nslow slow clients" grep -q "closed by the server: $nslow of $nslow" "$work/slow.out"
+check "server peak RSS ${hwm} kB within the formula's ${bound_kb} kB" [ "$hwm" -le "$bound_kb" ]
+reason=$([ "$transport" = tcp ] && echo "no progress" || echo "RNR retry|no progress")
+closed=$(grep -Ec "closed \((timeout|qp_error)\): .*($reason)" "$work/server.log")
+grep -Em1 "closed \((timeout|qp_error)\): " "$work/server.log" | sed 's/^/  server log: /'
+check "the server logged $closed closes by its deadline ($reason)" [ "$closed" -ge $nslow ]
+# Back to baseline (the tick copies the pool's figure every 100 ms).
+for _ in $(seq 1 50); do
+	[ "$(metric qpgate_connected_clients)" = 0 ] && [ "$(metric qpgate_pool_slots_in_use)" = "$slots0" ] && break
+	sleep 0.2
+done
+fds1=$(ls "/proc/$srv/fd" | wc -l)
+check "connections back to 0" [ "$(metric qpgate_connected_clients)" = 0 ]
+check "pool slots in use back to $slots0 (now $(metric qpgate_pool_slots_in_use))" [ "$(metric qpgate_pool_slots_in_use)" = "$slots0" ]
+check "fds back to $fds0 (now $fds1)" [ "$fds1" -eq "$fds0" ]
+kill -TERM "$srv"
+wait "$srv"
+rc=$?
+srv=""
+check "server stopped cleanly (exit $rc)" [ $rc -eq 0 ]
+check "device QPs back to baseline $qp0" [ "$(qps)" -eq "$qp0" ]
+check "server log has no sanitizer report" \
+	bash -c "! grep -Eq '(ERROR|WARNING): (Address|Leak|Thread|UndefinedBehavior)Sanitizer|runtime error:' '$work/server.log'"
+finish_checks
