@@ -8,13 +8,7 @@
 
 #define MIN_BLOCK 256u
 
-static uint64_t hash_key(const uint8_t *k, uint16_t n)
-{
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
-	for (uint16_t i = 0; i < n; i++)
-		h = (h ^ k[i]) * 1099511628211ull;
-	return h;
-}
+#define hash_key(k, n) qpg__khash(&s->hash, (k), (n))
 
 static uint8_t order_of(uint32_t len)
 {
@@ -81,12 +75,14 @@ int qpg__kv_store_init(struct qpg__kv_store *s, size_t capacity, uint32_t max_va
 		s->nbuckets <<= 1;
 	s->buckets = calloc(s->nbuckets, sizeof(*s->buckets));
 	s->free_order = calloc(capacity / MIN_BLOCK, 1);
-	if (!s->buckets || !s->free_order) {
+	int rc = s->buckets && s->free_order ? qpg__khash_init(&s->hash) : -ENOMEM;
+	if (rc) {
+		qpg__khash_fini(&s->hash);
 		free(s->buckets);
 		free(s->free_order);
 		munmap(a, capacity);
 		memset(s, 0, sizeof(*s));
-		return -ENOMEM;
+		return rc;
 	}
 	pthread_mutex_init(&s->lock, NULL);
 	/* Carve the arena into the largest aligned blocks that fit. */
@@ -118,6 +114,7 @@ void qpg__kv_store_fini(struct qpg__kv_store *s)
 	munmap(s->arena, s->capacity);
 	s->arena = NULL;
 	pthread_mutex_destroy(&s->lock);
+	qpg__khash_fini(&s->hash);
 }
 
 /* Under the lock. Returns the offset, or -1 when no block is big enough. */

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "khash.h"
 #include "qpgate/kv.h"
 
 struct qpg__kv_value {
@@ -35,6 +36,7 @@ struct qpg__kv_value {
  * the other way round. */
 struct qpg__kv_store {
 	pthread_mutex_t lock;
+	struct qpg__khash hash; /* keyed: clients choose the keys */
 	uint8_t *arena;
 	size_t capacity;
 	size_t allocated;  /* bytes in blocks handed out */

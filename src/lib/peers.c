@@ -15,9 +15,14 @@ struct qpg__peer {
 
 int qpg__peers_init(struct qpg__peers *p, size_t nbuckets)
 {
+	int rc = qpg__khash_init(&p->hash);
+	if (rc)
+		return rc;
 	p->buckets = calloc(nbuckets, sizeof(*p->buckets));
-	if (!p->buckets)
+	if (!p->buckets) {
+		qpg__khash_fini(&p->hash);
 		return -ENOMEM;
+	}
 	p->nbuckets = nbuckets;
 	pthread_mutex_init(&p->lock, NULL);
 	return 0;
@@ -37,6 +42,7 @@ void qpg__peers_fini(struct qpg__peers *p)
 	free(p->buckets);
 	p->buckets = NULL;
 	pthread_mutex_destroy(&p->lock);
+	qpg__khash_fini(&p->hash);
 }
 
 /* IPv4 is stored v4-mapped so one key format serves both families. */
@@ -51,12 +57,9 @@ static void key_of(const struct sockaddr_storage *ss, unsigned char key[16])
 	}
 }
 
-static size_t hash_of(const unsigned char key[16], size_t n)
+static size_t hash_of(const struct qpg__peers *p, const unsigned char key[16])
 {
-	uint64_t h = 1469598103934665603ull;
-	for (int i = 0; i < 16; i++)
-		h = (h ^ key[i]) * 1099511628211ull;
-	return (size_t)(h % n);
+	return (size_t)(qpg__khash(&p->hash, key, 16) % p->nbuckets);
 }
 
 struct qpg__peer *qpg__peers_enter(struct qpg__peers *p, const struct sockaddr_storage *addr,
@@ -64,7 +67,7 @@ struct qpg__peer *qpg__peers_enter(struct qpg__peers *p, const struct sockaddr_s
 {
 	unsigned char key[16];
 	key_of(addr, key);
-	size_t h = hash_of(key, p->nbuckets);
+	size_t h = hash_of(p, key);
 	pthread_mutex_lock(&p->lock);
 	struct qpg__peer *e = p->buckets[h];
 	while (e && memcmp(e->addr, key, 16) != 0)
@@ -108,7 +111,7 @@ void qpg__peers_leave(struct qpg__peers *p, struct qpg__peer *e, bool handshake_
 	if (e->pending == 0 && e->conns == 0) {
 		/* Forget idle peers so the table tracks live ones only. */
 		memcpy(key, e->addr, 16);
-		struct qpg__peer **pp = &p->buckets[hash_of(key, p->nbuckets)];
+		struct qpg__peer **pp = &p->buckets[hash_of(p, key)];
 		while (*pp != e)
 			pp = &(*pp)->next;
 		*pp = e->next;

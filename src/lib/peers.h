@@ -7,10 +7,13 @@
 #include <stdbool.h>
 #include <sys/socket.h>
 
+#include "khash.h"
+
 struct qpg__peer;
 
 struct qpg__peers {
 	pthread_mutex_t lock;
+	struct qpg__khash hash; /* keyed: peers choose their addresses */
 	struct qpg__peer **buckets;
 	size_t nbuckets;
 };

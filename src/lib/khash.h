@@ -1,0 +1,23 @@
+/* Keyed hashing for tables whose keys a client chooses (the KV index, the
+ * per-address peer table): SipHash-2-4 from OpenSSL's EVP_MAC under a
+ * random key drawn for each table, so nobody outside the process can build
+ * keys that all land in one bucket (hash flooding). */
+#ifndef QPG_KHASH_H
+#define QPG_KHASH_H
+
+#include <openssl/evp.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct qpg__khash {
+	EVP_MAC *mac; /* fetched once; shared by threads (EVP_MAC is immutable) */
+	uint8_t key[16];
+};
+
+/* Fetch SipHash and draw the key. 0, or a negative errno. */
+int qpg__khash_init(struct qpg__khash *h);
+void qpg__khash_fini(struct qpg__khash *h);
+/* 64-bit SipHash of DATA under H's key. Thread-safe. */
+uint64_t qpg__khash(const struct qpg__khash *h, const void *data, size_t n);
+
+#endif
