@@ -59,6 +59,8 @@ enum qpg_kv_test_abuse {
 	QPG_KV_ABUSE_AFTER_RELEASE, /* READ again with the rkey after the RELEASE */
 	QPG_KV_ABUSE_WRONG_DIGEST,  /* take the grant's digest as changed on the way:
 				       the GET must end QPG_KV_CORRUPT */
+	QPG_KV_ABUSE_EXPIRED,	    /* hold the grant 3 s, then READ: past a server's
+				       --kv-grant-ttl the window must be gone */
 };
 
 struct qpg_kv_pool_opts {

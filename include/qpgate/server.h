@@ -27,14 +27,17 @@ struct qpg_server_opts {
 	unsigned max_pending_per_peer; /* unfinished handshakes per peer address */
 	unsigned max_conns_per_peer;   /* 0: no limit */
 	bool allow_no_auth;	       /* accept clients that turn message auth off */
+	bool allow_any_gid; /* rdma: accept a GID other than the control connection's address */
 	uint32_t max_msg;
 	uint32_t srq_depth;
-	uint8_t qp_timeout;    /* RC local ACK timeout: 4.096 us * 2^N per try; 0: default */
-	uint8_t service;       /* enum qpg_wire_service */
-	size_t kv_capacity;    /* KV: bytes of value space */
-	uint32_t kv_max_value; /* KV: largest value */
-	uint32_t kv_grant_min; /* KV: smallest value a GET that leaves it to the server
-				  gets as a grant (RDMA READ) rather than sent */
+	uint8_t qp_timeout;	    /* RC local ACK timeout: 4.096 us * 2^N per try; 0: default */
+	uint8_t service;	    /* enum qpg_wire_service */
+	size_t kv_capacity;	    /* KV: bytes of value space */
+	uint32_t kv_max_value;	    /* KV: largest value */
+	uint32_t kv_grant_min;	    /* KV: smallest value a GET that leaves it to the server
+				       gets as a grant (RDMA READ) rather than sent */
+	unsigned kv_grant_ttl_ms;   /* KV: a grant not released by then is revoked (0: never) */
+	unsigned kv_put_timeout_ms; /* KV: a PUT stalled this long drops its space (0: never) */
 	int verbose;
 };
 

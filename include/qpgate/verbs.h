@@ -7,6 +7,7 @@
 #define QPGATE_VERBS_H
 
 #include <infiniband/verbs.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -15,6 +16,7 @@ struct qpg_rdma_dev {
 	struct ibv_pd *pd;
 	uint8_t port;
 	int gid_index;
+	int gid_tbl_len;
 	union ibv_gid gid;
 	uint16_t lid;
 	enum ibv_mtu active_mtu;
@@ -30,6 +32,8 @@ struct qpg_rdma_dev {
  * picks the first RoCE v2 IPv4-mapped GID, falling back to index 0. */
 int qpg_rdma_dev_open(struct qpg_rdma_dev *dev, const char *name, uint8_t port, int gid_index);
 void qpg_rdma_dev_close(struct qpg_rdma_dev *dev);
+/* Whether GID is in DEV's port's GID table (one of this host's own). */
+bool qpg_rdma_gid_is_local(const struct qpg_rdma_dev *dev, const uint8_t gid[16]);
 
 /* The connection parameters one side tells the other. */
 struct qpg_qp_addr {

@@ -427,6 +427,11 @@ static void server_on_hello(struct qpg__conn *c)
 		return;
 	}
 	char text[QPG_WIRE_REJECT_TEXT_MAX + 1] = "";
+	if (c->t->check_peer && !ep->allow_any_gid &&
+	    c->t->check_peer(c, &peer, text, sizeof(text)) != 0) {
+		reject(c, QPG_REJECT_BAD_PARAMS, "%s", text);
+		return;
+	}
 	if (ep->cbs.admit) {
 		int code = ep->cbs.admit(c, text, sizeof(text));
 		if (code) {
@@ -471,8 +476,14 @@ static void client_send_hello(struct qpg__conn *c)
 	}
 	c->local.max_msg = c->max_msg;
 	c->local.credits = c->credits;
+	struct qpg_wire_params hello = c->local;
+	if (c->test_mutation == QPG_MUTATE_GID) {
+		static const uint8_t other[16] = {0, 0, 0,    0,    0,	 0, 0, 0,
+						  0, 0, 0xff, 0xff, 192, 0, 2, 1};
+		memcpy(hello.gid, other, 16);
+	}
 	uint8_t msg[QPG_WIRE_HDR_LEN + QPG_WIRE_PARAMS_LEN];
-	int n = qpg_wire_encode_params(msg, sizeof(msg), QPG_WIRE_HELLO, &c->local);
+	int n = qpg_wire_encode_params(msg, sizeof(msg), QPG_WIRE_HELLO, &hello);
 	if (n < 0)
 		return;
 	switch (c->test_mutation) {
@@ -934,6 +945,8 @@ void qpg__endpoint_tick(struct qpg__endpoint *ep)
 			 now - c->active_ns > ep->idle_ns_max)
 			qpg__conn_close(c, QPG_ERR_TIMEOUT, "idle for %llu ms",
 					(unsigned long long)(ep->idle_ns_max / 1000000));
+		else if (ep->cbs.tick)
+			ep->cbs.tick(c, now);
 	}
 }
 

@@ -34,6 +34,11 @@ struct qpg__transport_ops {
 	size_t conn_size; /* the transport's conn struct, which embeds qpg__conn first */
 	int (*ep_init)(struct qpg__endpoint *ep);
 	void (*ep_fini)(struct qpg__endpoint *ep);
+	/* Server: may PEER's data path be reached at the address the control
+	 * connection came from? 0, or -EPERM with a reason in WHY. NULL: no
+	 * data-path address of its own (tcp). */
+	int (*check_peer)(struct qpg__conn *c, const struct qpg_wire_params *peer, char *why,
+			  size_t why_len);
 	/* Create the data path and describe it in LOCAL (QP to INIT, PSN drawn). */
 	int (*conn_prepare)(struct qpg__conn *c, struct qpg_wire_params *local);
 	/* Connect to the peer (RTR, RTS). */
@@ -179,6 +184,8 @@ struct qpg__endpoint_cbs {
 	void (*closed)(struct qpg__conn *c);
 	/* A window granted with USER is invalid again (C still established). */
 	void (*revoked)(struct qpg__conn *c, void *user);
+	/* Every tick (100 ms) for an established C: the service's deadlines. */
+	void (*tick)(struct qpg__conn *c, uint64_t now_ns);
 	/* A one-sided read completed into B. The callee owns B. */
 	void (*read_done)(struct qpg__conn *c, struct qpg_buf *b);
 };
@@ -200,6 +207,7 @@ struct qpg__endpoint {
 	SSL_CTX *ssl_ctx;
 	bool is_server;
 	bool auth_required; /* server: refuse HELLOs without the auth flag */
+	bool allow_any_gid; /* server: skip check_peer (control and RoCE on other networks) */
 	uint8_t service;
 	uint16_t credits_max;
 	uint64_t handshake_timeout_ns;
@@ -256,6 +264,7 @@ enum qpg__hello_mutation {
 	QPG_MUTATE_TRUNCATED, /* half a HELLO, then silence */
 	QPG_MUTATE_LENGTH,    /* header claims the wrong body length */
 	QPG_MUTATE_STALL,     /* TLS, then nothing: the deadline must fire */
+	QPG_MUTATE_GID,	      /* a GID of another host (192.0.2.1, TEST-NET-1) */
 };
 int qpg__conn_connect(struct qpg__endpoint *ep, const struct qpg__client_params *p,
 		      struct qpg__conn **out);

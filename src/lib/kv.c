@@ -25,14 +25,18 @@
 
 struct qpg__kv_service {
 	struct qpg__kv_store store;
-	bool one_sided;	    /* values are registered as they commit, for windows */
-	uint32_t grant_min; /* QPG_KV_F_GRANT_LARGE: grant values from this size */
+	bool one_sided;		 /* values are registered as they commit, for windows */
+	uint32_t grant_min;	 /* QPG_KV_F_GRANT_LARGE: grant values from this size */
+	uint64_t grant_ttl_ns;	 /* an unreleased grant is revoked after this (0: never) */
+	uint64_t put_timeout_ns; /* a PUT stalled this long gives its space back */
+	atomic_ullong grants_expired, puts_expired;
 };
 
 enum job_kind {
-	JOB_REPLY, /* a status, or a GET's value in chunks */
-	JOB_GRANT, /* bind a window and send the grant (two work requests) */
-	JOB_REVOKE /* invalidate a window and acknowledge the RELEASE (two) */
+	JOB_REPLY,  /* a status, or a GET's value in chunks */
+	JOB_GRANT,  /* bind a window and send the grant (two work requests) */
+	JOB_REVOKE, /* invalidate a window and acknowledge the RELEASE (two) */
+	JOB_EXPIRE  /* invalidate the window of a grant past its deadline (one) */
 };
 
 enum grant_state { GRANT_FREE, GRANT_QUEUED, GRANT_ACTIVE, GRANT_RELEASING, GRANT_REVOKING };
@@ -40,7 +44,8 @@ enum grant_state { GRANT_FREE, GRANT_QUEUED, GRANT_ACTIVE, GRANT_RELEASING, GRAN
 struct kv_grant {
 	struct qpg__kv_value *v; /* held from the GET until the window is invalid */
 	void *window;
-	uint16_t gen; /* in the grant id, so a stale id never matches */
+	uint64_t expires_ns; /* ACTIVE: revoked unless RELEASEd by then */
+	uint16_t gen;	     /* in the grant id, so a stale id never matches */
 	uint8_t state;
 };
 
@@ -60,7 +65,8 @@ struct kv_conn {
 	unsigned queued;
 	struct qpg__kv_value *put; /* a PUT whose chunks are still arriving */
 	uint32_t put_req, put_got;
-	uint32_t failed_req; /* a PUT refused at its first chunk: refuse the rest too */
+	uint64_t put_last_ns; /* the last chunk of the PUT in progress */
+	uint32_t failed_req;  /* a PUT refused at its first chunk: refuse the rest too */
 	uint8_t failed_status;
 	bool have_failed;
 	bool pumping; /* a transport may complete a send inside the send call */
@@ -94,6 +100,13 @@ int qpg__kv_service_enable_one_sided(struct qpg__kv_service *k, struct qpg__endp
 		k->grant_min = grant_min;
 	}
 	return rc;
+}
+
+void qpg__kv_service_set_deadlines(struct qpg__kv_service *k, unsigned grant_ttl_ms,
+				   unsigned put_timeout_ms)
+{
+	k->grant_ttl_ns = (uint64_t)grant_ttl_ms * 1000000ull;
+	k->put_timeout_ns = (uint64_t)put_timeout_ms * 1000000ull;
 }
 
 void qpg__kv_service_destroy(struct qpg__kv_service *k)
@@ -198,6 +211,8 @@ static int run_grant(struct qpg__conn *c, struct kv_conn *kc, const struct kv_jo
 		return send_reply(c, b, &r, 0, NULL, 0);
 	}
 	g->state = GRANT_ACTIVE;
+	g->expires_ns =
+	    service_of(c)->grant_ttl_ns ? qpg__now_ns() + service_of(c)->grant_ttl_ns : 0;
 	gr.grant_id = grant_id(kc, j->grant);
 	memcpy(gr.digest, g->v->digest, sizeof(gr.digest));
 	uint8_t payload[QPG_KV_GRANT_LEN];
@@ -247,9 +262,24 @@ static void pump(struct qpg__conn *c)
 	kc->pumping = true;
 	while (kc->head && c->state == QPG_CONN_ESTABLISHED) {
 		struct kv_job *j = kc->head;
-		uint32_t need = j->kind == JOB_REPLY ? 1 : 2; /* work requests */
+		uint32_t need = j->kind == JOB_REPLY || j->kind == JOB_EXPIRE ? 1 : 2; /* WRs */
 		if (qpg__conn_send_room(c) < need)
 			break;
+		if (j->kind == JOB_EXPIRE) {
+			/* No reply: the client did not ask. A RELEASE that comes
+			 * later finds the grant gone and is refused. */
+			struct kv_grant *g = &kc->grants[j->grant];
+			pop(c, kc);
+			int rc = qpg__conn_revoke(c, g->window);
+			if (rc) {
+				qpg__conn_close(c, QPG_ERR_QP,
+						"cannot invalidate a memory window: %s",
+						strerror(-rc));
+				break;
+			}
+			g->state = GRANT_REVOKING;
+			continue;
+		}
 		struct qpg_buf *b = qpg_pool_get(&c->ep->pool);
 		if (!b) {
 			if (c->in_flight == 0) /* no completion of ours will wake us */
@@ -312,6 +342,7 @@ static void handle_put(struct qpg__conn *c, struct kv_conn *kc, const struct qpg
 		kc->put = v;
 		kc->put_req = r->req_id;
 		kc->put_got = 0;
+		kc->put_last_ns = qpg__now_ns();
 	} else if (!kc->put || kc->put_req != r->req_id || kc->put_got != r->offset) {
 		bool refused = kc->have_failed && kc->failed_req == r->req_id;
 		queue(kc, QPG_KV_PUT, refused ? kc->failed_status : QPG_KV_MALFORMED, r->req_id,
@@ -325,6 +356,7 @@ static void handle_put(struct qpg__conn *c, struct kv_conn *kc, const struct qpg
 	}
 	memcpy(qpg__kv_data(st, kc->put) + r->offset, r->chunk, r->chunk_len);
 	kc->put_got += r->chunk_len;
+	kc->put_last_ns = qpg__now_ns();
 	if (kc->put_got == kc->put->len) {
 		struct qpg__kv_value *v = kc->put;
 		kc->put = NULL;
@@ -417,7 +449,8 @@ static void kv_message(struct qpg__conn *c, const struct qpg_frame_hdr *h, struc
 	}
 	/* Every request is answered, so a client within its credits never has
 	 * more than that many replies queued here. */
-	if (kc->queued >= 2u * c->credits + 4) {
+	/* (Twice that again: expiries of up to 2 x credits grants queue too.) */
+	if (kc->queued >= 4u * c->credits + 4) {
 		qpg_pool_put(&c->ep->pool, b);
 		qpg__conn_close(c, QPG_ERR_PROTOCOL, "client exceeded its %u credits", c->credits);
 		return;
@@ -454,6 +487,38 @@ static void kv_revoked(struct qpg__conn *c, void *user)
 	grant_drop(c, user);
 }
 
+/* Deadlines: grants not released in time are revoked; a PUT whose chunks
+ * stopped coming gives its reserved space back (a later chunk of it is
+ * refused as malformed). */
+static void kv_tick(struct qpg__conn *c, uint64_t now)
+{
+	struct kv_conn *kc = c->svc;
+	struct qpg__kv_service *k = service_of(c);
+	if (!kc)
+		return;
+	if (kc->put && k->put_timeout_ns && now - kc->put_last_ns > k->put_timeout_ns) {
+		qpg__kv_release(store_of(c), kc->put);
+		kc->put = NULL;
+		atomic_fetch_add_explicit(&k->puts_expired, 1, memory_order_relaxed);
+	}
+	bool queued = false;
+	for (unsigned i = 0; i < kc->ngrants; i++) {
+		struct kv_grant *g = &kc->grants[i];
+		if (g->state != GRANT_ACTIVE || !g->expires_ns || now < g->expires_ns)
+			continue;
+		g->state = GRANT_RELEASING;
+		if (queue_job(kc, JOB_EXPIRE, (uint16_t)i, QPG_KV_RELEASE, QPG_KV_OK, 0, 0, 0,
+			      NULL)) {
+			g->state = GRANT_ACTIVE; /* out of memory: try again next tick */
+			continue;
+		}
+		atomic_fetch_add_explicit(&k->grants_expired, 1, memory_order_relaxed);
+		queued = true;
+	}
+	if (queued)
+		pump(c);
+}
+
 static void kv_closed(struct qpg__conn *c)
 {
 	struct kv_conn *kc = c->svc;
@@ -478,4 +543,5 @@ const struct qpg__service qpg__service_kv = {
     .sent = kv_sent,
     .closed = kv_closed,
     .revoked = kv_revoked,
+    .tick = kv_tick,
 };

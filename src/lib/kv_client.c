@@ -258,6 +258,16 @@ static int post_probe(struct kv_conn *k, struct qpg_kv_request *op)
 			other->reads++;
 		return rc;
 	}
+	if (op->test_abuse == QPG_KV_ABUSE_EXPIRED) {
+		/* Hold the grant past the server's deadline (this loop thread
+		 * sleeps: a test hook), then READ it as if it were still ours. */
+		struct timespec ts = {3, 0};
+		nanosleep(&ts, NULL);
+		int rc = qpg_client_read(k->conn, g->addr, g->rkey, 1, (uintptr_t)PROBE_TAG);
+		if (rc == 0)
+			k->reads++;
+		return rc;
+	}
 	if (op->test_abuse == QPG_KV_ABUSE_AFTER_RELEASE) {
 		int rc = qpg_client_read(k->conn, g->addr, g->rkey, 1, tagged);
 		if (rc == 0)

@@ -65,6 +65,8 @@ void qpg_server_opts_default(struct qpg_server_opts *o)
 	o->kv_capacity = 256u << 20;
 	o->kv_max_value = 1u << 20;
 	o->kv_grant_min = 32u << 10; /* see the README: READs win from about here */
+	o->kv_grant_ttl_ms = 10000;
+	o->kv_put_timeout_ms = 10000;
 }
 
 static void slog(const struct qpg_server *s, const char *fmt, ...)
@@ -135,6 +137,13 @@ static void srv_revoked(struct qpg__conn *c, void *user)
 	struct qpg_server *s = ((struct worker *)c->ep)->srv;
 	if (s->service->revoked)
 		s->service->revoked(c, user);
+}
+
+static void srv_tick(struct qpg__conn *c, uint64_t now_ns)
+{
+	struct qpg_server *s = ((struct worker *)c->ep)->srv;
+	if (s->service->tick)
+		s->service->tick(c, now_ns);
 }
 
 static void srv_closed(struct qpg__conn *c)
@@ -295,6 +304,7 @@ struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err,
 					       : strerror(-rc));
 			goto fail;
 		}
+		qpg__kv_service_set_deadlines(s->kv, s->o.kv_grant_ttl_ms, s->o.kv_put_timeout_ms);
 	} else {
 		snprintf(err, err_len, "service %u is not built into this server", s->o.service);
 		goto fail;
@@ -350,6 +360,7 @@ struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err,
 		w->ep.min_msg = s->kv ? QPG_KV_MIN_MSG : 1;
 		w->ep.credits_max = 64; /* KV pipelines; echo clients ask for few */
 		w->ep.auth_required = !s->o.allow_no_auth;
+		w->ep.allow_any_gid = s->o.allow_any_gid;
 		w->ep.handshake_timeout_ns = (uint64_t)s->o.handshake_timeout_ms * 1000000ull;
 		w->ep.progress_ns_max = (uint64_t)s->o.progress_timeout_ms * 1000000ull;
 		w->ep.idle_ns_max = (uint64_t)s->o.idle_timeout_ms * 1000000ull;
@@ -360,6 +371,7 @@ struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err,
 		    .sent = srv_sent,
 		    .closed = srv_closed,
 		    .revoked = srv_revoked,
+		    .tick = srv_tick,
 		};
 		int fd = open_listener(s, port, err, err_len);
 		if (fd < 0)

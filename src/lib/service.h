@@ -15,6 +15,8 @@ struct qpg__service {
 	void (*closed)(struct qpg__conn *c);
 	/* Optional: a window granted to C with USER is invalid again. */
 	void (*revoked)(struct qpg__conn *c, void *user);
+	/* Optional: every tick for an established C (deadlines). */
+	void (*tick)(struct qpg__conn *c, uint64_t now_ns);
 };
 
 extern const struct qpg__service qpg__service_echo;
@@ -29,5 +31,10 @@ void qpg__kv_service_destroy(struct qpg__kv_service *k);
  * scope windows to one client. */
 int qpg__kv_service_enable_one_sided(struct qpg__kv_service *k, struct qpg__endpoint *ep,
 				     uint32_t grant_min);
+/* Deadlines: a grant not RELEASEd within GRANT_TTL_MS is revoked (its
+ * window invalidated, its value's reference dropped); a PUT whose next
+ * chunk has not come within PUT_TIMEOUT_MS gives its space back. 0: never. */
+void qpg__kv_service_set_deadlines(struct qpg__kv_service *k, unsigned grant_ttl_ms,
+				   unsigned put_timeout_ms);
 
 #endif

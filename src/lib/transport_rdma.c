@@ -7,8 +7,10 @@
  * connection's QP by a work request: a window's rkey is useless on any other
  * QP, covers exactly the bytes granted, is read-only, and gets a new key on
  * every bind so an rkey from an earlier grant no longer works. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -343,6 +345,41 @@ static int rdma_conn_prepare(struct qpg__conn *c, struct qpg_wire_params *local)
 	return 0;
 }
 
+/* Reflection: a HELLO names the GID the server's QP will send to. Unless
+ * the server allows otherwise (--allow-any-gid), that GID must be the
+ * address the TLS control connection came from (IPv4-mapped for IPv4), or,
+ * for a peer on this host (loopback), one of this device's own GIDs. So a
+ * client cannot point the server's QP at a third host. */
+static int rdma_check_peer(struct qpg__conn *c, const struct qpg_wire_params *peer, char *why,
+			   size_t why_len)
+{
+	uint8_t want[16] = {0};
+	bool loopback = false;
+	const struct sockaddr_storage *ss = &c->peer_addr;
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
+		want[10] = want[11] = 0xff;
+		memcpy(want + 12, &s4->sin_addr, 4);
+		loopback = want[12] == 127;
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+		memcpy(want, &s6->sin6_addr, 16);
+		loopback = IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr) ||
+			   (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr) && want[12] == 127);
+	}
+	if (loopback ? qpg_rdma_gid_is_local(c->ep->dev, peer->gid)
+		     : memcmp(want, peer->gid, 16) == 0)
+		return 0;
+	char g[INET6_ADDRSTRLEN] = "?", a[INET6_ADDRSTRLEN] = "?";
+	inet_ntop(AF_INET6, peer->gid, g, sizeof(g));
+	inet_ntop(AF_INET6, want, a, sizeof(a));
+	if (loopback)
+		snprintf(why, why_len, "GID %s is not this host's, and the client is local", g);
+	else
+		snprintf(why, why_len, "GID %s is not the control connection's address %s", g, a);
+	return -EPERM;
+}
+
 static int rdma_conn_establish(struct qpg__conn *c, const struct qpg_wire_params *peer)
 {
 	struct rdma_conn *rc = to_rdma(c);
@@ -587,6 +624,7 @@ const struct qpg__transport_ops qpg__transport_rdma = {
     .conn_size = sizeof(struct rdma_conn),
     .ep_init = rdma_ep_init,
     .ep_fini = rdma_ep_fini,
+    .check_peer = rdma_check_peer,
     .conn_prepare = rdma_conn_prepare,
     .conn_establish = rdma_conn_establish,
     .send = rdma_send,

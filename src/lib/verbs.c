@@ -84,6 +84,7 @@ int qpg_rdma_dev_open(struct qpg_rdma_dev *dev, const char *name, uint8_t port, 
 		goto err_close;
 	}
 	dev->gid_index = gid_index;
+	dev->gid_tbl_len = pa.gid_tbl_len;
 	rc = ibv_query_gid(dev->ctx, port, gid_index, &dev->gid);
 	if (rc)
 		goto err_close;
@@ -111,6 +112,16 @@ void qpg_rdma_dev_close(struct qpg_rdma_dev *dev)
 		ibv_close_device(dev->ctx);
 		dev->ctx = NULL;
 	}
+}
+
+bool qpg_rdma_gid_is_local(const struct qpg_rdma_dev *dev, const uint8_t gid[16])
+{
+	for (int i = 0; i < dev->gid_tbl_len; i++) {
+		union ibv_gid g;
+		if (ibv_query_gid(dev->ctx, dev->port, i, &g) == 0 && memcmp(g.raw, gid, 16) == 0)
+			return true;
+	}
+	return false;
 }
 
 void qpg_qp_opts_default(struct qpg_qp_opts *o)

@@ -26,7 +26,7 @@ static void usage(FILE *f)
 		   "test hooks: --test-pause-at K --test-resume-file F (conn 0 waits before "
 		   "message K until F exists), --test-corrupt-tag-at K, --test-oversize-at K, "
 		   "--test-bad-hello "
-		   "version|psn|qpn|truncated|length|stall\n");
+		   "version|psn|qpn|truncated|length|stall|gid\n");
 }
 
 int main(int argc, char **argv)
@@ -117,8 +117,8 @@ int main(int argc, char **argv)
 			lo.ready_file = optarg;
 			break;
 		case O_BADHELLO: {
-			static const char *const modes[] = {"",		 "version", "psn",  "qpn",
-							    "truncated", "length",  "stall"};
+			static const char *const modes[] = {"",		 "version", "psn",   "qpn",
+							    "truncated", "length",  "stall", "gid"};
 			o.test_mutation = 0;
 			for (unsigned k = 1; k < sizeof(modes) / sizeof(modes[0]); k++)
 				if (strcmp(optarg, modes[k]) == 0)

@@ -9,7 +9,7 @@
  *
  * GETs leave it to the server whether a value comes by RDMA READ of a window
  * it grants (large values) or is sent; --one-sided or --two-sided insist.
- * --test-abuse MODE misuses each grant (past-end, other-qp, write,
+ * --test-abuse MODE misuses each grant (past-end, other-qp, write, expired,
  * after-release) and reports whether the server let any misuse through.
  *
  * One line per command ("GET k: ok, 4096 bytes in 1 chunk, ..."). Exit
@@ -169,13 +169,13 @@ static int parse_cmds(int argc, char **argv, struct cmd *out)
 
 static int parse_abuse(const char *s)
 {
-	static const char *const names[] = {"none",  "past-end",      "other-qp",
-					    "write", "after-release", "wrong-digest"};
+	static const char *const names[] = {"none",	     "past-end",     "other-qp", "write",
+					    "after-release", "wrong-digest", "expired"};
 	for (int i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++)
 		if (!strcmp(s, names[i]))
 			return i;
-	fprintf(stderr, "error: --test-abuse is past-end, other-qp, write, after-release or "
-			"wrong-digest\n");
+	fprintf(stderr, "error: --test-abuse is past-end, other-qp, write, after-release, "
+			"wrong-digest or expired\n");
 	exit(2);
 }
 

@@ -44,10 +44,16 @@ static void usage(FILE *f)
 	    "2048)\n"
 	    "      --max-conns-per-peer N    connections per peer address (default: no limit)\n"
 	    "      --allow-no-auth      accept clients that turn per-message auth off\n"
+	    "      --allow-any-gid      rdma: accept a HELLO whose GID is not the address its\n"
+	    "                           control connection came from (RoCE and control on\n"
+	    "                           different networks; off by default: reflection)\n"
 	    "  -s, --max-msg BYTES      largest message (default 4096)\n"
 	    "      --service echo|kv    what the server offers (default echo)\n"
 	    "      --kv-capacity BYTES  KV store size, e.g. 256M (default 256M, at most 4G)\n"
 	    "      --kv-max-value BYTES largest KV value, e.g. 1M (default 1M)\n"
+	    "      --kv-grant-ttl MS    a grant not RELEASEd by then is revoked (default 10000)\n"
+	    "      --kv-put-timeout MS  a PUT whose next chunk is this late drops its space\n"
+	    "                           (default 10000)\n"
 	    "      --kv-grant-min BYTES rdma: values from this size go by RDMA READ unless\n"
 	    "                           the client asks otherwise (default 32K)\n"
 	    "      --srq-depth N        receives posted per thread (default 4096)\n"
@@ -107,7 +113,10 @@ int main(int argc, char **argv)
 		O_KVMAX,
 		O_KVGRANT,
 		O_PROGRESS,
-		O_IDLE
+		O_IDLE,
+		O_ANYGID,
+		O_KVTTL,
+		O_KVPUTTO
 	};
 	static const struct option lo[] = {
 	    {"port", 1, 0, 'p'},
@@ -123,6 +132,7 @@ int main(int argc, char **argv)
 	    {"gid-index", 1, 0, 'x'},
 	    {"handshake-timeout", 1, 0, O_HTO},
 	    {"progress-timeout", 1, 0, O_PROGRESS},
+	    {"allow-any-gid", 0, 0, O_ANYGID},
 	    {"idle-timeout", 1, 0, O_IDLE},
 	    {"max-pending", 1, 0, O_MP},
 	    {"max-pending-per-peer", 1, 0, O_MPP},
@@ -135,6 +145,8 @@ int main(int argc, char **argv)
 	    {"kv-capacity", 1, 0, O_KVCAP},
 	    {"kv-max-value", 1, 0, O_KVMAX},
 	    {"kv-grant-min", 1, 0, O_KVGRANT},
+	    {"kv-grant-ttl", 1, 0, O_KVTTL},
+	    {"kv-put-timeout", 1, 0, O_KVPUTTO},
 	    {"port-file", 1, 0, O_PORTFILE},
 	    {"metrics", 1, 0, O_METRICS},
 	    {"verbose", 0, 0, 'v'},
@@ -169,6 +181,14 @@ int main(int argc, char **argv)
 			o.kv_max_value =
 			    (uint32_t)qpg_cli_size(optarg, 1, QPG_KV_MAX_VALUE, "--kv-max-value");
 			break;
+		case O_KVTTL:
+			o.kv_grant_ttl_ms =
+			    (unsigned)qpg_cli_int(optarg, 0, 3600000, "--kv-grant-ttl");
+			break;
+		case O_KVPUTTO:
+			o.kv_put_timeout_ms =
+			    (unsigned)qpg_cli_int(optarg, 0, 3600000, "--kv-put-timeout");
+			break;
 		case O_KVGRANT:
 			o.kv_grant_min =
 			    (uint32_t)qpg_cli_size(optarg, 1, QPG_KV_MAX_VALUE, "--kv-grant-min");
@@ -199,6 +219,9 @@ int main(int argc, char **argv)
 			break;
 		case 'x':
 			o.gid_index = (int)qpg_cli_int(optarg, 0, 255, "--gid-index");
+			break;
+		case O_ANYGID:
+			o.allow_any_gid = true;
 			break;
 		case O_PROGRESS:
 			o.progress_timeout_ms =

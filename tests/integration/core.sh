@@ -158,6 +158,14 @@ bad_input)
 		length) check "malformed bootstrap length: clear refusal" grep -q 'rejected, e.g. .*malformed' <<<"$out" ;;
 		esac
 	done
+	if [ "$transport" = rdma ]; then
+		# Reflection: a HELLO naming another host's GID (192.0.2.1) is
+		# refused before the server creates a QP aimed at it.
+		out=$(client --test-bad-hello gid -n 1 2>&1)
+		echo "  gid -> $(grep -m1 'e.g.' <<<"$out")"
+		check "GID of another host: refused (reflection)" \
+			grep -q 'rejected, e.g. .*GID ::ffff:192.0.2.1 is not this host' <<<"$out"
+	fi
 	for m in truncated stall; do
 		out=$(client --test-bad-hello $m -n 1 --handshake-timeout 20000 2>&1)
 		echo "  $m -> $(grep -m1 'e.g.' <<<"$out")"

@@ -16,7 +16,9 @@ trap 'if [ -n "$srv" ]; then kill -9 "$srv" 2>/dev/null; fi; jobs -p | xargs -r 
 qps() { if [ "$transport" = rdma ]; then rdma res show qp | grep -c lqpn; else echo 0; fi; }
 qp0=$(qps)
 # 4 MiB of store, values up to 1 MiB: sixteen 256 KiB values fill it.
-qpg_serve "$work" --transport "$transport" --service kv --kv-capacity 4M --kv-max-value 1M -s 8192
+# Grants live 2 s: the expired probe holds one for 3 s.
+qpg_serve "$work" --transport "$transport" --service kv --kv-capacity 4M --kv-max-value 1M -s 8192 \
+	--kv-grant-ttl 2000
 kv() { "$bin/qpgate-kv" --transport "$transport" --ca "$work/ca.crt" -p "$port" 127.0.0.1 localhost "$@"; }
 # kvf FLAG... -- COMMAND...: the same with client flags.
 kvf() {
@@ -92,7 +94,7 @@ if [ "$transport" = rdma ]; then
 	kvf --one-sided -- get other 64K 31 get other 64K 31 get other 64K 31 get other 64K 31 \
 		get other 64K 31 get other 64K 31 get other 64K 31 get other 64K 31 >"$work/bystander.out" 2>&1 &
 	bystander=$!
-	for mode in past-end write after-release; do
+	for mode in past-end write after-release expired; do
 		out=$(kvf --test-abuse "$mode" -- get os4k 4096 21 2>&1)
 		sed 's/^/  /' <<<"$out"
 		check "$mode: the misuse failed (0 succeeded) and the device refused it" \
