@@ -69,6 +69,7 @@ struct qpg_server_stats {
 	long long pool_in_use, pool_slots; /* message buffers held now / allocated */
 	unsigned long long slots_abandoned, reads_paused;
 	unsigned long long refused_pending, refused_per_peer;
+	unsigned long long accept_backoffs;
 	unsigned long long handshake_ns_bucket[24];
 	unsigned long long handshake_ns_sum;
 };

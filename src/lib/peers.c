@@ -45,12 +45,15 @@ void qpg__peers_fini(struct qpg__peers *p)
 	qpg__khash_fini(&p->hash);
 }
 
-/* IPv4 is stored v4-mapped so one key format serves both families. */
+/* IPv4 is stored v4-mapped so one key format serves both families. An IPv6
+ * peer is counted per /64: one host usually holds a whole /64, and would
+ * otherwise get a fresh limit from every address in it. */
 static void key_of(const struct sockaddr_storage *ss, unsigned char key[16])
 {
 	memset(key, 0, 16);
 	if (ss->ss_family == AF_INET6) {
-		memcpy(key, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+		memcpy(key, a, IN6_IS_ADDR_V4MAPPED(a) || IN6_IS_ADDR_LOOPBACK(a) ? 16 : 8);
 	} else if (ss->ss_family == AF_INET) {
 		key[10] = key[11] = 0xff;
 		memcpy(key + 12, &((const struct sockaddr_in *)ss)->sin_addr, 4);

@@ -64,6 +64,9 @@ int qpg_server_prometheus(struct qpg_server *s, char **out, size_t *len)
 	fprintf(f, "qpgate_qps_created_total %llu\n", st.qps_created);
 	METRIC("qpgate_cq_depth_max", "gauge", "Most completions drained from one CQ in one pass.");
 	fprintf(f, "qpgate_cq_depth_max %lld\n", st.cq_depth_max);
+	METRIC("qpgate_accept_backoffs_total", "counter",
+	       "Times accept failed for want of file descriptors and the listener paused 100 ms.");
+	fprintf(f, "qpgate_accept_backoffs_total %llu\n", st.accept_backoffs);
 	METRIC("qpgate_pool_slots_in_use", "gauge",
 	       "Message buffers held now (posted receives, sends in flight, queued replies).");
 	fprintf(f, "qpgate_pool_slots_in_use %lld\n", st.pool_in_use);

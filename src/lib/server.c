@@ -21,6 +21,7 @@ struct worker {
 	struct qpg__endpoint ep; /* first: loop callbacks get back here */
 	struct qpg_server *srv;
 	struct qpg__io listen_io;
+	uint64_t listen_paused_until; /* out of fds: accepting again from then */
 	pthread_t thread;
 	int index;
 	bool started;
@@ -40,8 +41,9 @@ struct qpg_server {
 	atomic_int pending; /* unfinished handshakes */
 	atomic_ullong next_conn_id;
 	atomic_ullong refused_pending, refused_per_peer;
-	struct qpg__kv_service *kv; /* the KV service's store, when it is the service */
-	char one_sided[160];	    /* KV: whether one-sided GETs are served, and why not */
+	atomic_ullong accept_backoffs; /* accept failed for want of fds */
+	struct qpg__kv_service *kv;    /* the KV service's store, when it is the service */
+	char one_sided[160];	       /* KV: whether one-sided GETs are served, and why not */
 };
 
 void qpg_server_opts_default(struct qpg_server_opts *o)
@@ -58,7 +60,11 @@ void qpg_server_opts_default(struct qpg_server_opts *o)
 	 * 1.07 s), so this catches the peer that is alive but does not read. */
 	o->progress_timeout_ms = 15000;
 	o->max_pending = 4096;
-	o->max_pending_per_peer = 2048;
+	/* Finite by default: one address gets a quarter of the handshake
+	 * slots and at most 16,384 connections (lift it for load tests from
+	 * one host, or give them several source addresses). */
+	o->max_pending_per_peer = 1024;
+	o->max_conns_per_peer = 16384;
 	o->max_msg = 4096;
 	o->srq_depth = 4096;
 	o->service = QPG_SERVICE_ECHO;
@@ -176,8 +182,18 @@ static void listen_cb(struct qpg__io *io, uint32_t events)
 		int fd =
 		    accept4(io->fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE)
-				slog(s, "accept: %s (raise ulimit -n)", strerror(errno));
+			if (errno == EMFILE || errno == ENFILE) {
+				/* The listener stays readable, so accepting again at
+				 * once would spin: stop listening for 100 ms. */
+				uint64_t n = atomic_fetch_add(&s->accept_backoffs, 1);
+				if (n == 0 || n % 100 == 0)
+					slog(s,
+					     "accept: %s (raise ulimit -n); backing off 100 ms, "
+					     "%llu times so far",
+					     strerror(errno), (unsigned long long)n + 1);
+				w->listen_paused_until = qpg__now_ns() + 100000000ull;
+				qpg__loop_mod(&w->ep.loop, &w->listen_io, 0);
+			}
 			return;
 		}
 		/* Refuse before any TLS work: unfinished handshakes are what a
@@ -207,8 +223,13 @@ static void listen_cb(struct qpg__io *io, uint32_t events)
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
-	while (!atomic_load(&w->srv->stop))
-		qpg__loop_run_once(&w->ep.loop, -1);
+	while (!atomic_load(&w->srv->stop)) {
+		qpg__loop_run_once(&w->ep.loop, w->listen_paused_until ? 100 : -1);
+		if (w->listen_paused_until && qpg__now_ns() >= w->listen_paused_until) {
+			w->listen_paused_until = 0;
+			qpg__loop_mod(&w->ep.loop, &w->listen_io, EPOLLIN);
+		}
+	}
 	return NULL;
 }
 
@@ -492,4 +513,5 @@ void qpg_server_stats(struct qpg_server *s, struct qpg_server_stats *out)
 	}
 	out->refused_pending = ld(&s->refused_pending);
 	out->refused_per_peer = ld(&s->refused_per_peer);
+	out->accept_backoffs = ld(&s->accept_backoffs);
 }

@@ -40,9 +40,10 @@ static void usage(FILE *f)
 	    "                           (it stopped reading; default 15000, 0: never)\n"
 	    "      --idle-timeout MS    close a client with no traffic for MS (default 0: never)\n"
 	    "      --max-pending N      unfinished handshakes, whole server (default 4096)\n"
-	    "      --max-pending-per-peer N  unfinished handshakes per peer address (default "
-	    "2048)\n"
-	    "      --max-conns-per-peer N    connections per peer address (default: no limit)\n"
+	    "      --max-pending-per-peer N  unfinished handshakes per peer address, IPv6 per\n"
+	    "                           /64 (default 1024)\n"
+	    "      --max-conns-per-peer N    connections per peer address, IPv6 per /64\n"
+	    "                           (default 16384; 0: no limit)\n"
 	    "      --allow-no-auth      accept clients that turn per-message auth off\n"
 	    "      --allow-any-gid      rdma: accept a HELLO whose GID is not the address its\n"
 	    "                           control connection came from (RoCE and control on\n"
@@ -78,12 +79,12 @@ static void print_stats(struct qpg_server *s)
 		"rejected=%llu server_full=%llu refused_pending=%llu refused_per_peer=%llu "
 		"timeouts=%llu auth_failures=%llu seq_failures=%llu msgs_in=%llu msgs_out=%llu "
 		"qps_created=%llu qps_destroyed=%llu cq_depth_max=%lld pool_in_use=%lld "
-		"reads_paused=%llu\n",
+		"reads_paused=%llu accept_backoffs=%llu\n",
 		st.connected, st.handshakes_ok, st.handshakes_failed, rej,
 		st.rejected[QPG_REJECT_SERVER_FULL], st.refused_pending, st.refused_per_peer,
 		st.closed_by_reason[QPG_ERR_TIMEOUT], st.auth_failures, st.seq_failures, st.msgs_in,
 		st.msgs_out, st.qps_created, st.qps_destroyed, st.cq_depth_max, st.pool_in_use,
-		st.reads_paused);
+		st.reads_paused, st.accept_backoffs);
 }
 
 int main(int argc, char **argv)
@@ -244,7 +245,7 @@ int main(int argc, char **argv)
 			break;
 		case O_MCP:
 			o.max_conns_per_peer =
-			    (unsigned)qpg_cli_int(optarg, 1, 10000000, "--max-conns-per-peer");
+			    (unsigned)qpg_cli_int(optarg, 0, 10000000, "--max-conns-per-peer");
 			break;
 		case O_NOAUTH:
 			o.allow_no_auth = true;

@@ -349,6 +349,28 @@ limits)
 	check "the 20 refused were told why" grep -q 'failed: 20 x .*closed the connection before' <<<"$out"
 	stop_server
 	check "server counted 20 per-peer refusals" [ "$(stat refused_per_peer)" -eq 20 ]
+
+	# Out of fds: accept fails with EMFILE while the listener stays
+	# readable. The server must back off, not spin, and accept again once
+	# fds come back.
+	start_server --metrics 127.0.0.1:0
+	prlimit --pid "$srv_pid" --nofile=48:48
+	client_exec -c 80 -n 1 --window 80 --hold 4000 --handshake-timeout 6000 >"$work/emfile.out" 2>&1 &
+	flood=$!
+	sleep 1.5
+	cpu() { awk '{print $14 + $15}' "/proc/$srv_pid/stat"; }
+	t0=$(cpu)
+	sleep 3
+	t1=$(cpu)
+	hz=$(getconf CLK_TCK)
+	backoffs=$(curl -fsS "http://127.0.0.1:$mport/metrics" | sed -n 's/^qpgate_accept_backoffs_total //p')
+	echo "  out of fds: server used $((t1 - t0)) ticks of CPU (of $((3 * hz)) in 3 s), $backoffs accept back-offs"
+	check "out of fds: accept backed off ($backoffs times) and counted it" [ "${backoffs:-0}" -gt 0 ]
+	check "out of fds: the server did not spin (CPU $((t1 - t0)) < $hz ticks in 3 s)" [ $((t1 - t0)) -lt "$hz" ]
+	wait "$flood"
+	out=$(client -n 20 2>&1); rc=$?
+	check "fds back: a new client verifies 20 echoes (exit $rc)" [ $rc -eq 0 ]
+	stop_server
 	;;
 *)
 	echo "unknown scenario $scenario"
