@@ -16,6 +16,12 @@
 
 static void ctrl_cb(struct qpg__io *io, uint32_t events);
 
+/* A server closes a handshake that outlives its deadline; when that
+ * happens after TLS but before our HELLO was read, this is all we see. */
+#define BOOT_CLOSED_HINT                                                                           \
+	" (the server closed it before answering: past its handshake deadline, it was busy; "      \
+	"retry)"
+
 void qpg__phase_begin(struct qpg__conn *c)
 {
 	c->phase_start_ns = qpg__now_ns();
@@ -276,7 +282,9 @@ static int conn_flush(struct qpg__conn *c)
 				c->t->on_flushed(c);
 			return 0;
 		}
-		qpg__conn_close(c, QPG_ERR_PEER_CLOSED, "write failed: %s", c->why);
+		qpg__conn_close(c, QPG_ERR_PEER_CLOSED, "write failed: %s%s", c->why,
+				!c->is_server && c->state == QPG_CONN_BOOTSTRAP ? BOOT_CLOSED_HINT
+										: "");
 		return -EPIPE;
 	}
 	c->out_off = c->out_len = 0;
@@ -597,8 +605,9 @@ static void read_bootstrap(struct qpg__conn *c)
 		}
 		if (r == QPG_TLS_WANT_READ || r == QPG_TLS_WANT_WRITE)
 			return;
-		qpg__conn_close(c, QPG_ERR_PEER_CLOSED, "connection closed during bootstrap%s%s",
-				r == QPG_TLS_FAILED ? ": " : "", r == QPG_TLS_FAILED ? c->why : "");
+		qpg__conn_close(c, QPG_ERR_PEER_CLOSED, "connection closed during bootstrap%s%s%s",
+				r == QPG_TLS_FAILED ? ": " : "", r == QPG_TLS_FAILED ? c->why : "",
+				c->is_server ? "" : BOOT_CLOSED_HINT);
 		return;
 	}
 }
@@ -926,7 +935,21 @@ void qpg__endpoint_tick(struct qpg__endpoint *ep)
 	struct qpg__conn *c = ep->head, *next;
 	for (; c; c = next) {
 		next = c->next;
-		if (c->deadline_ns && now > c->deadline_ns && c->state < QPG_CONN_ESTABLISHED)
+		if (c->deadline_ns && now > c->deadline_ns && c->is_server &&
+		    c->state == QPG_CONN_BOOTSTRAP) {
+			/* TLS is up: tell the client why, then close (the REJECT
+			 * gets one more tick to flush). */
+			reject(c, QPG_REJECT_RESOURCES,
+			       "handshake deadline of %llu ms passed before the HELLO (server "
+			       "busy: retry)",
+			       (unsigned long long)(ep->handshake_timeout_ns / 1000000));
+			c->err = QPG_ERR_TIMEOUT;
+			snprintf(c->why, sizeof(c->why),
+				 "handshake timeout after %llu ms (bootstrap; the client was told)",
+				 (unsigned long long)(ep->handshake_timeout_ns / 1000000));
+			c->deadline_ns = now + 100000000ull;
+		} else if (c->deadline_ns && now > c->deadline_ns &&
+			   c->state < QPG_CONN_ESTABLISHED)
 			qpg__conn_close(c, QPG_ERR_TIMEOUT, "handshake timeout after %llu ms (%s)",
 					(unsigned long long)(ep->handshake_timeout_ns / 1000000),
 					state_name(c->state));

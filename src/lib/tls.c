@@ -177,7 +177,9 @@ enum qpg__tls_io qpg__tls_handshake(SSL *ssl, char *why, size_t why_len)
 		return QPG_TLS_DONE;
 	enum qpg__tls_io r = classify(ssl, ret, why, why_len);
 	if (r == QPG_TLS_CLOSED) {
-		snprintf(why, why_len, "peer closed the connection during the TLS handshake");
+		snprintf(why, why_len,
+			 "peer closed the connection during the TLS handshake (a server does "
+			 "this past its handshake deadline, or at a limit)");
 		return QPG_TLS_FAILED;
 	}
 	return r;

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Many client processes against one default server.
+#   storm.sh TRANSPORT burst N          N client processes started at once: the
+#                                       server survives; each client completes
+#                                       or gets a clear refusal.
+#   storm.sh TRANSPORT kill N ROUNDS    each round starts N client processes and
+#                                       SIGKILLs them at random points (TLS,
+#                                       bootstrap, QP bring-up, data) while 5
+#                                       bystanders echo; the server stays up,
+#                                       the bystanders verify every echo, and
+#                                       QPs, fds, connections and RSS return to
+#                                       baseline after every round.
+set -u
+transport=$1
+mode=$2
+n=$3
+rounds=${4:-1}
+here=$(cd "$(dirname "$0")/../.." && pwd -P)
+bin=${QPG_BIN:-$here/build/bin}
+work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-storm.XXXXXX")
+srv=""
+trap 'if [ -n "$srv" ]; then kill -9 "$srv" 2>/dev/null; fi; jobs -p | xargs -r kill -9 2>/dev/null; rm -rf "$work"' EXIT
+. "$here/tests/integration/lib.sh"
+"$here/scripts/make-certs" "$work" localhost >/dev/null 2>&1
+qps() { if [ "$transport" = rdma ]; then rdma res show qp | grep -c lqpn; else echo 0; fi; }
+qp0=$(qps)
+qpg_serve "$work" --transport "$transport" --metrics 127.0.0.1:0 || exit 1
+metric() { curl -fsS "http://127.0.0.1:$mport/metrics" | sed -n "s/^$1 //p"; }
+rss() { awk '/VmRSS/{print $2}' "/proc/$srv/status"; }
+fds() { ls "/proc/$srv/fd" | wc -l; }
+client() { "$bin/qpgate-client" --transport "$transport" --ca "$work/ca.crt" -p "$port" "$@" 127.0.0.1 localhost; }
+# For clients that get killed: $! must be the client itself, not a subshell.
+client_exec() { exec "$bin/qpgate-client" --transport "$transport" --ca "$work/ca.crt" -p "$port" "$@" 127.0.0.1 localhost; }
+# Wait (bounded) until the server holds WANT connections and its QPs are
+# back to QP_WANT.
+settle() {
+	local want=$1 qp_want=$2
+	for _ in $(seq 1 150); do
+		[ "$(metric qpgate_connected_clients)" = "$want" ] && [ "$(metric qpgate_handshakes_in_progress)" = 0 ] &&
+			[ "$(qps)" -eq "$qp_want" ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
+case $mode in
+burst)
+	pids=()
+	for i in $(seq 1 "$n"); do
+		client -n 10 -s 256 --handshake-timeout 30000 >"$work/c$i.out" 2>&1 &
+		pids+=($!)
+	done
+	ok=0 refused=0 other=0
+	for i in $(seq 1 "$n"); do
+		wait "${pids[$((i - 1))]}"
+		if [ $? -eq 0 ]; then
+			ok=$((ok + 1))
+		elif grep -Eq 'server refused|closed the connection before the TLS handshake|past its handshake deadline|handshake timeout|handshake deadline' "$work/c$i.out"; then
+			refused=$((refused + 1))
+		else
+			other=$((other + 1))
+			[ $other -le 3 ] && sed 's/^/  unclear: /' "$work/c$i.out" | tail -3
+		fi
+	done
+	echo "  $n clients at once: $ok completed, $refused refused with a reason, $other other"
+	check "the server survived $n clients started at once" kill -0 "$srv"
+	check "every client completed or was refused with a reason ($ok + $refused of $n)" [ $other -eq 0 ]
+	check "no client saw 'Connection refused' (the server never went away)" \
+		bash -c "! grep -l 'Connection refused' '$work'/c*.out"
+	check "connections and QPs back to baseline" settle 0 "$qp0"
+	;;
+kill)
+	base_rss=$(rss) base_fds=$(fds)
+	echo "  baseline: RSS ${base_rss} kB, $base_fds fds, $qp0 QPs"
+	# Bystanders: 5 connections made before the storm, echoing through it
+	# for a fixed time (long enough for the rounds); qpgate-perf exits 0
+	# only if all 5 stayed up and every echo verified.
+	per_round=10
+	[ "$transport" = rdma ] && per_round=40
+	by_s=${QPG_STORM_BYSTANDER_S:-$((per_round * rounds + 10))}
+	"$bin/qpgate-perf" --transport "$transport" --ca "$work/ca.crt" -p "$port" -c 5 -D "$by_s" \
+		-s 256 --timeout $(( (by_s + 120) * 1000 )) 127.0.0.1 localhost >"$work/by.out" 2>&1 &
+	by=$!
+	for _ in $(seq 1 300); do
+		[ "$(metric qpgate_connected_clients)" = 5 ] && break
+		sleep 0.1
+	done
+	bad=0
+	for r in $(seq 1 "$rounds"); do
+		pids=()
+		for _ in $(seq 1 "$n"); do
+			(client_exec -n 100000 -s 256 --handshake-timeout 30000 >/dev/null 2>&1) &
+			pids+=($!)
+		done
+		# Kill each at a random point of its life: 0 to 3 s after its start.
+		for p in "${pids[@]}"; do
+			ms=$((RANDOM % 3000))
+			(sleep "$((ms / 1000)).$(printf %03d $((ms % 1000)))"; kill -9 "$p" 2>/dev/null) &
+		done
+		wait "${pids[@]}" 2>/dev/null
+		# Settled: no handshake left, at most the 5 bystanders connected.
+		ok=""
+		for _ in $(seq 1 150); do
+			[ "$(metric qpgate_handshakes_in_progress)" = 0 ] &&
+				[ "$(metric qpgate_connected_clients)" -le 5 ] && { ok=1; break; }
+			sleep 0.2
+		done
+		[ -n "$ok" ] || { bad=$((bad + 1)); curl -fsS "http://127.0.0.1:$mport/metrics" | grep -E '^qpgate_(connected|handshakes_in)' | sed 's/^/  not settled: /'; ss -tnp state established "( sport = :$port )" | tail -n +2 | head -3 | sed 's/^/  socket: /'; }
+		echo "  round $r: $n killed; server RSS $(rss) kB, $(fds) fds, $(qps) QPs, connected $(metric qpgate_connected_clients)"
+		kill -0 "$srv" || break
+	done
+	wait "$by"
+	byrc=$?
+	grep -E '^ +5 ' "$work/by.out" | head -2 | sed 's/^/  bystanders: /'
+	grep -E 'failed: ' "$work/by.out" | head -2 | sed 's/^/  bystanders: /'
+	check "the server survived $rounds rounds of $n killed clients" kill -0 "$srv"
+	check "every round settled: no handshake left, only bystanders connected ($bad did not)" [ $bad -eq 0 ]
+	check "bystanders: 5 connections stayed up through the storm, every echo verified (exit $byrc)" [ $byrc -eq 0 ]
+	check "connections and QPs back to baseline $qp0" settle 0 "$qp0"
+	check "fds back to baseline $base_fds (now $(fds))" [ "$(fds)" -eq "$base_fds" ]
+	end_rss=$(rss)
+	check "RSS back near baseline: ${end_rss} kB vs ${base_rss} kB (+16 MiB for allocator caches)" \
+		[ "$end_rss" -le $((base_rss + 16384)) ]
+	;;
+esac
+kill -TERM "$srv"
+wait "$srv"
+rc=$?
+srv=""
+check "server stopped cleanly (exit $rc)" [ $rc -eq 0 ]
+check "device QPs back to baseline $qp0" [ "$(qps)" -eq "$qp0" ]
+check "server log has no sanitizer report" \
+	bash -c "! grep -Eq '(ERROR|WARNING): (Address|Leak|Thread|UndefinedBehavior)Sanitizer|runtime error:' '$work/server.log'"
+finish_checks
