@@ -957,8 +957,13 @@ void qpg__endpoint_tick(struct qpg__endpoint *ep)
 			qpg__conn_close(c, c->err, "%s", c->why);
 		else if (c->state != QPG_CONN_ESTABLISHED)
 			continue;
-		else if (ep->progress_ns_max && c->in_flight &&
-			 now - c->progress_ns > ep->progress_ns_max)
+		else if (c->read_paused && qpg__conn_send_room(c) > 0) {
+			/* A backstop: room came back without the transport
+			 * noticing; read what was held back. */
+			qpg__conn_pause_read(c, false);
+			qpg__loop_defer(&ep->loop, &c->io);
+		} else if (ep->progress_ns_max && (c->in_flight || c->read_paused) &&
+			   now - c->progress_ns > ep->progress_ns_max)
 			qpg__conn_close(c, QPG_ERR_TIMEOUT,
 					"no progress: %u sends not completed for %llu ms (peer not "
 					"reading?)",
