@@ -29,7 +29,6 @@ struct qpg__kv_service {
 	uint32_t grant_min;	 /* QPG_KV_F_GRANT_LARGE: grant values from this size */
 	uint64_t grant_ttl_ns;	 /* an unreleased grant is revoked after this (0: never) */
 	uint64_t put_timeout_ns; /* a PUT stalled this long gives its space back */
-	atomic_ullong grants_expired, puts_expired;
 };
 
 enum job_kind {
@@ -223,20 +222,28 @@ static int run_grant(struct qpg__conn *c, struct kv_conn *kc, const struct kv_jo
 
 /* JOB_REVOKE: invalidate the window, then acknowledge the RELEASE. The
  * value's reference goes when the invalidation completes (revoked). */
+/* Post the invalidation of G's window. A window that cannot be invalidated
+ * must not outlive the connection: closing puts the QP in error, which
+ * ends it. */
+static int revoke_grant(struct qpg__conn *c, struct kv_grant *g)
+{
+	int rc = qpg__conn_revoke(c, g->window);
+	if (rc)
+		qpg__conn_close(c, QPG_ERR_QP, "cannot invalidate a memory window: %s",
+				strerror(-rc));
+	else
+		g->state = GRANT_REVOKING;
+	return rc;
+}
+
 static int run_revoke(struct qpg__conn *c, struct kv_conn *kc, const struct kv_job *j,
 		      struct qpg_buf *b)
 {
-	struct kv_grant *g = &kc->grants[j->grant];
-	int rc = qpg__conn_revoke(c, g->window);
+	int rc = revoke_grant(c, &kc->grants[j->grant]);
 	if (rc) {
 		qpg_pool_put(&c->ep->pool, b);
-		/* A window that cannot be invalidated must not outlive the
-		 * connection: closing puts the QP in error, which ends it. */
-		qpg__conn_close(c, QPG_ERR_QP, "cannot invalidate a memory window: %s",
-				strerror(-rc));
 		return rc;
 	}
-	g->state = GRANT_REVOKING;
 	struct qpg_kv_reply r = {.op = QPG_KV_RELEASE, .req_id = j->req_id};
 	return send_reply(c, b, &r, 0, NULL, 0);
 }
@@ -270,14 +277,8 @@ static void pump(struct qpg__conn *c)
 			 * later finds the grant gone and is refused. */
 			struct kv_grant *g = &kc->grants[j->grant];
 			pop(c, kc);
-			int rc = qpg__conn_revoke(c, g->window);
-			if (rc) {
-				qpg__conn_close(c, QPG_ERR_QP,
-						"cannot invalidate a memory window: %s",
-						strerror(-rc));
+			if (revoke_grant(c, g))
 				break;
-			}
-			g->state = GRANT_REVOKING;
 			continue;
 		}
 		struct qpg_buf *b = qpg_pool_get(&c->ep->pool);
@@ -499,7 +500,6 @@ static void kv_tick(struct qpg__conn *c, uint64_t now)
 	if (kc->put && k->put_timeout_ns && now - kc->put_last_ns > k->put_timeout_ns) {
 		qpg__kv_release(store_of(c), kc->put);
 		kc->put = NULL;
-		atomic_fetch_add_explicit(&k->puts_expired, 1, memory_order_relaxed);
 	}
 	bool queued = false;
 	for (unsigned i = 0; i < kc->ngrants; i++) {
@@ -512,7 +512,6 @@ static void kv_tick(struct qpg__conn *c, uint64_t now)
 			g->state = GRANT_ACTIVE; /* out of memory: try again next tick */
 			continue;
 		}
-		atomic_fetch_add_explicit(&k->grants_expired, 1, memory_order_relaxed);
 		queued = true;
 	}
 	if (queued)
