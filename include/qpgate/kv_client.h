@@ -3,13 +3,14 @@
  * each connection pipelines up to its credits, and every completion is
  * delivered to the operation's own callback (on a pool thread).
  *
- * GET values arrive in the pool's registered receive buffers; the chunk
- * callback sees each piece where it landed (no copy). Two-sided, each piece
- * is already verified against its message authentication tag. One-sided
- * (RDMA READ through the window the server granted), the value is checked
- * against the SHA-256 digest that came in the authenticated grant once its
- * last piece is in: the done callback's status is QPG_KV_CORRUPT if it does
- * not match, and the pieces seen before must then be thrown away. */
+ * Two-sided GET values arrive in the pool's registered receive buffers; the
+ * chunk callback sees each piece where it landed (no copy), already verified
+ * against its message authentication tag. One-sided (RDMA READ through the
+ * window the server granted), the pieces are gathered and the whole value
+ * is checked against the SHA-256 digest in the grant, with message
+ * authentication on or off, before the chunk callback sees any of it (once,
+ * as one piece); a value that does not match never reaches the chunk
+ * callback, and the done callback's status is QPG_KV_CORRUPT. */
 #ifndef QPGATE_KV_CLIENT_H
 #define QPGATE_KV_CLIENT_H
 
@@ -48,6 +49,7 @@ struct qpg_kv_request {
 	uint32_t total;		   /* one-sided GET: the value's length */
 	uint32_t posted;	   /* one-sided GET: bytes of READs posted */
 	void *md;		   /* one-sided GET: the running digest */
+	uint8_t *stage;		   /* one-sided GET: the value, held until it is checked */
 };
 
 /* Ways a test client misuses a grant, to prove the server's windows hold. */

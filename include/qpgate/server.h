@@ -26,7 +26,9 @@ struct qpg_server_opts {
 	unsigned max_pending;	       /* unfinished handshakes, whole server */
 	unsigned max_pending_per_peer; /* unfinished handshakes per peer address */
 	unsigned max_conns_per_peer;   /* 0: no limit */
-	bool allow_no_auth;	       /* accept clients that turn message auth off */
+	unsigned handshake_rate;  /* new handshakes per second per peer address (0: no limit) */
+	unsigned handshake_burst; /* ... of which this many at once */
+	bool allow_no_auth;	  /* accept clients that turn message auth off */
 	bool allow_any_gid; /* rdma: accept a GID other than the control connection's address */
 	uint32_t max_msg;
 	uint32_t srq_depth;
@@ -68,8 +70,9 @@ struct qpg_server_stats {
 	long long cq_depth_max;
 	long long pool_in_use, pool_slots; /* message buffers held now / allocated */
 	unsigned long long slots_abandoned, reads_paused;
-	unsigned long long refused_pending, refused_per_peer;
+	unsigned long long refused_pending, refused_per_peer, refused_rate;
 	unsigned long long accept_backoffs;
+	unsigned long long peers_tracked; /* addresses in the peer table now */
 	unsigned long long handshake_ns_bucket[24];
 	unsigned long long handshake_ns_sum;
 };

@@ -631,8 +631,8 @@ static void drive_tls(struct qpg__conn *c)
 			/* The server refuses over its limits before any TLS work. */
 			qpg__conn_close(c, QPG_ERR_PEER_CLOSED,
 					"the server closed the connection before the TLS handshake "
-					"(at its limit of pending handshakes or connections per "
-					"address?)");
+					"(at its limit of pending handshakes, connections or "
+					"handshakes per second per address?)");
 			return;
 		}
 		qpg__conn_close(c, e, "TLS handshake failed: %s", c->why);
@@ -957,13 +957,9 @@ void qpg__endpoint_tick(struct qpg__endpoint *ep)
 			qpg__conn_close(c, c->err, "%s", c->why);
 		else if (c->state != QPG_CONN_ESTABLISHED)
 			continue;
-		else if (c->read_paused && qpg__conn_send_room(c) > 0) {
-			/* A backstop: room came back without the transport
-			 * noticing; read what was held back. */
-			qpg__conn_pause_read(c, false);
-			qpg__loop_defer(&ep->loop, &c->io);
-		} else if (ep->progress_ns_max && (c->in_flight || c->read_paused) &&
-			   now - c->progress_ns > ep->progress_ns_max)
+		/* A paused reader has a full send queue, so in_flight covers it. */
+		else if (ep->progress_ns_max && c->in_flight &&
+			 now - c->progress_ns > ep->progress_ns_max)
 			qpg__conn_close(c, QPG_ERR_TIMEOUT,
 					"no progress: %u sends not completed for %llu ms (peer not "
 					"reading?)",

@@ -42,7 +42,6 @@ struct kv_conn {
 	/* one-sided GETs */
 	uint8_t get_flags; /* on each GET: whether (or when) to ask for a grant */
 	bool pumping;	   /* tcp completes sends inside the send call: no nesting */
-	bool verify;
 	uint32_t read_max;
 	unsigned reads;				    /* READs in flight */
 	unsigned index;				    /* in its thread */
@@ -91,6 +90,8 @@ static void complete(struct qpg_kv_request *op, int status, uint32_t value_len)
 {
 	EVP_MD_CTX_free(op->md);
 	op->md = NULL;
+	free(op->stage);
+	op->stage = NULL;
 	op->phase = PH_NONE;
 	if (op->done)
 		op->done(op, status, value_len);
@@ -327,12 +328,13 @@ static void on_grant(struct kv_conn *k, struct qpg_kv_request *op, const struct 
 	op->posted = op->got = 0;
 	op->result = QPG_KV_OK;
 	op->phase = PH_READING;
-	if (k->verify) {
-		op->md = EVP_MD_CTX_new();
-		if (!op->md || !EVP_DigestInit_ex(op->md, EVP_sha256(), NULL)) {
-			fail_conn(k, "out of memory for a digest", 0);
-			return;
-		}
+	/* Checked whether or not frames are authenticated: nothing read
+	 * reaches the caller before the whole value matches the digest. */
+	op->md = EVP_MD_CTX_new();
+	op->stage = malloc(op->total);
+	if (!op->md || !op->stage || !EVP_DigestInit_ex(op->md, EVP_sha256(), NULL)) {
+		fail_conn(k, "out of memory for a one-sided GET", 0);
+		return;
 	}
 	list_push(&k->rd_head, &k->rd_tail, op);
 	read_pump(k);
@@ -364,19 +366,22 @@ static void on_read(struct qpg_client_conn *c, void *user, uint64_t cookie, cons
 			fail_conn(k, "a READ completed out of order", 0);
 			return;
 		}
-		if (op->chunk)
-			op->chunk(op, data, len, op->got, op->total);
-		if (op->md && !EVP_DigestUpdate(op->md, data, len))
+		memcpy(op->stage + op->got, data, len);
+		if (!EVP_DigestUpdate(op->md, data, len))
 			op->result = QPG_KV_CORRUPT;
 		op->got += len;
 	}
 	if (op->got >= op->total) {
 		uint8_t d[QPG_KV_DIGEST_LEN];
 		unsigned dl = 0;
-		if (op->md && op->result == QPG_KV_OK &&
+		if (op->result == QPG_KV_OK &&
 		    (!EVP_DigestFinal_ex(op->md, d, &dl) || dl != sizeof(d) ||
 		     CRYPTO_memcmp(d, op->grant.digest, sizeof(d)) != 0))
 			op->result = QPG_KV_CORRUPT;
+		if (op->result == QPG_KV_OK && op->chunk)
+			op->chunk(op, op->stage, op->total, 0, op->total);
+		free(op->stage);
+		op->stage = NULL;
 		list_pop(&k->rd_head, &k->rd_tail);
 		op->phase = PH_RELEASE_QUEUED;
 		list_push(&k->rel_head, &k->rel_tail, op);
@@ -529,7 +534,6 @@ static void on_established(struct qpg_client_conn *c, void *user)
 	k->credits = ci.credits;
 	k->max_msg = ci.max_msg;
 	k->read_max = ci.read_max;
-	k->verify = ci.auth;
 	/* Asked for one-sided, ask even where it cannot be (the server says
 	 * so); left to the server, only ask where READs exist. */
 	uint8_t mode = k->th->pool->o.get_mode;

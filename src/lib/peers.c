@@ -11,6 +11,7 @@ struct qpg__peer {
 	unsigned char addr[16];
 	unsigned pending;
 	unsigned conns;
+	uint64_t tat_ns; /* GCRA: when the bucket is full again (0: full) */
 };
 
 int qpg__peers_init(struct qpg__peers *p, size_t nbuckets)
@@ -24,6 +25,7 @@ int qpg__peers_init(struct qpg__peers *p, size_t nbuckets)
 		return -ENOMEM;
 	}
 	p->nbuckets = nbuckets;
+	p->nentries = 0;
 	pthread_mutex_init(&p->lock, NULL);
 	return 0;
 }
@@ -65,8 +67,39 @@ static size_t hash_of(const struct qpg__peers *p, const unsigned char key[16])
 	return (size_t)(qpg__khash(&p->hash, key, 16) % p->nbuckets);
 }
 
+/* GCRA: a handshake at NOW is within rate and burst if the bucket's
+ * theoretical arrival time is no more than (burst - 1) intervals ahead. */
+static bool rate_allows(struct qpg__peer *e, const struct qpg__peer_limits *l, uint64_t now)
+{
+	if (!l->rate)
+		return true;
+	uint64_t interval = 1000000000ull / l->rate;
+	uint64_t tau = (uint64_t)(l->burst ? l->burst - 1 : 0) * interval;
+	uint64_t tat = e->tat_ns > now ? e->tat_ns : now;
+	if (tat - now > tau)
+		return false;
+	e->tat_ns = tat + interval;
+	return true;
+}
+
+static bool idle(const struct qpg__peer *e, uint64_t now)
+{
+	return e->pending == 0 && e->conns == 0 && e->tat_ns <= now;
+}
+
+static void unlink_entry(struct qpg__peers *p, struct qpg__peer *e)
+{
+	struct qpg__peer **pp = &p->buckets[hash_of(p, e->addr)];
+	while (*pp != e)
+		pp = &(*pp)->next;
+	*pp = e->next;
+	free(e);
+	p->nentries--;
+}
+
 struct qpg__peer *qpg__peers_enter(struct qpg__peers *p, const struct sockaddr_storage *addr,
-				   unsigned max_pending, unsigned max_conns, bool *pending_limit)
+				   const struct qpg__peer_limits *l, uint64_t now_ns,
+				   enum qpg__peer_verdict *why)
 {
 	unsigned char key[16];
 	key_of(addr, key);
@@ -79,15 +112,24 @@ struct qpg__peer *qpg__peers_enter(struct qpg__peers *p, const struct sockaddr_s
 		e = calloc(1, sizeof(*e));
 		if (!e) {
 			pthread_mutex_unlock(&p->lock);
-			*pending_limit = false;
+			*why = QPG_PEER_OK;
 			return NULL;
 		}
 		memcpy(e->addr, key, 16);
 		e->next = p->buckets[h];
 		p->buckets[h] = e;
+		p->nentries++;
 	}
-	if ((max_pending && e->pending >= max_pending) || (max_conns && e->conns >= max_conns)) {
-		*pending_limit = max_pending && e->pending >= max_pending;
+	*why = QPG_PEER_OK;
+	if (l->max_pending && e->pending >= l->max_pending)
+		*why = QPG_PEER_PENDING;
+	else if (l->max_conns && e->conns >= l->max_conns)
+		*why = QPG_PEER_CONNS;
+	else if (!rate_allows(e, l, now_ns))
+		*why = QPG_PEER_RATE;
+	if (*why != QPG_PEER_OK) {
+		if (idle(e, now_ns))
+			unlink_entry(p, e);
 		pthread_mutex_unlock(&p->lock);
 		return NULL;
 	}
@@ -104,21 +146,43 @@ void qpg__peers_handshake_done(struct qpg__peers *p, struct qpg__peer *e)
 	pthread_mutex_unlock(&p->lock);
 }
 
-void qpg__peers_leave(struct qpg__peers *p, struct qpg__peer *e, bool handshake_done)
+void qpg__peers_leave(struct qpg__peers *p, struct qpg__peer *e, bool handshake_done,
+		      uint64_t now_ns)
 {
-	unsigned char key[16];
 	pthread_mutex_lock(&p->lock);
 	if (!handshake_done)
 		e->pending--;
 	e->conns--;
-	if (e->pending == 0 && e->conns == 0) {
-		/* Forget idle peers so the table tracks live ones only. */
-		memcpy(key, e->addr, 16);
-		struct qpg__peer **pp = &p->buckets[hash_of(p, key)];
-		while (*pp != e)
-			pp = &(*pp)->next;
-		*pp = e->next;
-		free(e);
+	/* Forget idle peers so the table tracks live ones only; one with
+	 * spent tokens stays until the sweep finds its bucket full. */
+	if (idle(e, now_ns))
+		unlink_entry(p, e);
+	pthread_mutex_unlock(&p->lock);
+}
+
+void qpg__peers_sweep(struct qpg__peers *p, uint64_t now_ns)
+{
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0; i < p->nbuckets; i++) {
+		struct qpg__peer **pp = &p->buckets[i];
+		while (*pp) {
+			struct qpg__peer *e = *pp;
+			if (idle(e, now_ns)) {
+				*pp = e->next;
+				free(e);
+				p->nentries--;
+			} else {
+				pp = &e->next;
+			}
+		}
 	}
 	pthread_mutex_unlock(&p->lock);
+}
+
+size_t qpg__peers_count(struct qpg__peers *p)
+{
+	pthread_mutex_lock(&p->lock);
+	size_t n = p->nentries;
+	pthread_mutex_unlock(&p->lock);
+	return n;
 }

@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 #include "khash.h"
@@ -16,15 +17,34 @@ struct qpg__peers {
 	struct qpg__khash hash; /* keyed: peers choose their addresses */
 	struct qpg__peer **buckets;
 	size_t nbuckets;
+	size_t nentries;
 };
+
+/* What one address may hold. 0: no limit. */
+struct qpg__peer_limits {
+	unsigned max_pending; /* unfinished handshakes */
+	unsigned max_conns;   /* connections */
+	/* New handshakes per second, with a burst of BURST at once: a token
+	 * bucket (kept as GCRA's theoretical arrival time, one integer). */
+	unsigned rate, burst;
+};
+
+enum qpg__peer_verdict { QPG_PEER_OK, QPG_PEER_PENDING, QPG_PEER_CONNS, QPG_PEER_RATE };
 
 int qpg__peers_init(struct qpg__peers *p, size_t nbuckets);
 void qpg__peers_fini(struct qpg__peers *p);
-/* Count a new connection from ADDR if it stays within both limits (0: no
- * limit). Returns the entry, or NULL with *why_pending telling which limit. */
+/* Count a new connection from ADDR at NOW_NS if it stays within L. Returns
+ * the entry, or NULL with *WHY saying which limit (QPG_PEER_OK: no memory). */
 struct qpg__peer *qpg__peers_enter(struct qpg__peers *p, const struct sockaddr_storage *addr,
-				   unsigned max_pending, unsigned max_conns, bool *pending_limit);
+				   const struct qpg__peer_limits *l, uint64_t now_ns,
+				   enum qpg__peer_verdict *why);
 void qpg__peers_handshake_done(struct qpg__peers *p, struct qpg__peer *e);
-void qpg__peers_leave(struct qpg__peers *p, struct qpg__peer *e, bool handshake_done);
+void qpg__peers_leave(struct qpg__peers *p, struct qpg__peer *e, bool handshake_done,
+		      uint64_t now_ns);
+/* Forget addresses that hold nothing and whose bucket has refilled. An
+ * address that left with tokens spent is remembered until then, so that
+ * connecting and leaving again does not refill it. */
+void qpg__peers_sweep(struct qpg__peers *p, uint64_t now_ns);
+size_t qpg__peers_count(struct qpg__peers *p);
 
 #endif

@@ -54,6 +54,10 @@ int qpg_server_prometheus(struct qpg_server *s, char **out, size_t *len)
 	fprintf(f, "qpgate_rejections_total{reason=\"pending_limit\"} %llu\n", st.refused_pending);
 	fprintf(f, "qpgate_rejections_total{reason=\"per_peer_limit\"} %llu\n",
 		st.refused_per_peer);
+	fprintf(f, "qpgate_rejections_total{reason=\"peer_rate_limit\"} %llu\n", st.refused_rate);
+	METRIC("qpgate_peers_tracked", "gauge",
+	       "Peer addresses (IPv6: /64s) the server keeps counts or a handshake rate for.");
+	fprintf(f, "qpgate_peers_tracked %llu\n", st.peers_tracked);
 	METRIC("qpgate_connections_closed_total", "counter", "Closed connections by reason.");
 	for (int e = 0; e < QPG_ERR_COUNT; e++)
 		fprintf(f, "qpgate_connections_closed_total{reason=\"%s\"} %llu\n",

@@ -40,7 +40,8 @@ struct qpg_server {
 	atomic_int clients; /* admitted */
 	atomic_int pending; /* unfinished handshakes */
 	atomic_ullong next_conn_id;
-	atomic_ullong refused_pending, refused_per_peer;
+	atomic_ullong refused_pending, refused_per_peer, refused_rate;
+	uint64_t peers_swept_ns;       /* thread 0: when the peer table was last swept */
 	atomic_ullong accept_backoffs; /* accept failed for want of fds */
 	struct qpg__kv_service *kv;    /* the KV service's store, when it is the service */
 	char one_sided[160];	       /* KV: whether one-sided GETs are served, and why not */
@@ -65,6 +66,12 @@ void qpg_server_opts_default(struct qpg_server_opts *o)
 	 * one host, or give them several source addresses). */
 	o->max_pending_per_peer = 1024;
 	o->max_conns_per_peer = 16384;
+	/* New handshakes per address: 500 a second, 1,000 at once. Each costs
+	 * the server a TLS handshake's public-key work (about 1 ms of a core),
+	 * so one address cannot make it do more than this; refused at accept,
+	 * before any TLS work. */
+	o->handshake_rate = 500;
+	o->handshake_burst = 1000;
 	o->max_msg = 4096;
 	o->srq_depth = 4096;
 	o->service = QPG_SERVICE_ECHO;
@@ -162,7 +169,7 @@ static void srv_closed(struct qpg__conn *c)
 	if (c->admitted)
 		atomic_fetch_sub(&s->clients, 1);
 	if (c->user)
-		qpg__peers_leave(&s->peers, c->user, c->handshake_done);
+		qpg__peers_leave(&s->peers, c->user, c->handshake_done, qpg__now_ns());
 	c->user = NULL;
 	bool normal = c->err == QPG_ERR_PEER_CLOSED || c->err == QPG_ERR_NONE;
 	if (!normal || s->o.verbose) {
@@ -203,11 +210,15 @@ static void listen_cb(struct qpg__io *io, uint32_t events)
 			close(fd);
 			continue;
 		}
-		bool pending_limit = false;
-		struct qpg__peer *pe = qpg__peers_enter(&s->peers, &ss, s->o.max_pending_per_peer,
-							s->o.max_conns_per_peer, &pending_limit);
+		const struct qpg__peer_limits lim = {s->o.max_pending_per_peer,
+						     s->o.max_conns_per_peer, s->o.handshake_rate,
+						     s->o.handshake_burst};
+		enum qpg__peer_verdict why;
+		struct qpg__peer *pe = qpg__peers_enter(&s->peers, &ss, &lim, qpg__now_ns(), &why);
 		if (!pe) {
-			atomic_fetch_add(pending_limit ? &s->refused_pending : &s->refused_per_peer,
+			atomic_fetch_add(why == QPG_PEER_RATE	 ? &s->refused_rate
+					 : why == QPG_PEER_CONNS ? &s->refused_per_peer
+								 : &s->refused_pending,
 					 1);
 			close(fd);
 			continue;
@@ -215,7 +226,7 @@ static void listen_cb(struct qpg__io *io, uint32_t events)
 		atomic_fetch_add(&s->pending, 1);
 		if (qpg__conn_accept(&w->ep, fd, &ss, pe) < 0) {
 			atomic_fetch_sub(&s->pending, 1);
-			qpg__peers_leave(&s->peers, pe, false);
+			qpg__peers_leave(&s->peers, pe, false, qpg__now_ns());
 		}
 	}
 }
@@ -225,6 +236,13 @@ static void *worker_main(void *arg)
 	struct worker *w = arg;
 	while (!atomic_load(&w->srv->stop)) {
 		qpg__loop_run_once(&w->ep.loop, w->listen_paused_until ? 100 : -1);
+		/* Addresses remembered only for their spent tokens are
+		 * forgotten once the tokens are back (thread 0, once a second). */
+		uint64_t now = qpg__now_ns();
+		if (w->index == 0 && now - w->srv->peers_swept_ns > 1000000000ull) {
+			w->srv->peers_swept_ns = now;
+			qpg__peers_sweep(&w->srv->peers, now);
+		}
 		if (w->listen_paused_until && qpg__now_ns() >= w->listen_paused_until) {
 			w->listen_paused_until = 0;
 			qpg__loop_mod(&w->ep.loop, &w->listen_io, EPOLLIN);
@@ -513,5 +531,7 @@ void qpg_server_stats(struct qpg_server *s, struct qpg_server_stats *out)
 	}
 	out->refused_pending = ld(&s->refused_pending);
 	out->refused_per_peer = ld(&s->refused_per_peer);
+	out->refused_rate = ld(&s->refused_rate);
+	out->peers_tracked = qpg__peers_count(&s->peers);
 	out->accept_backoffs = ld(&s->accept_backoffs);
 }

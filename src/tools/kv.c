@@ -118,6 +118,8 @@ static int run_cmd(struct qpg_kv_pool *pool, const struct cmd *c, struct pending
 	       ok ? "ok" : qpg_kv_status_name((uint8_t)p->status));
 	if (c->op == CMD_PUT && ok)
 		printf(", %u bytes", c->size);
+	if (c->op == CMD_GET && !ok) /* how much of a failed value reached us */
+		printf(", %d chunk%s delivered", p->chunks, p->chunks == 1 ? "" : "s");
 	if (c->op == CMD_GET && ok) {
 		printf(", %u bytes in %d chunk%s, fnv64 %016llx", p->value_len, p->chunks,
 		       p->chunks == 1 ? "" : "s", (unsigned long long)p->fnv);

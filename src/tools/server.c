@@ -44,6 +44,9 @@ static void usage(FILE *f)
 	    "                           /64 (default 1024)\n"
 	    "      --max-conns-per-peer N    connections per peer address, IPv6 per /64\n"
 	    "                           (default 16384; 0: no limit)\n"
+	    "      --handshake-rate N[,BURST]  new handshakes per second per peer address\n"
+	    "                           (IPv6 per /64), BURST at once (default 500,1000;\n"
+	    "                           0: no limit); refused at accept, before TLS\n"
 	    "      --allow-no-auth      accept clients that turn per-message auth off\n"
 	    "      --allow-any-gid      rdma: accept a HELLO whose GID is not the address its\n"
 	    "                           control connection came from (RoCE and control on\n"
@@ -77,14 +80,15 @@ static void print_stats(struct qpg_server *s)
 	fprintf(stderr,
 		"qpgate-server: stats: connected=%lld handshakes_ok=%llu handshakes_failed=%llu "
 		"rejected=%llu server_full=%llu refused_pending=%llu refused_per_peer=%llu "
+		"refused_rate=%llu "
 		"timeouts=%llu auth_failures=%llu seq_failures=%llu msgs_in=%llu msgs_out=%llu "
 		"qps_created=%llu qps_destroyed=%llu cq_depth_max=%lld pool_in_use=%lld "
 		"reads_paused=%llu accept_backoffs=%llu\n",
 		st.connected, st.handshakes_ok, st.handshakes_failed, rej,
 		st.rejected[QPG_REJECT_SERVER_FULL], st.refused_pending, st.refused_per_peer,
-		st.closed_by_reason[QPG_ERR_TIMEOUT], st.auth_failures, st.seq_failures, st.msgs_in,
-		st.msgs_out, st.qps_created, st.qps_destroyed, st.cq_depth_max, st.pool_in_use,
-		st.reads_paused, st.accept_backoffs);
+		st.refused_rate, st.closed_by_reason[QPG_ERR_TIMEOUT], st.auth_failures,
+		st.seq_failures, st.msgs_in, st.msgs_out, st.qps_created, st.qps_destroyed,
+		st.cq_depth_max, st.pool_in_use, st.reads_paused, st.accept_backoffs);
 }
 
 int main(int argc, char **argv)
@@ -117,7 +121,8 @@ int main(int argc, char **argv)
 		O_IDLE,
 		O_ANYGID,
 		O_KVTTL,
-		O_KVPUTTO
+		O_KVPUTTO,
+		O_RATE
 	};
 	static const struct option lo[] = {
 	    {"port", 1, 0, 'p'},
@@ -138,6 +143,7 @@ int main(int argc, char **argv)
 	    {"max-pending", 1, 0, O_MP},
 	    {"max-pending-per-peer", 1, 0, O_MPP},
 	    {"max-conns-per-peer", 1, 0, O_MCP},
+	    {"handshake-rate", 1, 0, O_RATE},
 	    {"allow-no-auth", 0, 0, O_NOAUTH},
 	    {"max-msg", 1, 0, 's'},
 	    {"srq-depth", 1, 0, O_SRQ},
@@ -247,6 +253,18 @@ int main(int argc, char **argv)
 			o.max_conns_per_peer =
 			    (unsigned)qpg_cli_int(optarg, 0, 10000000, "--max-conns-per-peer");
 			break;
+		case O_RATE: {
+			char *comma = strchr(optarg, ',');
+			if (comma)
+				*comma = 0;
+			o.handshake_rate =
+			    (unsigned)qpg_cli_int(optarg, 0, 10000000, "--handshake-rate");
+			o.handshake_burst = comma
+						? (unsigned)qpg_cli_int(comma + 1, 1, 10000000,
+									"--handshake-rate (burst)")
+						: (o.handshake_rate ? o.handshake_rate : 1);
+			break;
+		}
 		case O_NOAUTH:
 			o.allow_no_auth = true;
 			break;

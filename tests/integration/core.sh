@@ -350,6 +350,22 @@ limits)
 	stop_server
 	check "server counted 20 per-peer refusals" [ "$(stat refused_per_peer)" -eq 20 ]
 
+	# Handshakes per second per address (a token bucket): 10 at once, then
+	# 2 a second. 40 at once from one address: about 10 get in (a few
+	# more as tokens come back while they arrive), the rest are refused
+	# at accept, before any TLS work; a second later there is room again.
+	start_server --handshake-rate 2,10
+	out=$(client -c 40 -n 1 --window 40 --hold 300 2>&1)
+	grep -E '^ 40 |failed:' <<<"$out" | sed 's/^/  /'
+	up=$(awk '$1 == 40 {print $2; exit}' <<<"$out")
+	check "handshake rate: ${up:-?} of 40 got in at once (10 to 14)" [ "${up:-0}" -ge 10 -a "${up:-0}" -le 14 ]
+	check "the refused were told why" grep -q 'failed: .* x .*handshakes per second per address' <<<"$out"
+	sleep 1.2
+	out=$(client -n 5 2>&1); rc=$?
+	check "a second later the address connects again (exit $rc)" [ $rc -eq 0 ]
+	stop_server
+	check "server counted $((40 - ${up:-0})) rate refusals" [ "$(stat refused_rate)" -eq $((40 - ${up:-0})) ]
+
 	# Out of fds: accept fails with EMFILE while the listener stays
 	# readable. The server must back off, not spin, and accept again once
 	# fds come back.

@@ -16,9 +16,10 @@ trap 'if [ -n "$srv" ]; then kill -9 "$srv" 2>/dev/null; fi; jobs -p | xargs -r 
 qps() { if [ "$transport" = rdma ]; then rdma res show qp | grep -c lqpn; else echo 0; fi; }
 qp0=$(qps)
 # 4 MiB of store, values up to 1 MiB: sixteen 256 KiB values fill it.
-# Grants live 2 s: the expired probe holds one for 3 s.
+# Grants live 2 s: the expired probe holds one for 3 s. --allow-no-auth:
+# one-sided digests are checked without message auth too.
 qpg_serve "$work" --transport "$transport" --service kv --kv-capacity 4M --kv-max-value 1M -s 8192 \
-	--kv-grant-ttl 2000
+	--kv-grant-ttl 2000 --allow-no-auth
 kv() { "$bin/qpgate-kv" --transport "$transport" --ca "$work/ca.crt" -p "$port" 127.0.0.1 localhost "$@"; }
 # kvf FLAG... -- COMMAND...: the same with client flags.
 kvf() {
@@ -104,6 +105,12 @@ if [ "$transport" = rdma ]; then
 	sed 's/^/  /' <<<"$out"
 	check "a value that does not match the grant's digest is reported as such (the check can fail)" \
 		grep -q '^GET os4k: value does not match its digest' <<<"$out"
+	check "... and none of it reached the application (checked before delivery)" \
+		grep -q '^GET os4k: value does not match its digest, 0 chunks delivered' <<<"$out"
+	out=$(kvf --no-auth --test-abuse wrong-digest -- get os4k 4096 21 2>&1)
+	sed 's/^/  /' <<<"$out"
+	check "without message auth too: the digest is checked, nothing delivered" \
+		grep -q '^GET os4k: value does not match its digest, 0 chunks delivered' <<<"$out"
 	check "past-end: the GET failed with its connection" grep -q '^GET os4k: connection failed: .*read failed: remote access error' <<<"$(kvf --test-abuse past-end -- get os4k 4096 21 2>&1)"
 	out=$(kvf --test-abuse other-qp -- get os4k 4096 21 2>&1)
 	sed 's/^/  /' <<<"$out"
@@ -131,6 +138,31 @@ check "nothing left connected" grep -q 'connected=0 ' <<<"$stats"
 if [ "$transport" = rdma ]; then
 	check "device QPs back to baseline ($qp0)" [ "$(qps)" -le "$qp0" ]
 fi
+
+# A PUT that stops half-way gives its space back after --kv-put-timeout,
+# while its connection stays up. Two clients each reserve 1 MiB of a 2 MiB
+# store with their first chunk and go silent: the store is full. Once the
+# deadline has passed it is not: a new 1 MiB value fits, and the stalled
+# clients' late chunks are refused.
+qpg_serve "$work" --transport "$transport" --service kv --kv-capacity 2M --kv-max-value 1M -s 8192 \
+	--kv-put-timeout 1500 || exit 1
+"$bin/stall_put" "$transport" "$port" "$work/ca.crt" 2 1048576 4000 >"$work/stall.out" 2>&1 &
+stall=$!
+for _ in $(seq 1 100); do grep -q 'begun' "$work/stall.out" && break; sleep 0.1; done
+out=$(kv put other 1M 41 2>&1)
+sed 's/^/  /' <<<"$out"
+check "two half-sent PUTs hold the 2 MiB store: a new 1 MiB PUT is refused" grep -q '^PUT other: store full' <<<"$out"
+sleep 2.5
+out=$(kv put other 1M 41 get other 1M 41 2>&1)
+sed 's/^/  /' <<<"$out"
+check "past the PUT deadline the space is back: 1 MiB stored and verified" grep -q '^GET other: ok, .*verified' <<<"$out"
+wait "$stall"
+sed 's/^/  /' "$work/stall.out"
+check "the stalled clients stayed connected, and their late chunks were refused" \
+	grep -q 'after the hold 2 of 2 connections still up; 2 late chunks refused' "$work/stall.out"
+kill -TERM "$srv"; wait "$srv"; src=$?; srv=""
+check "server exit 0 on SIGTERM" [ $src -eq 0 ]
+
 if [ "$qpg_check_fails" -gt 0 ]; then
 	echo "  server log (last 30 lines):"
 	tail -n 30 "$work/server.log" | sed 's/^/    /'

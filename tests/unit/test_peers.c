@@ -35,8 +35,9 @@ static int admitted(const char *const *addrs, int n)
 	int in = 0;
 	for (int i = 0; i < n; i++) {
 		struct sockaddr_storage ss = addr(addrs[i]);
-		bool pending = false;
-		if (qpg__peers_enter(&p, &ss, 0, 2, &pending))
+		const struct qpg__peer_limits l = {.max_conns = 2};
+		enum qpg__peer_verdict why;
+		if (qpg__peers_enter(&p, &ss, &l, 1, &why))
 			in++;
 	}
 	qpg__peers_fini(&p);
@@ -66,11 +67,76 @@ static void ipv4_and_mapped_per_address(void **state)
 	assert_int_equal(admitted(both, 3), 2);
 }
 
+#define MS 1000000ull
+
+/* Handshakes per second per address: a token bucket of BURST that refills
+ * at RATE. With rate 0 nothing is limited. */
+static void rate_limited_per_address(void **state)
+{
+	struct qpg__peers p;
+	assert_int_equal(qpg__peers_init(&p, 64), 0);
+	const struct qpg__peer_limits l = {.rate = 10, .burst = 3}; /* one token per 100 ms */
+	struct sockaddr_storage a = addr("192.0.2.1"), b = addr("192.0.2.2");
+	enum qpg__peer_verdict why;
+	uint64_t t = 1000 * MS;
+	struct qpg__peer *e[4];
+	for (int i = 0; i < 3; i++)
+		assert_non_null(e[i] = qpg__peers_enter(&p, &a, &l, t, &why));
+	assert_null(qpg__peers_enter(&p, &a, &l, t, &why));
+	assert_int_equal(why, QPG_PEER_RATE);
+	/* Another address has its own bucket. */
+	assert_non_null(e[3] = qpg__peers_enter(&p, &b, &l, t, &why));
+	/* 100 ms later, one more token; not two. */
+	assert_non_null(qpg__peers_enter(&p, &a, &l, t + 100 * MS, &why));
+	assert_null(qpg__peers_enter(&p, &a, &l, t + 100 * MS, &why));
+	assert_int_equal(why, QPG_PEER_RATE);
+	qpg__peers_fini(&p);
+	/* No rate: no limit. */
+	assert_int_equal(qpg__peers_init(&p, 64), 0);
+	const struct qpg__peer_limits none = {0};
+	for (int i = 0; i < 1000; i++)
+		assert_non_null(qpg__peers_enter(&p, &a, &none, t, &why));
+	qpg__peers_fini(&p);
+}
+
+/* Leaving does not refill the bucket: an address whose tokens are spent
+ * is remembered, with no connection, until they are back; then the sweep
+ * forgets it. One that leaves with a full bucket is forgotten at once. */
+static void spent_tokens_outlive_the_connections(void **state)
+{
+	struct qpg__peers p;
+	assert_int_equal(qpg__peers_init(&p, 64), 0);
+	const struct qpg__peer_limits l = {.rate = 10, .burst = 2};
+	struct sockaddr_storage a = addr("192.0.2.1");
+	enum qpg__peer_verdict why;
+	uint64_t t = 1000 * MS;
+	struct qpg__peer *e1 = qpg__peers_enter(&p, &a, &l, t, &why);
+	struct qpg__peer *e2 = qpg__peers_enter(&p, &a, &l, t, &why);
+	assert_non_null(e1);
+	assert_non_null(e2);
+	qpg__peers_leave(&p, e1, false, t);
+	qpg__peers_leave(&p, e2, false, t);
+	assert_int_equal(qpg__peers_count(&p), 1);
+	assert_null(qpg__peers_enter(&p, &a, &l, t + 10 * MS, &why));
+	assert_int_equal(why, QPG_PEER_RATE);
+	qpg__peers_sweep(&p, t + 150 * MS); /* one token back of two: kept */
+	assert_int_equal(qpg__peers_count(&p), 1);
+	qpg__peers_sweep(&p, t + 200 * MS); /* full again: forgotten */
+	assert_int_equal(qpg__peers_count(&p), 0);
+	struct qpg__peer *e3 = qpg__peers_enter(&p, &a, &l, t + 1000 * MS, &why);
+	assert_non_null(e3);
+	qpg__peers_leave(&p, e3, false, t + 2000 * MS); /* refilled by then */
+	assert_int_equal(qpg__peers_count(&p), 0);
+	qpg__peers_fini(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(ipv6_counted_per_64),
 	    cmocka_unit_test(ipv4_and_mapped_per_address),
+	    cmocka_unit_test(rate_limited_per_address),
+	    cmocka_unit_test(spent_tokens_outlive_the_connections),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,258 @@
+/* Connection lifetime: a close requested inside a callback is scheduled,
+ * never done under the caller (as libuv's uv_close). Real connections over
+ * the tcp transport to a real echo server on loopback; run under ASan
+ * (make asan) a use after free in any of these is a report and a failure.
+ *
+ * - a handler closes its own connection and goes on using it;
+ * - a handler closes another connection whose reply is already in the
+ *   same batch of events;
+ * - a connect that fails reaches the closed callback with its user
+ *   pointer, and the connection is counted until then. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "qpgate/client.h"
+#include "qpgate/server.h"
+#include "qpgate/wire.h"
+
+static char certs[64];
+static struct qpg_server *srv;
+static pthread_t srv_thread;
+static uint16_t srv_port;
+
+static void *serve(void *arg)
+{
+	qpg_server_run(arg);
+	return NULL;
+}
+
+static int start(void **state)
+{
+	snprintf(certs, sizeof(certs), "/tmp/qpg-lifetime.XXXXXX");
+	if (!mkdtemp(certs))
+		return -1;
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "%s/scripts/make-certs %s localhost >/dev/null 2>&1",
+		 QPG_SOURCE_DIR, certs);
+	if (system(cmd) != 0)
+		return -1;
+	static char cert[96], key[96];
+	snprintf(cert, sizeof(cert), "%s/server.crt", certs);
+	snprintf(key, sizeof(key), "%s/server.key", certs);
+	struct qpg_server_opts o;
+	qpg_server_opts_default(&o);
+	o.transport = QPG_KIND_TCP;
+	o.port = 0;
+	o.threads = 1;
+	o.cert = cert;
+	o.key = key;
+	char err[256];
+	srv = qpg_server_create(&o, err, sizeof(err));
+	if (!srv) {
+		fprintf(stderr, "server: %s\n", err);
+		return -1;
+	}
+	srv_port = qpg_server_port(srv);
+	return pthread_create(&srv_thread, NULL, serve, srv);
+}
+
+static int stop(void **state)
+{
+	qpg_server_stop(srv);
+	pthread_join(srv_thread, NULL);
+	qpg_server_destroy(srv);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", certs);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Per-connection state a test's callbacks see. */
+struct conn {
+	struct qpg_client_conn *c;
+	struct conn *victim; /* closed from this one's reply callback */
+	bool close_self;     /* close from our own reply callback, then use it */
+	int up, replies, closed;
+	int replies_after_close;
+	bool in_close_call; /* set around our own qpg_client_close */
+	void *closed_user;
+};
+
+static int closed_inside_close_call;
+
+static void on_up(struct qpg_client_conn *c, void *user)
+{
+	((struct conn *)user)->up++;
+}
+
+static void on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const uint8_t *p,
+		     uint32_t len)
+{
+	struct conn *k = user;
+	if (k->closed)
+		k->replies_after_close++;
+	k->replies++;
+	if (k->close_self) {
+		k->in_close_call = true;
+		qpg_client_close(c);
+		k->in_close_call = false;
+		/* Still ours until the batch ends: using it must be safe. */
+		struct qpg_conn_info ci;
+		qpg_client_conn_info(c, &ci);
+		assert_int_equal(qpg_client_send(c, QPG_FRAME_ECHO_REQ, "x", 1) < 0, 1);
+	}
+	if (k->victim && k->victim->c) {
+		struct conn *v = k->victim;
+		v->in_close_call = true;
+		qpg_client_close(v->c);
+		v->in_close_call = false;
+		k->victim = NULL;
+	}
+}
+
+static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class err,
+		      const char *why)
+{
+	struct conn *k = user;
+	if (k->in_close_call)
+		closed_inside_close_call++;
+	k->closed++;
+	k->closed_user = user;
+}
+
+static const struct qpg_client_cbs cbs = {
+    .established = on_up, .reply = on_reply, .closed = on_closed};
+
+static struct qpg_client *client_at(const char *host, uint16_t port);
+
+static struct qpg_client *client(uint16_t port)
+{
+	return client_at("127.0.0.1", port);
+}
+
+static struct qpg_client *client_at(const char *host, uint16_t port)
+{
+	struct qpg_client_opts o;
+	qpg_client_opts_default(&o);
+	o.transport = QPG_KIND_TCP;
+	o.host = host;
+	o.port = port;
+	o.servername = "localhost";
+	static char ca[96];
+	snprintf(ca, sizeof(ca), "%s/ca.crt", certs);
+	o.ca = ca;
+	o.handshake_timeout_ms = 5000;
+	struct qpg_client *cl;
+	char err[256];
+	assert_int_equal(qpg_client_create(&cl, &o, &cbs, err, sizeof(err)), 0);
+	return cl;
+}
+
+/* Run until COND or 5 s. */
+#define RUN_UNTIL(cl, cond)                                                                        \
+	for (int _i = 0; _i < 500 && !(cond); _i++)                                                \
+	qpg_client_run(cl, 10)
+
+static void close_self_inside_reply(void **state)
+{
+	struct qpg_client *cl = client(srv_port);
+	struct conn k = {.close_self = true};
+	assert_int_equal(qpg_client_connect(cl, &k, &k.c), 0);
+	RUN_UNTIL(cl, k.up);
+	assert_int_equal(k.up, 1);
+	assert_int_equal(qpg_client_send(k.c, QPG_FRAME_ECHO_REQ, "hello", 5), 0);
+	RUN_UNTIL(cl, k.closed);
+	assert_int_equal(k.replies, 1);
+	assert_int_equal(k.closed, 1);
+	assert_int_equal(closed_inside_close_call, 0);
+	RUN_UNTIL(cl, qpg_client_conn_count(cl) == 0);
+	assert_int_equal(qpg_client_conn_count(cl), 0);
+	qpg_client_destroy(cl);
+}
+
+/* N pairs: each pair's first reply closes the other, whose reply was sent
+ * at the same moment and is usually in the same epoll batch. */
+static void close_other_in_same_batch(void **state)
+{
+	enum { N = 16 };
+	struct qpg_client *cl = client(srv_port);
+	struct conn k[2 * N];
+	memset(k, 0, sizeof(k));
+	for (int i = 0; i < 2 * N; i++) {
+		k[i].victim = &k[i ^ 1];
+		assert_int_equal(qpg_client_connect(cl, &k[i], &k[i].c), 0);
+	}
+	int up = 0;
+	for (int t = 0; t < 500 && up < 2 * N; t++) {
+		qpg_client_run(cl, 10);
+		up = 0;
+		for (int i = 0; i < 2 * N; i++)
+			up += k[i].up;
+	}
+	assert_int_equal(up, 2 * N);
+	for (int i = 0; i < 2 * N; i++)
+		assert_int_equal(qpg_client_send(k[i].c, QPG_FRAME_ECHO_REQ, "ping", 4), 0);
+	RUN_UNTIL(cl, qpg_client_conn_count(cl) == (size_t)N);
+	int closed = 0;
+	for (int i = 0; i < 2 * N; i++) {
+		closed += k[i].closed;
+		assert_true(k[i].closed <= 1);
+		assert_int_equal(k[i].replies_after_close, 0);
+	}
+	assert_int_equal(closed, N); /* one of each pair */
+	assert_int_equal(closed_inside_close_call, 0);
+	for (int i = 0; i < 2 * N; i++)
+		if (!k[i].closed)
+			qpg_client_close(k[i].c);
+	RUN_UNTIL(cl, qpg_client_conn_count(cl) == 0);
+	for (int i = 0; i < 2 * N; i++)
+		assert_int_equal(k[i].closed, 1);
+	qpg_client_destroy(cl);
+}
+
+/* Refused later (port 1 on loopback: EINPROGRESS, then RST), or at once
+ * inside qpg_client_connect (127.255.255.255, loopback's broadcast address:
+ * connect() fails with ENETUNREACH and nothing is sent). Either way the
+ * closed callback comes from the loop, with USER. */
+static void failed_connect(const char *host)
+{
+	struct qpg_client *cl = client_at(host, 1);
+	struct conn k = {0};
+	struct qpg_client_conn *c = NULL;
+	assert_int_equal(qpg_client_connect(cl, &k, &c), 0);
+	assert_non_null(c);
+	assert_int_equal(qpg_client_conn_count(cl), 1);
+	assert_int_equal(k.closed, 0); /* never under the caller */
+	RUN_UNTIL(cl, k.closed);
+	assert_int_equal(k.closed, 1);
+	assert_ptr_equal(k.closed_user, &k);
+	RUN_UNTIL(cl, qpg_client_conn_count(cl) == 0);
+	assert_int_equal(qpg_client_conn_count(cl), 0);
+	qpg_client_destroy(cl);
+}
+
+static void failed_connect_reaches_closed_with_user(void **state)
+{
+	failed_connect("127.0.0.1");
+	failed_connect("127.255.255.255");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(close_self_inside_reply),
+	    cmocka_unit_test(close_other_in_same_batch),
+	    cmocka_unit_test(failed_connect_reaches_closed_with_user),
+	};
+	if (getenv("QPG_TEST_FILTER")) /* one case at a time, e.g. under ASan */
+		cmocka_set_test_filter(getenv("QPG_TEST_FILTER"));
+	return cmocka_run_group_tests(tests, start, stop);
+}
