@@ -1,6 +1,9 @@
 /* qpgate client library: many connections on one event loop, each a
  * TLS-bootstrapped RC QP (or TCP) with authenticated messages. One
- * qpg_client is used from one thread. */
+ * qpg_client is used from one thread.
+ *
+ * A write to a peer that has just closed raises SIGPIPE: programs using
+ * this library ignore it (signal(SIGPIPE, SIG_IGN)), as the qpgate tools do. */
 #ifndef QPGATE_CLIENT_H
 #define QPGATE_CLIENT_H
 

@@ -48,6 +48,11 @@
 #define QPG_KV_MIN_MSG	 512	     /* frames must carry a header, the longest key and data */
 #define QPG_KV_MAX_VALUE (64u << 20) /* hard protocol limit; servers set lower */
 
+/* The KV service's id in the HELLO and its frame types. */
+#define QPG_SERVICE_KV	   2
+#define QPG_FRAME_KV_REQ   3
+#define QPG_FRAME_KV_REPLY 4
+
 enum qpg_kv_op { QPG_KV_PUT = 1, QPG_KV_GET = 2, QPG_KV_DEL = 3, QPG_KV_RELEASE = 4 };
 
 #define QPG_KV_F_ONE_SIDED 0x01 /* request flag, GET: grant a window to READ */

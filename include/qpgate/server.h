@@ -1,5 +1,8 @@
 /* qpgate server: N event-loop threads, each with its own listener
- * (SO_REUSEPORT), endpoint and shared RDMA resources. */
+ * (SO_REUSEPORT), endpoint and shared RDMA resources.
+ *
+ * A write to a peer that has just closed raises SIGPIPE: programs using
+ * this library ignore it (signal(SIGPIPE, SIG_IGN)), as the qpgate tools do. */
 #ifndef QPGATE_SERVER_H
 #define QPGATE_SERVER_H
 
@@ -8,6 +11,8 @@
 #include <stdint.h>
 
 #include "qpgate/qpgate.h"
+
+struct qpg_service;
 
 struct qpg_server_opts {
 	const char *bind_addr; /* default 127.0.0.1 */
@@ -32,14 +37,11 @@ struct qpg_server_opts {
 	bool allow_any_gid; /* rdma: accept a GID other than the control connection's address */
 	uint32_t max_msg;
 	uint32_t srq_depth;
-	uint8_t qp_timeout;	    /* RC local ACK timeout: 4.096 us * 2^N per try; 0: default */
-	uint8_t service;	    /* enum qpg_wire_service */
-	size_t kv_capacity;	    /* KV: bytes of value space */
-	uint32_t kv_max_value;	    /* KV: largest value */
-	uint32_t kv_grant_min;	    /* KV: smallest value a GET that leaves it to the server
-				       gets as a grant (RDMA READ) rather than sent */
-	unsigned kv_grant_ttl_ms;   /* KV: a grant not released by then is revoked (0: never) */
-	unsigned kv_put_timeout_ms; /* KV: a PUT stalled this long drops its space (0: never) */
+	uint8_t qp_timeout; /* RC local ACK timeout: 4.096 us * 2^N per try; 0: default */
+	/* What it offers (qpgate/service.h); NULL: echo. CTX is the service's,
+	 * handed to its start() and to every connection (qpg_conn_service_ctx). */
+	const struct qpg_service *service;
+	void *service_ctx;
 	int verbose;
 };
 
@@ -55,8 +57,6 @@ int qpg_server_run(struct qpg_server *s);
 /* Async-signal-safe. */
 void qpg_server_stop(struct qpg_server *s);
 void qpg_server_destroy(struct qpg_server *s);
-/* KV: whether one-sided GETs are served, and if not, why. */
-const char *qpg_server_one_sided(const struct qpg_server *s);
 
 struct qpg_server_stats {
 	long long connected;

@@ -35,9 +35,11 @@ enum qpg_wire_transport {
 	QPG_TRANSPORT_TCP = 2,
 };
 
+/* Service ids a HELLO names: 1 is the built-in echo; other services
+ * (qpgate/service.h) bring their own id, 2..127 for qpgate's, 128..255
+ * private. 0 names none. */
 enum qpg_wire_service {
 	QPG_SERVICE_ECHO = 1,
-	QPG_SERVICE_KV = 2,
 };
 
 #define QPG_WIRE_FLAG_AUTH 0x01u
@@ -97,11 +99,10 @@ const char *qpg_reject_code_name(uint16_t code);
 #define QPG_FRAME_HDR_LEN 16
 #define QPG_FRAME_TAG_LEN 16
 
+/* Frame types: echo's; a service defines its own from 3 up. */
 enum qpg_frame_type {
 	QPG_FRAME_ECHO_REQ = 1,
 	QPG_FRAME_ECHO_REPLY = 2,
-	QPG_FRAME_KV_REQ = 3,
-	QPG_FRAME_KV_REPLY = 4,
 };
 
 /* Frame flags. MORE: this reply is not the request's last (a value streamed

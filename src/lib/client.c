@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include "common.h"
+#include "control.h"
 #include "endpoint.h"
+#include "frame.h"
 
 struct qpg_client {
 	struct qpg__endpoint ep; /* first */

@@ -1,5 +1,6 @@
 /* The echo service: every request comes back as a reply, in the same
  * registered buffer it arrived in (no copy, no extra memory per client).
+ * Written against qpgate/service.h alone, like any application's service.
  *
  * A reply waits when the send queue is full: our earlier replies may still
  * await their ACKs (a lost ACK is only made good by a later one, so under
@@ -8,8 +9,8 @@
  * credits. */
 #include <stdlib.h>
 
-#include "common.h"
-#include "service.h"
+#include "qpgate/service.h"
+#include "qpgate/wire.h"
 
 struct echo_wait {
 	struct qpg_buf *b;
@@ -21,66 +22,70 @@ struct echo_conn {
 	struct echo_wait q[];
 };
 
-static struct echo_conn *echo_conn_of(struct qpg__conn *c)
+static struct echo_conn *echo_conn_of(struct qpg_conn *c)
 {
-	if (!c->svc) {
-		struct echo_conn *e = calloc(1, sizeof(*e) + c->credits * sizeof(e->q[0]));
+	struct echo_conn *e = qpg_conn_data(c);
+	if (!e) {
+		unsigned cap = qpg_conn_credits(c);
+		e = calloc(1, sizeof(*e) + cap * sizeof(e->q[0]));
 		if (e)
-			e->cap = c->credits;
-		c->svc = e;
+			e->cap = cap;
+		qpg_conn_set_data(c, e);
 	}
-	return c->svc;
+	return e;
 }
 
 /* Send waiting replies while there is room. */
-static void echo_pump(struct qpg__conn *c)
+static void echo_pump(struct qpg_conn *c)
 {
-	struct echo_conn *e = c->svc;
-	while (e && e->n && c->state == QPG_CONN_ESTABLISHED && qpg__conn_send_room(c) > 0) {
+	struct echo_conn *e = qpg_conn_data(c);
+	while (e && e->n && qpg_conn_is_open(c) && qpg_conn_send_room(c) > 0) {
 		struct echo_wait w = e->q[e->head];
 		e->head = (e->head + 1) % e->cap;
 		e->n--;
-		if (qpg__conn_send(c, w.b, QPG_FRAME_ECHO_REPLY, w.len))
+		if (qpg_conn_send(c, w.b, QPG_FRAME_ECHO_REPLY, 0, w.len))
 			return;
 	}
 }
 
-static void echo_message(struct qpg__conn *c, const struct qpg_frame_hdr *h, struct qpg_buf *b)
+static void echo_message(struct qpg_conn *c, uint8_t type, uint16_t flags, struct qpg_buf *b,
+			 uint32_t len)
 {
-	if (h->type != QPG_FRAME_ECHO_REQ) {
-		qpg_pool_put(&c->ep->pool, b);
-		qpg__conn_close(c, QPG_ERR_PROTOCOL, "unexpected frame type %u for echo", h->type);
+	if (type != QPG_FRAME_ECHO_REQ) {
+		qpg_conn_buf_put(c, b);
+		qpg_conn_close(c, QPG_ERR_PROTOCOL, "unexpected frame type %u for echo", type);
 		return;
 	}
-	struct echo_conn *e = c->svc;
-	if ((!e || e->n == 0) && qpg__conn_send_room(c) > 0) {
-		qpg__conn_send(c, b, QPG_FRAME_ECHO_REPLY, h->len);
+	struct echo_conn *e = qpg_conn_data(c);
+	if ((!e || e->n == 0) && qpg_conn_send_room(c) > 0) {
+		qpg_conn_send(c, b, QPG_FRAME_ECHO_REPLY, 0, len);
 		return;
 	}
 	e = echo_conn_of(c);
 	if (!e || e->n >= e->cap) {
-		qpg_pool_put(&c->ep->pool, b);
-		qpg__conn_close(c, QPG_ERR_PROTOCOL, "client exceeded its %u credits", c->credits);
+		qpg_conn_buf_put(c, b);
+		qpg_conn_close(c, QPG_ERR_PROTOCOL, "client exceeded its %u credits",
+			       qpg_conn_credits(c));
 		return;
 	}
-	e->q[(e->head + e->n++) % e->cap] = (struct echo_wait){b, h->len};
+	e->q[(e->head + e->n++) % e->cap] = (struct echo_wait){b, len};
 }
 
-static void echo_closed(struct qpg__conn *c)
+static void echo_close(struct qpg_conn *c)
 {
-	struct echo_conn *e = c->svc;
+	struct echo_conn *e = qpg_conn_data(c);
 	if (!e)
 		return;
 	for (; e->n; e->n--, e->head = (e->head + 1) % e->cap)
-		qpg_pool_put(&c->ep->pool, e->q[e->head].b);
+		qpg_conn_buf_put(c, e->q[e->head].b);
 	free(e);
-	c->svc = NULL;
+	qpg_conn_set_data(c, NULL);
 }
 
-const struct qpg__service qpg__service_echo = {
+const struct qpg_service qpg_service_echo = {
     .id = QPG_SERVICE_ECHO,
     .name = "echo",
-    .message = echo_message,
-    .sent = echo_pump,
-    .closed = echo_closed,
+    .on_message = echo_message,
+    .on_sent = echo_pump,
+    .on_close = echo_close,
 };

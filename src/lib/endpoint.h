@@ -238,78 +238,18 @@ void qpg__endpoint_tick(struct qpg__endpoint *ep);
  * loop after each batch, and by the endpoint's owner outside the loop. */
 void qpg__endpoint_settle(struct qpg__endpoint *ep);
 
-/* Server side: take over an accepted socket. -ENOMEM: nothing was created
- * and FD is closed. Otherwise the connection exists, with USER set, and any
- * later failure reaches the closed callback like every other close. */
-int qpg__conn_accept(struct qpg__endpoint *ep, int fd, const struct sockaddr_storage *peer,
-		     void *user);
-/* Client side: start a connection to ADDR. */
-struct qpg__client_params {
-	const struct sockaddr *addr;
-	socklen_t addr_len;
-	const char *servername;
-	uint8_t service;
-	bool auth;
-	uint16_t credits;
-	uint32_t max_msg;
-	uint8_t test_mutation; /* enum qpg__hello_mutation */
-};
-
-/* Ways a test client breaks its own HELLO, to prove the server copes. */
-enum qpg__hello_mutation {
-	QPG_MUTATE_NONE,
-	QPG_MUTATE_VERSION,
-	QPG_MUTATE_PSN,
-	QPG_MUTATE_QPN,
-	QPG_MUTATE_TRUNCATED, /* half a HELLO, then silence */
-	QPG_MUTATE_LENGTH,    /* header claims the wrong body length */
-	QPG_MUTATE_STALL,     /* TLS, then nothing: the deadline must fire */
-	QPG_MUTATE_GID,	      /* a GID of another host (192.0.2.1, TEST-NET-1) */
-};
-int qpg__conn_connect(struct qpg__endpoint *ep, const struct qpg__client_params *p,
-		      struct qpg__conn **out);
-
-/* Frame B (payload already at qpg__frame_payload(B)) and send it. */
-int qpg__conn_send(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, uint32_t payload_len);
-/* The same with frame FLAGS (QPG_FRAME_FLAG_MORE: more replies follow). */
-int qpg__conn_send_flags(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, uint16_t flags,
-			 uint32_t payload_len);
-/* The send queue depth a connection's data path is created with, and the
- * sends C may still post before it is full. */
-uint32_t qpg__conn_send_depth(const struct qpg__conn *c);
-uint32_t qpg__conn_send_room(const struct qpg__conn *c);
-static inline uint8_t *qpg__frame_payload(struct qpg_buf *b)
-{
-	return (uint8_t *)b->addr + QPG_FRAME_HDR_LEN;
-}
-/* One-sided access through the transport (-EOPNOTSUPP where it has none);
- * each posts a work request that counts as in flight until it completes. */
-int qpg__conn_grant_read(struct qpg__conn *c, void *region, const void *addr, uint32_t len,
-			 void *user, void **window, uint32_t *rkey);
-int qpg__conn_revoke(struct qpg__conn *c, void *window);
-/* B comes back through read_done, or to the pool if the read fails. */
-int qpg__conn_read(struct qpg__conn *c, struct qpg_buf *b, uint64_t raddr, uint32_t rkey);
-int qpg__conn_test_write(struct qpg__conn *c, struct qpg_buf *b, uint64_t raddr, uint32_t rkey);
-/* Completions of the above (transport -> core). */
-void qpg__conn_on_revoked(struct qpg__conn *c, void *user);
-void qpg__conn_on_read(struct qpg__conn *c, struct qpg_buf *b, bool ok, const char *why);
-/* Deliver a received frame (transport -> core). Takes ownership of B. */
-void qpg__conn_on_frame(struct qpg__conn *c, struct qpg_buf *b, size_t len);
-/* A send completion (transport -> core). */
-void qpg__conn_on_sent(struct qpg__conn *c, bool ok, const char *why);
+/* Count a connection that is only starting (used by control.c). */
+struct qpg__conn *qpg__conn_new(struct qpg__endpoint *ep, int fd, bool is_server);
 /* End C with ERR and a reason. Idempotent. C stays valid until the loop's
  * current batch has ended: its closed callback runs then, never inside this
  * call, and C is freed only after that and once its data path has drained. */
 void qpg__conn_close(struct qpg__conn *c, enum qpg_err_class err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Stop (or resume) reading the control socket: the tcp transport's
- * backpressure while its output is full. */
-void qpg__conn_pause_read(struct qpg__conn *c, bool pause);
-/* Queue bytes on the control channel and try to flush. */
-int qpg__conn_write(struct qpg__conn *c, const void *data, size_t len);
-/* Test hook: flip a bit of the next tag sent. */
-void qpg__conn_corrupt_next_tag(struct qpg__conn *c);
-void qpg__conn_oversize_next(struct qpg__conn *c);
+
+static inline void qpg__stat_add(atomic_ullong *a, unsigned long long v)
+{
+	atomic_fetch_add_explicit(a, v, memory_order_relaxed);
+}
 
 void qpg__phase_begin(struct qpg__conn *c);
 void qpg__phase_end(struct qpg__conn *c, enum qpg_phase p);

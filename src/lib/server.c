@@ -12,10 +12,10 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "control.h"
 #include "endpoint.h"
 #include "peers.h"
-#include "qpgate/kv.h"
-#include "service.h"
+#include "qpgate/service.h"
 
 struct worker {
 	struct qpg__endpoint ep; /* first: loop callbacks get back here */
@@ -29,7 +29,7 @@ struct worker {
 
 struct qpg_server {
 	struct qpg_server_opts o;
-	const struct qpg__service *service;
+	const struct qpg_service *service;
 	struct qpg_rdma_dev dev;
 	SSL_CTX *ssl_ctx;
 	struct qpg__peers peers;
@@ -43,9 +43,13 @@ struct qpg_server {
 	atomic_ullong refused_pending, refused_per_peer, refused_rate;
 	uint64_t peers_swept_ns;       /* thread 0: when the peer table was last swept */
 	atomic_ullong accept_backoffs; /* accept failed for want of fds */
-	struct qpg__kv_service *kv;    /* the KV service's store, when it is the service */
-	char one_sided[160];	       /* KV: whether one-sided GETs are served, and why not */
 };
+
+/* A connection as its service sees it (qpgate/service.h). */
+static struct qpg_conn *pub(struct qpg__conn *c)
+{
+	return (struct qpg_conn *)c;
+}
 
 void qpg_server_opts_default(struct qpg_server_opts *o)
 {
@@ -74,12 +78,6 @@ void qpg_server_opts_default(struct qpg_server_opts *o)
 	o->handshake_burst = 1000;
 	o->max_msg = 4096;
 	o->srq_depth = 4096;
-	o->service = QPG_SERVICE_ECHO;
-	o->kv_capacity = 256u << 20;
-	o->kv_max_value = 1u << 20;
-	o->kv_grant_min = 32u << 10; /* see the README: READs win from about here */
-	o->kv_grant_ttl_ms = 10000;
-	o->kv_put_timeout_ms = 10000;
 }
 
 static void slog(const struct qpg_server *s, const char *fmt, ...)
@@ -123,6 +121,8 @@ static void srv_established(struct qpg__conn *c)
 	struct qpg_server *s = ((struct worker *)c->ep)->srv;
 	atomic_fetch_sub(&s->pending, 1);
 	qpg__peers_handshake_done(&s->peers, c->user);
+	if (s->service->on_connect)
+		s->service->on_connect(pub(c));
 	if (s->o.verbose) {
 		char p[64];
 		slog(s, "conn %llu from %s: QPN 0x%06x PSN 0x%06x <-> peer QPN 0x%06x PSN 0x%06x%s",
@@ -135,35 +135,35 @@ static void srv_established(struct qpg__conn *c)
 static void srv_message(struct qpg__conn *c, const struct qpg_frame_hdr *h, struct qpg_buf *b)
 {
 	struct qpg_server *s = ((struct worker *)c->ep)->srv;
-	s->service->message(c, h, b);
+	s->service->on_message(pub(c), h->type, h->flags, b, h->len);
 }
 
 static void srv_sent(struct qpg__conn *c)
 {
 	struct qpg_server *s = ((struct worker *)c->ep)->srv;
-	if (s->service->sent)
-		s->service->sent(c);
+	if (s->service->on_sent)
+		s->service->on_sent(pub(c));
 }
 
 static void srv_revoked(struct qpg__conn *c, void *user)
 {
 	struct qpg_server *s = ((struct worker *)c->ep)->srv;
-	if (s->service->revoked)
-		s->service->revoked(c, user);
+	if (s->service->on_revoked)
+		s->service->on_revoked(pub(c), user);
 }
 
 static void srv_tick(struct qpg__conn *c, uint64_t now_ns)
 {
 	struct qpg_server *s = ((struct worker *)c->ep)->srv;
-	if (s->service->tick)
-		s->service->tick(c, now_ns);
+	if (s->service->on_tick)
+		s->service->on_tick(pub(c), now_ns);
 }
 
 static void srv_closed(struct qpg__conn *c)
 {
 	struct qpg_server *s = ((struct worker *)c->ep)->srv;
-	if (s->service->closed)
-		s->service->closed(c);
+	if (s->service->on_close)
+		s->service->on_close(pub(c));
 	if (!c->handshake_done)
 		atomic_fetch_sub(&s->pending, 1);
 	if (c->admitted)
@@ -291,25 +291,19 @@ static uint16_t bound_port(int fd)
 					      : ((struct sockaddr_in *)&ss)->sin_port);
 }
 
-/* One-sided GETs need the store registered and windows the device scopes
- * to one QP; without them the KV service still serves every GET two-sided. */
-static void open_one_sided(struct qpg_server *s)
+int qpg_server_enable_grants(struct qpg_server *s)
 {
-	int rc = qpg__kv_service_enable_one_sided(s->kv, &s->workers[0].ep, s->o.kv_grant_min);
-	if (rc) {
-		snprintf(s->one_sided, sizeof(s->one_sided), "off (%s)",
-			 rc == -EOPNOTSUPP ? "the transport or device has no type-2 memory windows"
-					   : strerror(-rc));
-		return;
-	}
+	struct qpg__endpoint *ep = &s->workers[0].ep;
+	if (!ep->t->windows_probe)
+		return -EOPNOTSUPP;
+	int rc = ep->t->windows_probe(ep);
+	if (rc)
+		return rc;
 	for (unsigned i = 0; i < s->nworkers; i++) {
 		s->workers[i].ep.grants_reads = true;
 		s->workers[i].ep.rd_atomic = 16; /* READs a client may pipeline */
 	}
-	snprintf(s->one_sided, sizeof(s->one_sided),
-		 "on, by default for values of %u bytes or more (read-only type-2 memory "
-		 "windows bound to the client's QP, each over exactly one value)",
-		 s->o.kv_grant_min);
+	return 0;
 }
 
 struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err, size_t err_len)
@@ -324,28 +318,15 @@ struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err,
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 		s->o.threads = n > 0 ? (unsigned)n : 1;
 	}
-	if (s->o.service == QPG_SERVICE_ECHO) {
-		s->service = &qpg__service_echo;
-	} else if (s->o.service == QPG_SERVICE_KV) {
-		if (s->o.max_msg < QPG_KV_MIN_MSG) {
-			snprintf(err, err_len, "the kv service needs --max-msg of at least %u",
-				 QPG_KV_MIN_MSG);
-			goto fail;
-		}
-		s->service = &qpg__service_kv;
-		int rc = qpg__kv_service_create(&s->kv, s->o.kv_capacity, s->o.kv_max_value);
-		if (rc) {
-			snprintf(err, err_len,
-				 "cannot create the KV store (%zu bytes, values up to %u): %s",
-				 s->o.kv_capacity, s->o.kv_max_value,
-				 rc == -EINVAL ? "the largest value must fit the store, which is "
-						 "at most 4 GiB"
-					       : strerror(-rc));
-			goto fail;
-		}
-		qpg__kv_service_set_deadlines(s->kv, s->o.kv_grant_ttl_ms, s->o.kv_put_timeout_ms);
-	} else {
-		snprintf(err, err_len, "service %u is not built into this server", s->o.service);
+	s->service = s->o.service ? s->o.service : &qpg_service_echo;
+	if (!s->service->on_message || !s->service->id) {
+		snprintf(err, err_len, "service '%s' has no id or no on_message",
+			 s->service->name ? s->service->name : "?");
+		goto fail;
+	}
+	if (s->o.max_msg < s->service->min_msg) {
+		snprintf(err, err_len, "the %s service needs --max-msg of at least %u",
+			 s->service->name, s->service->min_msg);
 		goto fail;
 	}
 	const struct qpg__transport_ops *t = qpg__transport_by_kind(s->o.transport);
@@ -393,11 +374,10 @@ struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err,
 		s->nworkers++;
 		w->ep.is_server = true;
 		w->ep.ssl_ctx = s->ssl_ctx;
-		w->ep.service = s->o.service;
-		w->ep.service_ctx = s->kv;
-		/* A KV reply header, a key and a useful piece of value per frame. */
-		w->ep.min_msg = s->kv ? QPG_KV_MIN_MSG : 1;
-		w->ep.credits_max = 64; /* KV pipelines; echo clients ask for few */
+		w->ep.service = s->service->id;
+		w->ep.service_ctx = s->o.service_ctx;
+		w->ep.min_msg = s->service->min_msg ? s->service->min_msg : 1;
+		w->ep.credits_max = 64; /* pipelining services use them; echo clients ask few */
 		w->ep.auth_required = !s->o.allow_no_auth;
 		w->ep.allow_any_gid = s->o.allow_any_gid;
 		w->ep.handshake_timeout_ns = (uint64_t)s->o.handshake_timeout_ms * 1000000ull;
@@ -423,8 +403,8 @@ struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err,
 		}
 	}
 	s->port = port;
-	if (s->kv)
-		open_one_sided(s);
+	if (s->service->start && s->service->start(s, s->o.service_ctx, err, err_len) < 0)
+		goto fail;
 	return s;
 fail:
 	qpg_server_destroy(s);
@@ -467,11 +447,6 @@ void qpg_server_stop(struct qpg_server *s)
 		qpg__loop_wake(&s->workers[i].ep.loop);
 }
 
-const char *qpg_server_one_sided(const struct qpg_server *s)
-{
-	return s->one_sided[0] ? s->one_sided : "off (not the kv service)";
-}
-
 void qpg_server_destroy(struct qpg_server *s)
 {
 	if (!s)
@@ -487,7 +462,6 @@ void qpg_server_destroy(struct qpg_server *s)
 	free(s->workers);
 	qpg__peers_fini(&s->peers);
 	SSL_CTX_free(s->ssl_ctx);
-	qpg__kv_service_destroy(s->kv);
 	qpg_rdma_dev_close(&s->dev);
 	free(s);
 }

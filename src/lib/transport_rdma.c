@@ -17,6 +17,7 @@
 
 #include "common.h"
 #include "endpoint.h"
+#include "frame.h"
 #include "map.h"
 
 struct rdma_ep {
@@ -176,7 +177,7 @@ static void handle_wc(struct rdma_ep *r, const struct ibv_wc *wc)
 
 /* Completions handled per callback. A busy CQ never empties (every reply
  * handled sends a request whose answer lands while we poll): one pass in
- * a kvbench run drained 36,120, and all that time the loop admitted no one
+ * one benchmark run drained 36,120, and all that time the loop admitted no one
  * and ran no deadlines. Past this many it yields and comes back at once. */
 #define DRAIN_BUDGET 2048
 

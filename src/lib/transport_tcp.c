@@ -14,7 +14,9 @@
 #include <string.h>
 
 #include "common.h"
+#include "control.h"
 #include "endpoint.h"
+#include "frame.h"
 
 struct tcp_conn {
 	struct qpg__conn base;

@@ -115,8 +115,10 @@ int qpg_wire_decode_params(const uint8_t *in, size_t len, struct qpg_wire_params
 		return fail(why, why_len, "reserved fields must be zero", -EINVAL);
 	if (p->flags & ~QPG_WIRE_FLAG_AUTH)
 		return fail(why, why_len, "unknown flags", -EINVAL);
-	if (p->service != QPG_SERVICE_ECHO && p->service != QPG_SERVICE_KV)
-		return fail(why, why_len, "unknown service", -EINVAL);
+	/* Which services exist is the server's business (REJECT "service
+	 * not offered"); 0 names none. */
+	if (p->service == 0)
+		return fail(why, why_len, "no service named", -EINVAL);
 	if (p->max_msg == 0 || p->max_msg > QPG_WIRE_MAX_MSG)
 		return fail(why, why_len, "max message size out of range (1..1 MiB)", -EINVAL);
 	if (p->credits == 0 || p->credits > QPG_WIRE_MAX_CREDITS)

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "metrics_http.h"
 #include "qpgate/kv.h"
+#include "qpgate/kv_server.h"
 #include "qpgate/server.h"
 
 static struct qpg_server *g_server; /* for the signal handler only */
@@ -95,6 +96,9 @@ int main(int argc, char **argv)
 {
 	struct qpg_server_opts o;
 	qpg_server_opts_default(&o);
+	struct qpg_kv_server_opts kvo;
+	qpg_kv_server_opts_default(&kvo);
+	bool kv = false;
 	const char *port_file = NULL, *metrics_addr = NULL;
 	enum {
 		O_BIND = 256,
@@ -171,9 +175,9 @@ int main(int argc, char **argv)
 			break;
 		case O_SERVICE:
 			if (!strcmp(optarg, "echo"))
-				o.service = QPG_SERVICE_ECHO;
+				kv = false;
 			else if (!strcmp(optarg, "kv"))
-				o.service = QPG_SERVICE_KV;
+				kv = true;
 			else {
 				fprintf(stderr, "error: --service is 'echo' or 'kv', not '%s'\n",
 					optarg);
@@ -181,23 +185,23 @@ int main(int argc, char **argv)
 			}
 			break;
 		case O_KVCAP:
-			o.kv_capacity =
+			kvo.capacity =
 			    (size_t)qpg_cli_size(optarg, 4096, 4ull << 30, "--kv-capacity");
 			break;
 		case O_KVMAX:
-			o.kv_max_value =
+			kvo.max_value =
 			    (uint32_t)qpg_cli_size(optarg, 1, QPG_KV_MAX_VALUE, "--kv-max-value");
 			break;
 		case O_KVTTL:
-			o.kv_grant_ttl_ms =
+			kvo.grant_ttl_ms =
 			    (unsigned)qpg_cli_int(optarg, 0, 3600000, "--kv-grant-ttl");
 			break;
 		case O_KVPUTTO:
-			o.kv_put_timeout_ms =
+			kvo.put_timeout_ms =
 			    (unsigned)qpg_cli_int(optarg, 0, 3600000, "--kv-put-timeout");
 			break;
 		case O_KVGRANT:
-			o.kv_grant_min =
+			kvo.grant_min =
 			    (uint32_t)qpg_cli_size(optarg, 1, QPG_KV_MAX_VALUE, "--kv-grant-min");
 			break;
 		case O_CERT:
@@ -304,14 +308,25 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	char err[512];
+	struct qpg_kv_service *kvs = NULL;
+	if (kv) {
+		if (qpg_kv_service_create(&kvs, &kvo, err, sizeof(err))) {
+			fprintf(stderr, "qpgate-server: error: %s\n", err);
+			return 1;
+		}
+		o.service = qpg_kv_service_ops();
+		o.service_ctx = kvs;
+	}
 	struct qpg_server *s = qpg_server_create(&o, err, sizeof(err));
 	if (!s) {
 		fprintf(stderr, "qpgate-server: error: %s\n", err);
+		qpg_kv_service_destroy(kvs);
 		return 1;
 	}
 	g_server = s;
-	if (o.service == QPG_SERVICE_KV)
-		fprintf(stderr, "qpgate-server: kv one-sided GET: %s\n", qpg_server_one_sided(s));
+	if (kvs)
+		fprintf(stderr, "qpgate-server: kv one-sided GET: %s\n",
+			qpg_kv_service_one_sided(kvs));
 	struct sigaction sa = {.sa_handler = on_signal};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
@@ -323,6 +338,7 @@ int main(int argc, char **argv)
 		if (!metrics) {
 			fprintf(stderr, "qpgate-server: error: %s\n", err);
 			qpg_server_destroy(s);
+			qpg_kv_service_destroy(kvs);
 			return 1;
 		}
 		fprintf(stderr, "qpgate-server: metrics on http://%.*s:%u/metrics\n",
@@ -347,5 +363,6 @@ int main(int argc, char **argv)
 	print_stats(s);
 	metrics_http_stop(metrics);
 	qpg_server_destroy(s);
+	qpg_kv_service_destroy(kvs);
 	return rc ? 1 : 0;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "qpgate/kv.h"
 #include "qpgate/wire.h"
 
 static void put(const char *dir, const char *name, const uint8_t *b, size_t n)

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "qpgate/client.h"
+#include "qpgate/kv.h"
 #include "qpgate/wire.h"
 
 static inline uint64_t kvtest_now_ms(void)

@@ -164,19 +164,19 @@ static int put(struct qpg__kv_store *s, const char *key, const char *val, uint32
 {
 	struct qpg__kv_value *v;
 	int rc = qpg__kv_reserve(s, (const uint8_t *)key, (uint16_t)strlen(key), len, &v);
-	if (rc != QPG_KV_OK)
+	if (rc != QPG__KVS_OK)
 		return rc;
 	memset(qpg__kv_data(s, v), val[0], len);
 	qpg__kv_commit(s, v);
-	return QPG_KV_OK;
+	return QPG__KVS_OK;
 }
 
 static void test_store_basics(void **st)
 {
 	struct qpg__kv_store s;
 	assert_int_equal(qpg__kv_store_init(&s, 1 << 20, 64 << 10), 0);
-	assert_int_equal(put(&s, "a", "1", 4096), QPG_KV_OK);
-	assert_int_equal(put(&s, "b", "2", 100), QPG_KV_OK);
+	assert_int_equal(put(&s, "a", "1", 4096), QPG__KVS_OK);
+	assert_int_equal(put(&s, "b", "2", 100), QPG__KVS_OK);
 	struct qpg__kv_value *v = qpg__kv_get(&s, (const uint8_t *)"a", 1);
 	assert_non_null(v);
 	assert_int_equal(v->len, 4096);
@@ -188,16 +188,16 @@ static void test_store_basics(void **st)
 	/* Replace: the old value's block goes back, nothing leaks. */
 	size_t used = s.allocated;
 	assert_int_equal(used, 4096 + 256);
-	assert_int_equal(put(&s, "a", "3", 4000), QPG_KV_OK);
+	assert_int_equal(put(&s, "a", "3", 4000), QPG__KVS_OK);
 	assert_int_equal(s.allocated, used);
-	assert_int_equal(put(&s, "a", "4", 4000), QPG_KV_OK);
+	assert_int_equal(put(&s, "a", "4", 4000), QPG__KVS_OK);
 	assert_int_equal(s.allocated, used);
 	assert_int_equal(s.nkeys, 2);
-	assert_int_equal(qpg__kv_del(&s, (const uint8_t *)"a", 1), QPG_KV_OK);
-	assert_int_equal(qpg__kv_del(&s, (const uint8_t *)"a", 1), QPG_KV_NOT_FOUND);
+	assert_int_equal(qpg__kv_del(&s, (const uint8_t *)"a", 1), QPG__KVS_OK);
+	assert_int_equal(qpg__kv_del(&s, (const uint8_t *)"a", 1), QPG__KVS_NOT_FOUND);
 	assert_int_equal(s.nkeys, 1);
 	assert_int_equal(s.live_bytes, 100);
-	assert_int_equal(qpg__kv_del(&s, (const uint8_t *)"b", 1), QPG_KV_OK);
+	assert_int_equal(qpg__kv_del(&s, (const uint8_t *)"b", 1), QPG__KVS_OK);
 	assert_int_equal(s.allocated, 0);
 	qpg__kv_store_fini(&s);
 }
@@ -206,15 +206,15 @@ static void test_store_limits(void **st)
 {
 	struct qpg__kv_store s;
 	assert_int_equal(qpg__kv_store_init(&s, 64 << 10, 16 << 10), 0);
-	assert_int_equal(put(&s, "big", "x", (16 << 10) + 1), QPG_KV_VALUE_TOO_LARGE);
+	assert_int_equal(put(&s, "big", "x", (16 << 10) + 1), QPG__KVS_TOO_LARGE);
 	char key[8];
 	for (int i = 0; i < 4; i++) {
 		snprintf(key, sizeof(key), "k%d", i);
-		assert_int_equal(put(&s, key, "y", 16 << 10), QPG_KV_OK);
+		assert_int_equal(put(&s, key, "y", 16 << 10), QPG__KVS_OK);
 	}
-	assert_int_equal(put(&s, "k4", "y", 16 << 10), QPG_KV_STORE_FULL);
-	assert_int_equal(qpg__kv_del(&s, (const uint8_t *)"k0", 2), QPG_KV_OK);
-	assert_int_equal(put(&s, "k4", "y", 16 << 10), QPG_KV_OK);
+	assert_int_equal(put(&s, "k4", "y", 16 << 10), QPG__KVS_FULL);
+	assert_int_equal(qpg__kv_del(&s, (const uint8_t *)"k0", 2), QPG__KVS_OK);
+	assert_int_equal(put(&s, "k4", "y", 16 << 10), QPG__KVS_OK);
 	qpg__kv_store_fini(&s);
 }
 
@@ -226,16 +226,16 @@ static void test_store_no_fragmentation(void **st)
 	char key[16];
 	for (int i = 0; i < 4; i++) {
 		snprintf(key, sizeof(key), "L%d", i);
-		assert_int_equal(put(&s, key, "L", 256 << 10), QPG_KV_OK);
+		assert_int_equal(put(&s, key, "L", 256 << 10), QPG__KVS_OK);
 	}
-	assert_int_equal(put(&s, "x", "x", 1), QPG_KV_STORE_FULL);
+	assert_int_equal(put(&s, "x", "x", 1), QPG__KVS_FULL);
 	for (int i = 0; i < 4; i++) {
 		snprintf(key, sizeof(key), "L%d", i);
 		assert_int_equal(qpg__kv_del(&s, (const uint8_t *)key, (uint16_t)strlen(key)), 0);
 	}
 	for (int i = 0; i < 16; i++) { /* 16 x 64 KiB fill the same 1 MiB */
 		snprintf(key, sizeof(key), "S%d", i);
-		assert_int_equal(put(&s, key, "S", 64 << 10), QPG_KV_OK);
+		assert_int_equal(put(&s, key, "S", 64 << 10), QPG__KVS_OK);
 	}
 	for (int i = 0; i < 16; i++) {
 		snprintf(key, sizeof(key), "S%d", i);
@@ -243,7 +243,7 @@ static void test_store_no_fragmentation(void **st)
 	}
 	for (int i = 0; i < 4; i++) { /* and merge back into 256 KiB blocks */
 		snprintf(key, sizeof(key), "L%d", i);
-		assert_int_equal(put(&s, key, "L", 256 << 10), QPG_KV_OK);
+		assert_int_equal(put(&s, key, "L", 256 << 10), QPG__KVS_OK);
 	}
 	qpg__kv_store_fini(&s);
 }
@@ -253,7 +253,7 @@ static void test_store_digest(void **st)
 	/* One-sided readers check values against the digest taken at commit. */
 	struct qpg__kv_store s;
 	assert_int_equal(qpg__kv_store_init(&s, 1 << 20, 4096), 0);
-	assert_int_equal(put(&s, "d", "q", 1000), QPG_KV_OK);
+	assert_int_equal(put(&s, "d", "q", 1000), QPG__KVS_OK);
 	struct qpg__kv_value *v = qpg__kv_get(&s, (const uint8_t *)"d", 1);
 	assert_non_null(v);
 	uint8_t want[32], data[1000];
@@ -268,11 +268,11 @@ static void test_store_reader_keeps_value(void **st)
 {
 	struct qpg__kv_store s;
 	assert_int_equal(qpg__kv_store_init(&s, 64 << 10, 16 << 10), 0);
-	assert_int_equal(put(&s, "k", "A", 8192), QPG_KV_OK);
+	assert_int_equal(put(&s, "k", "A", 8192), QPG__KVS_OK);
 	struct qpg__kv_value *v = qpg__kv_get(&s, (const uint8_t *)"k", 1);
 	assert_non_null(v);
 	/* Deleted and its space wanted by others while a GET still streams it. */
-	assert_int_equal(qpg__kv_del(&s, (const uint8_t *)"k", 1), QPG_KV_OK);
+	assert_int_equal(qpg__kv_del(&s, (const uint8_t *)"k", 1), QPG__KVS_OK);
 	for (int i = 0; i < 6; i++) {
 		char key[8];
 		snprintf(key, sizeof(key), "o%d", i);

@@ -65,7 +65,7 @@ static void test_every_field_validated(void **state)
 	assert_int_equal(decode_mutated(11, 47, why), -EPROTO);	       /* length */
 	assert_int_equal(decode_mutated(b + 0, 9, why), -EINVAL);      /* transport */
 	assert_int_equal(decode_mutated(b + 1, 0x80, why), -EINVAL);   /* flags */
-	assert_int_equal(decode_mutated(b + 2, 9, why), -EINVAL);      /* service */
+	assert_int_equal(decode_mutated(b + 2, 0, why), -EINVAL);      /* service */
 	assert_int_equal(decode_mutated(b + 3, 6, why), -EINVAL);      /* MTU */
 	assert_int_equal(decode_mutated(b + 3, 0, why), -EINVAL);
 	assert_int_equal(decode_mutated(b + 14, 0, why), -EINVAL);    /* port 0 */

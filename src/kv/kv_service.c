@@ -15,16 +15,21 @@
  * exactly the value, bound to the client's QP, and the value's digest. The
  * grant holds its reference until the client releases it and the window is
  * invalid again, so the space is never reused while it can still be read. */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common.h"
 #include "kv_store.h"
 #include "qpgate/kv.h"
-#include "service.h"
+#include "qpgate/kv_server.h"
+#include "qpgate/service.h"
 
-struct qpg__kv_service {
+struct qpg_kv_service {
 	struct qpg__kv_store store;
+	struct qpg_kv_server_opts o;
+	char one_sided_why[160]; /* whether one-sided GETs are served, and why not */
 	bool one_sided;		 /* values are registered as they commit, for windows */
 	uint32_t grant_min;	 /* QPG_KV_F_GRANT_LARGE: grant values from this size */
 	uint64_t grant_ttl_ns;	 /* an unreleased grant is revoked after this (0: never) */
@@ -73,64 +78,21 @@ struct kv_conn {
 	unsigned ngrants;
 };
 
-int qpg__kv_service_create(struct qpg__kv_service **out, size_t capacity, uint32_t max_value)
+static struct qpg_kv_service *service_of(struct qpg_conn *c)
 {
-	struct qpg__kv_service *k = calloc(1, sizeof(*k));
-	if (!k)
-		return -ENOMEM;
-	int rc = qpg__kv_store_init(&k->store, capacity, max_value);
-	if (rc) {
-		free(k);
-		return rc;
-	}
-	*out = k;
-	return 0;
+	return qpg_conn_service_ctx(c);
 }
 
-int qpg__kv_service_enable_one_sided(struct qpg__kv_service *k, struct qpg__endpoint *ep,
-				     uint32_t grant_min)
-{
-	if (!ep->t->windows_probe)
-		return -EOPNOTSUPP;
-	int rc = ep->t->windows_probe(ep);
-	if (rc == 0) {
-		k->store.region_close = ep->t->region_close;
-		k->one_sided = true;
-		k->grant_min = grant_min;
-	}
-	return rc;
-}
-
-void qpg__kv_service_set_deadlines(struct qpg__kv_service *k, unsigned grant_ttl_ms,
-				   unsigned put_timeout_ms)
-{
-	k->grant_ttl_ns = (uint64_t)grant_ttl_ms * 1000000ull;
-	k->put_timeout_ns = (uint64_t)put_timeout_ms * 1000000ull;
-}
-
-void qpg__kv_service_destroy(struct qpg__kv_service *k)
-{
-	if (!k)
-		return;
-	qpg__kv_store_fini(&k->store);
-	free(k);
-}
-
-static struct qpg__kv_service *service_of(struct qpg__conn *c)
-{
-	return c->ep->service_ctx;
-}
-
-static struct qpg__kv_store *store_of(struct qpg__conn *c)
+static struct qpg__kv_store *store_of(struct qpg_conn *c)
 {
 	return &service_of(c)->store;
 }
 
-static struct kv_conn *kv_conn_of(struct qpg__conn *c)
+static struct kv_conn *kv_conn_of(struct qpg_conn *c)
 {
-	if (!c->svc)
-		c->svc = calloc(1, sizeof(struct kv_conn));
-	return c->svc;
+	if (!qpg_conn_data(c))
+		qpg_conn_set_data(c, calloc(1, sizeof(struct kv_conn)));
+	return qpg_conn_data(c);
 }
 
 static int queue_job(struct kv_conn *kc, uint8_t kind, uint16_t grant, uint8_t op, uint8_t status,
@@ -162,12 +124,27 @@ static int queue(struct kv_conn *kc, uint8_t op, uint8_t status, uint32_t req_id
 	return queue_job(kc, JOB_REPLY, 0, op, status, req_id, value_len, off, v);
 }
 
+/* The store's answers as the wire's statuses. */
+static uint8_t wire_status(int kvs)
+{
+	switch (kvs) {
+	case QPG__KVS_OK:
+		return QPG_KV_OK;
+	case QPG__KVS_TOO_LARGE:
+		return QPG_KV_VALUE_TOO_LARGE;
+	case QPG__KVS_FULL:
+		return QPG_KV_STORE_FULL;
+	default:
+		return QPG_KV_NOT_FOUND;
+	}
+}
+
 static uint32_t grant_id(const struct kv_conn *kc, uint16_t i)
 {
 	return (uint32_t)kc->grants[i].gen << 16 | i;
 }
 
-static void grant_drop(struct qpg__conn *c, struct kv_grant *g)
+static void grant_drop(struct qpg_conn *c, struct kv_grant *g)
 {
 	qpg__kv_release(store_of(c), g->v);
 	g->v = NULL;
@@ -177,33 +154,33 @@ static void grant_drop(struct qpg__conn *c, struct kv_grant *g)
 
 /* Send a reply header (and PAYLOAD) in B, which the caller got first: a
  * window bound or invalidated is always followed by its reply. */
-static int send_reply(struct qpg__conn *c, struct qpg_buf *b, const struct qpg_kv_reply *r,
+static int send_reply(struct qpg_conn *c, struct qpg_buf *b, const struct qpg_kv_reply *r,
 		      uint16_t frame_flags, const void *payload, uint32_t len)
 {
-	uint8_t *p = qpg__frame_payload(b);
+	uint8_t *p = qpg_buf_payload(b);
 	qpg_kv_encode_reply(p, QPG_KV_HDR_LEN, r);
 	if (len)
 		memcpy(p + QPG_KV_HDR_LEN, payload, len);
-	return qpg__conn_send_flags(c, b, QPG_FRAME_KV_REPLY, frame_flags, QPG_KV_HDR_LEN + len);
+	return qpg_conn_send(c, b, QPG_FRAME_KV_REPLY, frame_flags, QPG_KV_HDR_LEN + len);
 }
 
 /* JOB_GRANT: bind the window, then send the grant; the bind is ahead of the
  * reply on the send queue, so the window is valid before the client knows
  * its key. */
-static int run_grant(struct qpg__conn *c, struct kv_conn *kc, const struct kv_job *j,
+static int run_grant(struct qpg_conn *c, struct kv_conn *kc, const struct kv_job *j,
 		     struct qpg_buf *b)
 {
 	struct kv_grant *g = &kc->grants[j->grant];
 	struct qpg__kv_store *st = store_of(c);
 	struct qpg_kv_reply r = {.op = QPG_KV_GET, .req_id = j->req_id, .value_len = g->v->len};
 	struct qpg_kv_grant gr = {.addr = (uintptr_t)qpg__kv_data(st, g->v)};
-	int rc = qpg__conn_grant_read(c, g->v->region, qpg__kv_data(st, g->v), g->v->len, g,
-				      &g->window, &gr.rkey);
+	int rc = qpg_conn_grant_read(c, g->v->region, qpg__kv_data(st, g->v), g->v->len, g,
+				     &g->window, &gr.rkey);
 	if (rc) {
 		/* Out of windows or send queue: the client may retry. */
 		grant_drop(c, g);
 		if (rc == -ENOTCONN) {
-			qpg_pool_put(&c->ep->pool, b);
+			qpg_conn_buf_put(c, b);
 			return rc;
 		}
 		r.status = QPG_KV_BUSY;
@@ -225,30 +202,30 @@ static int run_grant(struct qpg__conn *c, struct kv_conn *kc, const struct kv_jo
 /* Post the invalidation of G's window. A window that cannot be invalidated
  * must not outlive the connection: closing puts the QP in error, which
  * ends it. */
-static int revoke_grant(struct qpg__conn *c, struct kv_grant *g)
+static int revoke_grant(struct qpg_conn *c, struct kv_grant *g)
 {
-	int rc = qpg__conn_revoke(c, g->window);
+	int rc = qpg_conn_revoke(c, g->window);
 	if (rc)
-		qpg__conn_close(c, QPG_ERR_QP, "cannot invalidate a memory window: %s",
-				strerror(-rc));
+		qpg_conn_close(c, QPG_ERR_QP, "cannot invalidate a memory window: %s",
+			       strerror(-rc));
 	else
 		g->state = GRANT_REVOKING;
 	return rc;
 }
 
-static int run_revoke(struct qpg__conn *c, struct kv_conn *kc, const struct kv_job *j,
+static int run_revoke(struct qpg_conn *c, struct kv_conn *kc, const struct kv_job *j,
 		      struct qpg_buf *b)
 {
 	int rc = revoke_grant(c, &kc->grants[j->grant]);
 	if (rc) {
-		qpg_pool_put(&c->ep->pool, b);
+		qpg_conn_buf_put(c, b);
 		return rc;
 	}
 	struct qpg_kv_reply r = {.op = QPG_KV_RELEASE, .req_id = j->req_id};
 	return send_reply(c, b, &r, 0, NULL, 0);
 }
 
-static void pop(struct qpg__conn *c, struct kv_conn *kc)
+static void pop(struct qpg_conn *c, struct kv_conn *kc)
 {
 	struct kv_job *j = kc->head;
 	kc->head = j->next;
@@ -260,17 +237,17 @@ static void pop(struct qpg__conn *c, struct kv_conn *kc)
 }
 
 /* Send queued replies while the send queue has room. */
-static void pump(struct qpg__conn *c)
+static void pump(struct qpg_conn *c)
 {
-	struct kv_conn *kc = c->svc;
+	struct kv_conn *kc = qpg_conn_data(c);
 	struct qpg__kv_store *st = store_of(c);
 	if (!kc || kc->pumping)
 		return; /* the outer pump goes on while there is room */
 	kc->pumping = true;
-	while (kc->head && c->state == QPG_CONN_ESTABLISHED) {
+	while (kc->head && qpg_conn_is_open(c)) {
 		struct kv_job *j = kc->head;
 		uint32_t need = j->kind == JOB_REPLY || j->kind == JOB_EXPIRE ? 1 : 2; /* WRs */
-		if (qpg__conn_send_room(c) < need)
+		if (qpg_conn_send_room(c) < need)
 			break;
 		if (j->kind == JOB_EXPIRE) {
 			/* No reply: the client did not ask. A RELEASE that comes
@@ -281,10 +258,10 @@ static void pump(struct qpg__conn *c)
 				break;
 			continue;
 		}
-		struct qpg_buf *b = qpg_pool_get(&c->ep->pool);
+		struct qpg_buf *b = qpg_conn_buf_get(c);
 		if (!b) {
-			if (c->in_flight == 0) /* no completion of ours will wake us */
-				qpg__conn_close(c, QPG_ERR_LOCAL, "server out of message buffers");
+			if (qpg_conn_in_flight(c) == 0) /* no completion of ours will wake us */
+				qpg_conn_close(c, QPG_ERR_LOCAL, "server out of message buffers");
 			break;
 		}
 		if (j->kind != JOB_REPLY) {
@@ -297,7 +274,7 @@ static void pump(struct qpg__conn *c)
 				break;
 			continue;
 		}
-		uint8_t *p = qpg__frame_payload(b);
+		uint8_t *p = qpg_buf_payload(b);
 		struct qpg_kv_reply r = {.op = j->op,
 					 .status = j->status,
 					 .req_id = j->req_id,
@@ -306,7 +283,8 @@ static void pump(struct qpg__conn *c)
 		uint32_t chunk = 0;
 		uint16_t flags = 0;
 		if (j->v) {
-			chunk = QPG_MIN(j->value_len - j->off, c->max_msg - QPG_KV_HDR_LEN);
+			chunk =
+			    QPG_MIN(j->value_len - j->off, qpg_conn_max_msg(c) - QPG_KV_HDR_LEN);
 			memcpy(p + QPG_KV_HDR_LEN, qpg__kv_data(st, j->v) + j->off, chunk);
 			if (j->off + chunk < j->value_len)
 				flags = QPG_FRAME_FLAG_MORE;
@@ -316,13 +294,13 @@ static void pump(struct qpg__conn *c)
 		j->off += chunk;
 		if (!j->v || j->off >= j->value_len)
 			pop(c, kc);
-		if (qpg__conn_send_flags(c, b, QPG_FRAME_KV_REPLY, flags, QPG_KV_HDR_LEN + chunk))
+		if (qpg_conn_send(c, b, QPG_FRAME_KV_REPLY, flags, QPG_KV_HDR_LEN + chunk))
 			break; /* the connection is closing; closed() frees the queue */
 	}
 	kc->pumping = false;
 }
 
-static void handle_put(struct qpg__conn *c, struct kv_conn *kc, const struct qpg_kv_req *r)
+static void handle_put(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_kv_req *r)
 {
 	struct qpg__kv_store *st = store_of(c);
 	if (r->offset == 0) {
@@ -331,7 +309,7 @@ static void handle_put(struct qpg__conn *c, struct kv_conn *kc, const struct qpg
 			return;
 		}
 		struct qpg__kv_value *v;
-		int status = qpg__kv_reserve(st, r->key, r->key_len, r->value_len, &v);
+		int status = wire_status(qpg__kv_reserve(st, r->key, r->key_len, r->value_len, &v));
 		if (status != QPG_KV_OK) {
 			kc->have_failed = true;
 			kc->failed_req = r->req_id;
@@ -363,7 +341,8 @@ static void handle_put(struct qpg__conn *c, struct kv_conn *kc, const struct qpg
 		kc->put = NULL;
 		/* Its own region: a window over it cannot reach a neighbour. */
 		if (service_of(c)->one_sided && v->len &&
-		    c->t->region_open(c->ep, qpg__kv_data(st, v), v->len, &v->region)) {
+		    qpg_conn_region_open(c, qpg__kv_data(st, v), v->len,
+					 (struct qpg_region **)&v->region)) {
 			qpg__kv_release(st, v);
 			queue(kc, QPG_KV_PUT, QPG_KV_STORE_FULL, r->req_id, r->value_len, r->offset,
 			      NULL);
@@ -378,9 +357,9 @@ static void handle_put(struct qpg__conn *c, struct kv_conn *kc, const struct qpg
  * insist on a grant (QPG_KV_F_ONE_SIDED) or leave it to the server
  * (QPG_KV_F_GRANT_LARGE): small values go faster two-sided, large ones by
  * READ (the figures are in the README). */
-static void handle_get(struct qpg__conn *c, struct kv_conn *kc, const struct qpg_kv_req *r)
+static void handle_get(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_kv_req *r)
 {
-	struct qpg__kv_service *k = service_of(c);
+	struct qpg_kv_service *k = service_of(c);
 	bool force = r->flags & QPG_KV_F_ONE_SIDED;
 	if (force && !k->one_sided) {
 		queue(kc, QPG_KV_GET, QPG_KV_UNSUPPORTED, r->req_id, 0, 0, NULL);
@@ -401,7 +380,7 @@ static void handle_get(struct qpg__conn *c, struct kv_conn *kc, const struct qpg
 	/* Twice the credits: a released grant's slot frees only when its
 	 * invalidation completes, which may trail the client's next GET. */
 	if (!kc->grants) {
-		kc->ngrants = 2u * c->credits;
+		kc->ngrants = 2u * qpg_conn_credits(c);
 		kc->grants = calloc(kc->ngrants, sizeof(*kc->grants));
 	}
 	unsigned i = 0;
@@ -421,7 +400,7 @@ static void handle_get(struct qpg__conn *c, struct kv_conn *kc, const struct qpg
 		grant_drop(c, g);
 }
 
-static void handle_release(struct qpg__conn *c, struct kv_conn *kc, const struct qpg_kv_req *r)
+static void handle_release(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_kv_req *r)
 {
 	uint32_t i = r->offset & 0xffff;
 	if (!kc->grants || i >= kc->ngrants || kc->grants[i].state != GRANT_ACTIVE ||
@@ -435,30 +414,32 @@ static void handle_release(struct qpg__conn *c, struct kv_conn *kc, const struct
 		kc->grants[i].state = GRANT_ACTIVE;
 }
 
-static void kv_message(struct qpg__conn *c, const struct qpg_frame_hdr *h, struct qpg_buf *b)
+static void kv_message(struct qpg_conn *c, uint8_t type, uint16_t flags, struct qpg_buf *b,
+		       uint32_t len)
 {
-	if (h->type != QPG_FRAME_KV_REQ) {
-		qpg_pool_put(&c->ep->pool, b);
-		qpg__conn_close(c, QPG_ERR_PROTOCOL, "unexpected frame type %u for kv", h->type);
+	if (type != QPG_FRAME_KV_REQ) {
+		qpg_conn_buf_put(c, b);
+		qpg_conn_close(c, QPG_ERR_PROTOCOL, "unexpected frame type %u for kv", type);
 		return;
 	}
 	struct kv_conn *kc = kv_conn_of(c);
 	if (!kc) {
-		qpg_pool_put(&c->ep->pool, b);
-		qpg__conn_close(c, QPG_ERR_LOCAL, "out of memory");
+		qpg_conn_buf_put(c, b);
+		qpg_conn_close(c, QPG_ERR_LOCAL, "out of memory");
 		return;
 	}
 	/* Every request is answered, so a client within its credits never has
 	 * more than that many replies queued here. */
 	/* (Twice that again: expiries of up to 2 x credits grants queue too.) */
-	if (kc->queued >= 4u * c->credits + 4) {
-		qpg_pool_put(&c->ep->pool, b);
-		qpg__conn_close(c, QPG_ERR_PROTOCOL, "client exceeded its %u credits", c->credits);
+	if (kc->queued >= 4u * qpg_conn_credits(c) + 4) {
+		qpg_conn_buf_put(c, b);
+		qpg_conn_close(c, QPG_ERR_PROTOCOL, "client exceeded its %u credits",
+			       qpg_conn_credits(c));
 		return;
 	}
 	struct qpg_kv_req r;
 	char why[96];
-	int status = qpg_kv_decode_req(qpg__frame_payload(b), h->len, &r, why, sizeof(why));
+	int status = qpg_kv_decode_req(qpg_buf_payload(b), len, &r, why, sizeof(why));
 	if (status != 0) {
 		/* Refuse the request, keep the connection: the frame itself was
 		 * authentic, only its content is wrong. */
@@ -471,19 +452,19 @@ static void kv_message(struct qpg__conn *c, const struct qpg_frame_hdr *h, struc
 	} else if (r.op == QPG_KV_RELEASE) {
 		handle_release(c, kc, &r);
 	} else {
-		queue(kc, QPG_KV_DEL, (uint8_t)qpg__kv_del(store_of(c), r.key, r.key_len), r.req_id,
-		      0, 0, NULL);
+		queue(kc, QPG_KV_DEL, wire_status(qpg__kv_del(store_of(c), r.key, r.key_len)),
+		      r.req_id, 0, 0, NULL);
 	}
-	qpg_pool_put(&c->ep->pool, b);
+	qpg_conn_buf_put(c, b);
 	pump(c);
 }
 
-static void kv_sent(struct qpg__conn *c)
+static void kv_sent(struct qpg_conn *c)
 {
 	pump(c);
 }
 
-static void kv_revoked(struct qpg__conn *c, void *user)
+static void kv_revoked(struct qpg_conn *c, void *user)
 {
 	grant_drop(c, user);
 }
@@ -491,10 +472,10 @@ static void kv_revoked(struct qpg__conn *c, void *user)
 /* Deadlines: grants not released in time are revoked; a PUT whose chunks
  * stopped coming gives its reserved space back (a later chunk of it is
  * refused as malformed). */
-static void kv_tick(struct qpg__conn *c, uint64_t now)
+static void kv_tick(struct qpg_conn *c, uint64_t now)
 {
-	struct kv_conn *kc = c->svc;
-	struct qpg__kv_service *k = service_of(c);
+	struct kv_conn *kc = qpg_conn_data(c);
+	struct qpg_kv_service *k = service_of(c);
 	if (!kc)
 		return;
 	if (kc->put && k->put_timeout_ns && now - kc->put_last_ns > k->put_timeout_ns) {
@@ -518,9 +499,9 @@ static void kv_tick(struct qpg__conn *c, uint64_t now)
 		pump(c);
 }
 
-static void kv_closed(struct qpg__conn *c)
+static void kv_closed(struct qpg_conn *c)
 {
-	struct kv_conn *kc = c->svc;
+	struct kv_conn *kc = qpg_conn_data(c);
 	if (!kc)
 		return;
 	while (kc->head)
@@ -532,15 +513,96 @@ static void kv_closed(struct qpg__conn *c)
 	free(kc->grants);
 	qpg__kv_release(store_of(c), kc->put); /* an unfinished PUT is dropped */
 	free(kc);
-	c->svc = NULL;
+	qpg_conn_set_data(c, NULL);
 }
 
-const struct qpg__service qpg__service_kv = {
+/* Serve one-sided GETs where the transport and device can scope windows
+ * to one client's QP; values are then registered as they commit. */
+static int kv_start(struct qpg_server *srv, void *ctx, char *why, size_t why_len)
+{
+	struct qpg_kv_service *k = ctx;
+	int rc = qpg_server_enable_grants(srv);
+	if (rc) {
+		snprintf(k->one_sided_why, sizeof(k->one_sided_why), "off (%s)",
+			 rc == -EOPNOTSUPP ? "the transport or device has no type-2 memory windows"
+					   : strerror(-rc));
+		return 0; /* every GET is still served, two-sided */
+	}
+	k->store.region_close = (void (*)(void *))qpg_region_close;
+	k->one_sided = true;
+	snprintf(k->one_sided_why, sizeof(k->one_sided_why),
+		 "on, by default for values of %u bytes or more (read-only type-2 memory "
+		 "windows bound to the client's QP, each over exactly one value)",
+		 k->grant_min);
+	return 0;
+}
+
+static const struct qpg_service kv_ops = {
     .id = QPG_SERVICE_KV,
     .name = "kv",
-    .message = kv_message,
-    .sent = kv_sent,
-    .closed = kv_closed,
-    .revoked = kv_revoked,
-    .tick = kv_tick,
+    .min_msg = QPG_KV_MIN_MSG, /* a reply header, a key and a useful piece of value */
+    .start = kv_start,
+    .on_message = kv_message,
+    .on_sent = kv_sent,
+    .on_close = kv_closed,
+    .on_revoked = kv_revoked,
+    .on_tick = kv_tick,
 };
+
+void qpg_kv_server_opts_default(struct qpg_kv_server_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->capacity = 256u << 20;
+	o->max_value = 1u << 20;
+	o->grant_min = 32u << 10; /* see the README: READs win from about here */
+	o->grant_ttl_ms = 10000;
+	o->put_timeout_ms = 10000;
+}
+
+int qpg_kv_service_create(struct qpg_kv_service **out, const struct qpg_kv_server_opts *o,
+			  char *err, size_t err_len)
+{
+	struct qpg_kv_service *k = calloc(1, sizeof(*k));
+	if (!k) {
+		snprintf(err, err_len, "out of memory");
+		return -ENOMEM;
+	}
+	int rc = o->max_value > QPG_KV_MAX_VALUE
+		     ? -EINVAL
+		     : qpg__kv_store_init(&k->store, o->capacity, o->max_value);
+	if (rc) {
+		snprintf(err, err_len,
+			 "cannot create the KV store (%zu bytes, values up to %u): %s", o->capacity,
+			 o->max_value,
+			 rc == -EINVAL ? "the largest value must fit the store, which is at most "
+					 "4 GiB, and the protocol's 64 MiB"
+				       : strerror(-rc));
+		free(k);
+		return rc;
+	}
+	k->o = *o;
+	k->grant_min = o->grant_min;
+	k->grant_ttl_ns = (uint64_t)o->grant_ttl_ms * 1000000ull;
+	k->put_timeout_ns = (uint64_t)o->put_timeout_ms * 1000000ull;
+	snprintf(k->one_sided_why, sizeof(k->one_sided_why), "off (the server has not started)");
+	*out = k;
+	return 0;
+}
+
+const struct qpg_service *qpg_kv_service_ops(void)
+{
+	return &kv_ops;
+}
+
+const char *qpg_kv_service_one_sided(const struct qpg_kv_service *k)
+{
+	return k->one_sided_why;
+}
+
+void qpg_kv_service_destroy(struct qpg_kv_service *k)
+{
+	if (!k)
+		return;
+	qpg__kv_store_fini(&k->store);
+	free(k);
+}

@@ -1,6 +1,7 @@
-/* The control connection: TCP + TLS 1.3, the bootstrap exchange, and framing
- * of authenticated messages. Identical for every transport; the transport
- * only supplies the data path through its ops table. */
+/* The control connection: TCP + TLS 1.3 and the bootstrap exchange (HELLO,
+ * ACCEPT or REJECT), then the stream the tcp transport carries its frames
+ * on. Identical for every transport: the transport supplies the data path
+ * through its ops table (conn_prepare, conn_establish, on_stream). */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/tcp.h>
@@ -12,7 +13,9 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "control.h"
 #include "endpoint.h"
+#include "frame.h"
 
 static void ctrl_cb(struct qpg__io *io, uint32_t events);
 
@@ -21,61 +24,6 @@ static void ctrl_cb(struct qpg__io *io, uint32_t events);
 #define BOOT_CLOSED_HINT                                                                           \
 	" (the server closed it before answering: past its handshake deadline, it was busy; "      \
 	"retry)"
-
-void qpg__phase_begin(struct qpg__conn *c)
-{
-	c->phase_start_ns = qpg__now_ns();
-}
-
-void qpg__phase_end(struct qpg__conn *c, enum qpg_phase p)
-{
-	uint64_t now = qpg__now_ns();
-	c->phase_ns[p] = now - c->phase_start_ns;
-	c->phase_start_ns = now;
-}
-
-static void stat_add(atomic_ullong *a, unsigned long long v)
-{
-	atomic_fetch_add_explicit(a, v, memory_order_relaxed);
-}
-
-static struct qpg__conn *conn_new(struct qpg__endpoint *ep, int fd, bool is_server)
-{
-	struct qpg__conn *c = calloc(1, ep->t->conn_size);
-	if (!c)
-		return NULL;
-	c->t = ep->t;
-	c->ep = ep;
-	c->is_server = is_server;
-	c->io.fd = fd;
-	c->started_ns = qpg__now_ns();
-	c->deadline_ns = c->started_ns + ep->handshake_timeout_ns;
-	c->phase_start_ns = c->started_ns;
-	c->prev = ep->tail;
-	if (ep->tail)
-		ep->tail->next = c;
-	else
-		ep->head = c;
-	ep->tail = c;
-	ep->nconns++;
-	atomic_fetch_add_explicit(&ep->stats.handshaking, 1, memory_order_relaxed);
-	return c;
-}
-
-static void conn_unlink(struct qpg__conn *c)
-{
-	struct qpg__endpoint *ep = c->ep;
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		ep->head = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	else
-		ep->tail = c->prev;
-	c->prev = c->next = NULL;
-	ep->nconns--;
-}
 
 static void set_sockopts(int fd)
 {
@@ -93,7 +41,7 @@ static void set_sockopts(int fd)
 int qpg__conn_accept(struct qpg__endpoint *ep, int fd, const struct sockaddr_storage *peer,
 		     void *user)
 {
-	struct qpg__conn *c = conn_new(ep, fd, true);
+	struct qpg__conn *c = qpg__conn_new(ep, fd, true);
 	if (!c) {
 		close(fd);
 		return -ENOMEM;
@@ -114,7 +62,7 @@ int qpg__conn_connect(struct qpg__endpoint *ep, const struct qpg__client_params 
 	int fd = socket(p->addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	struct qpg__conn *c = conn_new(ep, fd, false);
+	struct qpg__conn *c = qpg__conn_new(ep, fd, false);
 	if (!c) {
 		close(fd);
 		return -ENOMEM;
@@ -144,104 +92,6 @@ int qpg__conn_connect(struct qpg__endpoint *ep, const struct qpg__client_params 
 	return 0;
 }
 
-void qpg__conn_close(struct qpg__conn *c, enum qpg_err_class err, const char *fmt, ...)
-{
-	if (c->state >= QPG_CONN_CLOSING)
-		return;
-	struct qpg__endpoint *ep = c->ep;
-	/* A refused connection keeps the reason it was refused for. */
-	if (c->state != QPG_CONN_REJECTING) {
-		/* Format aside first: callers often pass c->why itself. */
-		char why[sizeof(c->why)];
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(why, sizeof(why), fmt, ap);
-		va_end(ap);
-		memcpy(c->why, why, sizeof(why));
-		c->err = err;
-	}
-	stat_add(&ep->stats.closed_by_reason[c->err], 1);
-	if (!c->handshake_done) {
-		atomic_fetch_sub_explicit(&ep->stats.handshaking, 1, memory_order_relaxed);
-		stat_add(&ep->stats.handshakes_failed, 1);
-	}
-	if (c->counted_connected)
-		atomic_fetch_sub_explicit(&ep->stats.connected, 1, memory_order_relaxed);
-	/* A polite close_notify when the session is healthy; never block on it. */
-	if (c->ssl && c->state == QPG_CONN_ESTABLISHED)
-		SSL_shutdown(c->ssl);
-	if (c->io.fd >= 0) {
-		qpg__loop_del(&ep->loop, &c->io);
-		close(c->io.fd);
-		c->io.fd = -1;
-	}
-	c->t->conn_shutdown(c);
-	c->state = QPG_CONN_CLOSING;
-	c->closing_since_ns = qpg__now_ns();
-	conn_unlink(c);
-	/* Scheduled, not done: the caller (often a callback of this very
-	 * connection, several frames deep) may still touch C and its service
-	 * state. The closed callback runs after the batch. */
-	c->next_dead = NULL;
-	if (ep->closing_tail)
-		ep->closing_tail->next_dead = c;
-	else
-		ep->closing = c;
-	ep->closing_tail = c;
-	ep->nclosing++;
-}
-
-static void conn_free(struct qpg__conn *c)
-{
-	c->t->conn_release(c);
-	SSL_free(c->ssl);
-	qpg__auth_free(&c->auth);
-	free(c->out);
-	free(c);
-}
-
-/* Free dead connections once their data path has drained. One whose
- * completions never come back is abandoned after ep->abandon_ns: the
- * transport makes sure nothing in flight can still name it (for RDMA: the QP
- * is destroyed and the CQ drained) before it is freed. */
-static void reap(struct qpg__endpoint *ep, bool force)
-{
-	struct qpg__conn **pp = &ep->dead;
-	uint64_t now = qpg__now_ns();
-	while (*pp) {
-		struct qpg__conn *c = *pp;
-		bool stuck = now - c->closing_since_ns > ep->abandon_ns;
-		if (force || stuck || !c->t->conn_busy(c)) {
-			if (c->t->conn_busy(c) && c->t->conn_abandon) {
-				c->t->conn_abandon(c);
-				stat_add(&ep->stats.slots_abandoned, c->in_flight);
-			}
-			*pp = c->next_dead;
-			conn_free(c);
-		} else {
-			pp = &c->next_dead;
-		}
-	}
-}
-
-void qpg__endpoint_settle(struct qpg__endpoint *ep)
-{
-	/* A closed callback may close others: they join the end of the list. */
-	while (ep->closing) {
-		struct qpg__conn *c = ep->closing;
-		ep->closing = c->next_dead;
-		if (!ep->closing)
-			ep->closing_tail = NULL;
-		ep->nclosing--;
-		if (ep->cbs.closed)
-			ep->cbs.closed(c);
-		c->next_dead = ep->dead;
-		ep->dead = c;
-	}
-	if (ep->dead)
-		reap(ep, false);
-}
-
 static void update_events(struct qpg__conn *c)
 {
 	uint32_t ev = (c->read_paused ? 0 : EPOLLIN) |
@@ -255,7 +105,7 @@ void qpg__conn_pause_read(struct qpg__conn *c, bool pause)
 		return;
 	c->read_paused = pause;
 	if (pause)
-		stat_add(&c->ep->stats.reads_paused, 1);
+		qpg__stat_add(&c->ep->stats.reads_paused, 1);
 	update_events(c);
 }
 
@@ -345,9 +195,14 @@ static enum qpg_err_class err_class_of_reject(uint16_t code)
 	}
 }
 
-static void reject(struct qpg__conn *c, uint16_t code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void reject(struct qpg__conn *c, uint16_t code, const char *fmt, ...)
+/* Answer REJECT with CODE and TEXT, then close once it is flushed. ERR is
+ * the class the close is counted under (with a local reason WHY, or
+ * "rejected: TEXT"), set before the write: the REJECT may flush, and close,
+ * at once. */
+static void reject_as(struct qpg__conn *c, uint16_t code, enum qpg_err_class err, const char *why,
+		      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void reject_as(struct qpg__conn *c, uint16_t code, enum qpg_err_class err, const char *why,
+		      const char *fmt, ...)
 {
 	char text[QPG_WIRE_REJECT_TEXT_MAX + 1];
 	uint8_t msg[QPG_WIRE_MAX_BOOT_LEN];
@@ -355,14 +210,19 @@ static void reject(struct qpg__conn *c, uint16_t code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	stat_add(&c->ep->stats.rejected[code < 16 ? code : 0], 1);
-	snprintf(c->why, sizeof(c->why), "rejected: %s", text);
-	c->err = err_class_of_reject(code);
+	qpg__stat_add(&c->ep->stats.rejected[code < 16 ? code : 0], 1);
+	if (why)
+		snprintf(c->why, sizeof(c->why), "%s", why);
+	else
+		snprintf(c->why, sizeof(c->why), "rejected: %s", text);
+	c->err = err;
 	c->state = QPG_CONN_REJECTING;
 	int n = qpg_wire_encode_reject(msg, sizeof(msg), code, text);
 	if (n > 0)
 		qpg__conn_write(c, msg, (size_t)n);
 }
+
+#define reject(c, code, ...) reject_as(c, code, err_class_of_reject(code), NULL, __VA_ARGS__)
 
 static void become_established(struct qpg__conn *c)
 {
@@ -380,13 +240,13 @@ static void become_established(struct qpg__conn *c)
 	c->counted_connected = true;
 	atomic_fetch_sub_explicit(&ep->stats.handshaking, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&ep->stats.connected, 1, memory_order_relaxed);
-	stat_add(&ep->stats.handshakes_ok, 1);
+	qpg__stat_add(&ep->stats.handshakes_ok, 1);
 	uint64_t took = qpg__now_ns() - c->started_ns;
-	stat_add(&ep->stats.handshake_ns_sum, took);
+	qpg__stat_add(&ep->stats.handshake_ns_sum, took);
 	unsigned b = 0;
 	for (uint64_t us = took / 1000; us > 1 && b < 23; us >>= 1)
 		b++;
-	stat_add(&ep->stats.handshake_ns_bucket[b], 1);
+	qpg__stat_add(&ep->stats.handshake_ns_bucket[b], 1);
 	if (ep->cbs.established)
 		ep->cbs.established(c);
 	/* Bytes that arrived with the bootstrap sit in OpenSSL's buffer, where
@@ -699,328 +559,30 @@ static void ctrl_cb(struct qpg__io *io, uint32_t events)
 	}
 }
 
-int qpg__conn_send(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, uint32_t payload_len)
-{
-	return qpg__conn_send_flags(c, b, type, 0, payload_len);
-}
-
-uint32_t qpg__conn_send_depth(const struct qpg__conn *c)
-{
-	/* A request answered with a grant takes two work requests (bind and
-	 * reply), its RELEASE two more (invalidate and reply). */
-	uint32_t per_request = c->ep->grants_reads ? 2 : 1;
-	return QPG_MAX(per_request * c->credits, c->ep->qp_max_send_wr);
-}
-
-uint32_t qpg__conn_send_room(const struct qpg__conn *c)
-{
-	uint32_t depth = qpg__conn_send_depth(c);
-	return c->in_flight < depth ? depth - c->in_flight : 0;
-}
-
-int qpg__conn_send_flags(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, uint16_t flags,
-			 uint32_t payload_len)
-{
-	struct qpg__endpoint *ep = c->ep;
-	if (c->state != QPG_CONN_ESTABLISHED) {
-		qpg_pool_put(&ep->pool, b);
-		return -ENOTCONN;
-	}
-	if (payload_len > c->max_msg && !c->oversize_next) {
-		qpg_pool_put(&ep->pool, b);
-		return -EMSGSIZE;
-	}
-	/* Full: a peer's reply can arrive before the ACK of our request does
-	 * (lost ACKs are only repaired by the next one), so a full send queue
-	 * is normal under loss. The caller retries on the next completion. */
-	if (qpg__conn_send_room(c) == 0) {
-		qpg_pool_put(&ep->pool, b);
-		return -EAGAIN;
-	}
-	struct qpg_frame_hdr h = {QPG_WIRE_VERSION, type, flags, payload_len, c->auth.tx.seq++};
-	uint8_t *p = b->addr;
-	qpg_frame_hdr_encode(p, &h);
-	if (c->auth.enabled) {
-		uint8_t *tag = p + QPG_FRAME_HDR_LEN + payload_len;
-		int rc = qpg__auth_tag(&c->auth.tx, h.seq, p, QPG_FRAME_HDR_LEN + payload_len, tag);
-		if (rc) {
-			qpg_pool_put(&ep->pool, b);
-			return rc;
-		}
-		if (c->corrupt_next_tag) {
-			tag[0] ^= 0x80;
-			c->corrupt_next_tag = false;
-		}
-	}
-	if (c->in_flight++ == 0)
-		c->progress_ns = qpg__now_ns();
-	stat_add(&ep->stats.msgs_out, 1);
-	stat_add(&ep->stats.bytes_out, payload_len);
-	int rc = c->t->send(c, b, qpg_frame_len(payload_len, c->auth.enabled));
-	if (rc) {
-		c->in_flight--;
-		qpg__conn_close(c, QPG_ERR_QP, "send failed: %s", strerror(-rc));
-	}
-	return rc;
-}
-
-/* One-sided work requests are in flight like sends until they complete. */
-static int one_sided_posted(struct qpg__conn *c, int rc)
-{
-	if (rc == 0 && c->in_flight++ == 0)
-		c->progress_ns = qpg__now_ns();
-	return rc;
-}
-
-static int one_sided_unusable(const struct qpg__conn *c, bool has_op)
-{
-	if (!has_op)
-		return -EOPNOTSUPP;
-	return c->state == QPG_CONN_ESTABLISHED ? 0 : -ENOTCONN;
-}
-
-int qpg__conn_grant_read(struct qpg__conn *c, void *region, const void *addr, uint32_t len,
-			 void *user, void **window, uint32_t *rkey)
-{
-	int rc = one_sided_unusable(c, c->t->grant_read != NULL);
-	return rc ? rc
-		  : one_sided_posted(c, c->t->grant_read(c, region, addr, len, user, window, rkey));
-}
-
-int qpg__conn_revoke(struct qpg__conn *c, void *window)
-{
-	int rc = one_sided_unusable(c, c->t->revoke != NULL);
-	return rc ? rc : one_sided_posted(c, c->t->revoke(c, window));
-}
-
-int qpg__conn_read(struct qpg__conn *c, struct qpg_buf *b, uint64_t raddr, uint32_t rkey)
-{
-	int rc = one_sided_unusable(c, c->t->read != NULL);
-	return rc ? rc : one_sided_posted(c, c->t->read(c, b, raddr, rkey));
-}
-
-int qpg__conn_test_write(struct qpg__conn *c, struct qpg_buf *b, uint64_t raddr, uint32_t rkey)
-{
-	int rc = one_sided_unusable(c, c->t->test_write != NULL);
-	return rc ? rc : one_sided_posted(c, c->t->test_write(c, b, raddr, rkey));
-}
-
-void qpg__conn_on_revoked(struct qpg__conn *c, void *user)
-{
-	/* A closing connection's service state is already gone (and its QP in
-	 * error, so nothing can be read through the window any more). */
-	if (c->state == QPG_CONN_ESTABLISHED && c->ep->cbs.revoked)
-		c->ep->cbs.revoked(c, user);
-}
-
-void qpg__conn_on_read(struct qpg__conn *c, struct qpg_buf *b, bool ok, const char *why)
-{
-	c->in_flight--;
-	c->progress_ns = c->active_ns = qpg__now_ns();
-	if (c->state != QPG_CONN_ESTABLISHED || !ok || !c->ep->cbs.read_done) {
-		qpg_pool_put(&c->ep->pool, b);
-		if (!ok && c->state == QPG_CONN_ESTABLISHED)
-			qpg__conn_close(c, QPG_ERR_QP, "one-sided read failed: %s", why);
-		return;
-	}
-	c->ep->cbs.read_done(c, b);
-}
-
-void qpg__conn_oversize_next(struct qpg__conn *c)
-{
-	c->oversize_next = true;
-}
-
-void qpg__conn_corrupt_next_tag(struct qpg__conn *c)
-{
-	c->corrupt_next_tag = true;
-}
-
-void qpg__conn_on_sent(struct qpg__conn *c, bool ok, const char *why)
-{
-	c->in_flight--;
-	if (c->state != QPG_CONN_ESTABLISHED)
-		return;
-	c->progress_ns = c->active_ns = qpg__now_ns();
-	if (!ok) {
-		qpg__conn_close(c, QPG_ERR_QP, "send completion failed: %s", why);
-		return;
-	}
-	if (c->ep->cbs.sent)
-		c->ep->cbs.sent(c);
-}
-
-void qpg__conn_on_frame(struct qpg__conn *c, struct qpg_buf *b, size_t len)
-{
-	struct qpg__endpoint *ep = c->ep;
-	struct qpg_frame_hdr h;
-	if (c->state != QPG_CONN_ESTABLISHED) {
-		qpg_pool_put(&ep->pool, b);
-		return;
-	}
-	int rc = qpg_frame_hdr_decode(b->addr, len, c->auth.enabled, ep->max_msg, &h);
-	if (rc == 0 && qpg_frame_len(h.len, c->auth.enabled) != len)
-		rc = -EPROTO;
-	if (rc) {
-		qpg_pool_put(&ep->pool, b);
-		qpg__conn_close(c, QPG_ERR_PROTOCOL, "malformed frame (%zu bytes)", len);
-		return;
-	}
-	if (h.seq != c->auth.rx.seq) {
-		qpg_pool_put(&ep->pool, b);
-		stat_add(&ep->stats.seq_failures, 1);
-		qpg__conn_close(c, QPG_ERR_AUTH,
-				"out-of-order message: sequence %llu, expected %llu",
-				(unsigned long long)h.seq, (unsigned long long)c->auth.rx.seq);
-		return;
-	}
-	if (c->auth.enabled &&
-	    qpg__auth_verify(&c->auth.rx, h.seq, b->addr, QPG_FRAME_HDR_LEN + h.len,
-			     (uint8_t *)b->addr + QPG_FRAME_HDR_LEN + h.len)) {
-		qpg_pool_put(&ep->pool, b);
-		stat_add(&ep->stats.auth_failures, 1);
-		qpg__conn_close(c, QPG_ERR_AUTH, "message %llu failed authentication (bad tag)",
-				(unsigned long long)h.seq);
-		return;
-	}
-	c->auth.rx.seq++;
-	c->active_ns = qpg__now_ns();
-	if (h.flags & ~QPG_FRAME_FLAGS_KNOWN) {
-		qpg_pool_put(&ep->pool, b);
-		qpg__conn_close(c, QPG_ERR_PROTOCOL, "unknown frame flags 0x%04x", h.flags);
-		return;
-	}
-	stat_add(&ep->stats.msgs_in, 1);
-	stat_add(&ep->stats.bytes_in, h.len);
-	ep->cbs.message(c, &h, b);
-}
-
-/* ---- endpoint ---- */
-
-int qpg__rdma_dev_open_explained(struct qpg_rdma_dev *dev, const char *name, int port,
-				 int gid_index, char *err, size_t err_len)
-{
-	int rc = qpg_rdma_dev_open(dev, name, (uint8_t)port, gid_index);
-	if (rc)
-		snprintf(err, err_len,
-			 "no usable RDMA device%s%s (%s): run inside the lab "
-			 "(scripts/rxe-vm -- ...) or use --transport tcp",
-			 name ? " " : "", name ? name : "", strerror(-rc));
-	return rc;
-}
-
-static void ep_tick(struct qpg__loop *l)
-{
-	qpg__endpoint_tick(l->owner);
-}
-
-static void ep_batch_end(struct qpg__loop *l)
-{
-	qpg__endpoint_settle(l->owner);
-}
-
 static const char *state_name(enum qpg__conn_state st)
 {
 	return st == QPG_CONN_CONNECTING ? "TCP connect" : st == QPG_CONN_TLS ? "TLS" : "bootstrap";
 }
 
-/* Deadlines. Closes are deferred, so the list may be walked while closing. */
-void qpg__endpoint_tick(struct qpg__endpoint *ep)
+void qpg__control_deadline(struct qpg__conn *c, uint64_t now)
 {
-	uint64_t now = qpg__now_ns();
-	atomic_store_explicit(&ep->stats.pool_in_use, (long long)ep->pool.in_use,
-			      memory_order_relaxed);
-	atomic_store_explicit(&ep->stats.pool_slots, (long long)ep->pool.nslots,
-			      memory_order_relaxed);
-	struct qpg__conn *c = ep->head, *next;
-	for (; c; c = next) {
-		next = c->next;
-		if (c->deadline_ns && now > c->deadline_ns && c->is_server &&
-		    c->state == QPG_CONN_BOOTSTRAP) {
-			/* TLS is up: tell the client why, then close (the REJECT
-			 * gets one more tick to flush). */
-			reject(c, QPG_REJECT_RESOURCES,
-			       "handshake deadline of %llu ms passed before the HELLO (server "
-			       "busy: retry)",
-			       (unsigned long long)(ep->handshake_timeout_ns / 1000000));
-			c->err = QPG_ERR_TIMEOUT;
-			snprintf(c->why, sizeof(c->why),
-				 "handshake timeout after %llu ms (bootstrap; the client was told)",
-				 (unsigned long long)(ep->handshake_timeout_ns / 1000000));
-			c->deadline_ns = now + 100000000ull;
-		} else if (c->deadline_ns && now > c->deadline_ns &&
-			   c->state < QPG_CONN_ESTABLISHED)
-			qpg__conn_close(c, QPG_ERR_TIMEOUT, "handshake timeout after %llu ms (%s)",
-					(unsigned long long)(ep->handshake_timeout_ns / 1000000),
-					state_name(c->state));
-		else if (c->deadline_ns && now > c->deadline_ns && c->state == QPG_CONN_REJECTING)
-			qpg__conn_close(c, c->err, "%s", c->why);
-		else if (c->state != QPG_CONN_ESTABLISHED)
-			continue;
-		/* A paused reader has a full send queue, so in_flight covers it. */
-		else if (ep->progress_ns_max && c->in_flight &&
-			 now - c->progress_ns > ep->progress_ns_max)
-			qpg__conn_close(c, QPG_ERR_TIMEOUT,
-					"no progress: %u sends not completed for %llu ms (peer not "
-					"reading?)",
-					c->in_flight,
-					(unsigned long long)(ep->progress_ns_max / 1000000));
-		else if (ep->idle_ns_max && c->in_flight == 0 &&
-			 now - c->active_ns > ep->idle_ns_max)
-			qpg__conn_close(c, QPG_ERR_TIMEOUT, "idle for %llu ms",
-					(unsigned long long)(ep->idle_ns_max / 1000000));
-		else if (ep->cbs.tick)
-			ep->cbs.tick(c, now);
+	struct qpg__endpoint *ep = c->ep;
+	unsigned long long ms = ep->handshake_timeout_ns / 1000000;
+	if (c->state == QPG_CONN_REJECTING) {
+		qpg__conn_close(c, c->err, "%s", c->why);
+	} else if (c->is_server && c->state == QPG_CONN_BOOTSTRAP) {
+		/* TLS is up: tell the client why, then close (the REJECT gets
+		 * one more tick to flush). */
+		char why[128];
+		snprintf(why, sizeof(why),
+			 "handshake timeout after %llu ms (bootstrap; the client was told)", ms);
+		reject_as(c, QPG_REJECT_RESOURCES, QPG_ERR_TIMEOUT, why,
+			  "handshake deadline of %llu ms passed before the HELLO (server busy: "
+			  "retry)",
+			  ms);
+		c->deadline_ns = now + 100000000ull;
+	} else {
+		qpg__conn_close(c, QPG_ERR_TIMEOUT, "handshake timeout after %llu ms (%s)", ms,
+				state_name(c->state));
 	}
-}
-
-int qpg__endpoint_init(struct qpg__endpoint *ep, const struct qpg__ep_opts *o)
-{
-	int rc;
-	memset(ep, 0, sizeof(*ep));
-	ep->t = o->t;
-	ep->dev = o->dev;
-	ep->max_msg = o->max_msg;
-	ep->srq_depth = o->srq_depth;
-	ep->qp_max_send_wr = o->qp_max_send_wr;
-	ep->qp_timeout = o->qp_timeout;
-	ep->rd_atomic = o->rd_atomic;
-	ep->credits_max = 16;
-	ep->handshake_timeout_ns = 10000000000ull;
-	ep->abandon_ns = 10000000000ull;
-	rc = qpg__loop_init(&ep->loop, o->tick_ms ? o->tick_ms : 100);
-	if (rc)
-		return rc;
-	ep->loop.owner = ep;
-	ep->loop.on_tick = ep_tick;
-	ep->loop.on_batch_end = ep_batch_end;
-	rc = qpg_pool_init(&ep->pool, o->dev ? o->dev->pd : NULL, qpg_frame_len(o->max_msg, 1), 256,
-			   o->pool_max, 0);
-	if (rc)
-		goto err_loop;
-	rc = ep->t->ep_init(ep);
-	if (rc)
-		goto err_pool;
-	return 0;
-
-err_pool:
-	qpg_pool_destroy(&ep->pool);
-err_loop:
-	qpg__loop_fini(&ep->loop);
-	return rc;
-}
-
-void qpg__endpoint_fini(struct qpg__endpoint *ep)
-{
-	while (ep->head)
-		qpg__conn_close(ep->head, QPG_ERR_LOCAL, "endpoint shutting down");
-	qpg__endpoint_settle(ep);
-	/* Let flushes arrive so QPs are destroyed idle, then force the rest. */
-	for (int i = 0; i < 200 && (ep->dead || ep->closing); i++)
-		qpg__loop_run_once(&ep->loop, 10);
-	qpg__endpoint_settle(ep);
-	reap(ep, true);
-	ep->t->ep_fini(ep);
-	qpg_pool_destroy(&ep->pool);
-	qpg__loop_fini(&ep->loop);
 }

@@ -1,6 +1,8 @@
-/* The KV service's store: one contiguous arena (registered with the device
- * by the service, so values can be sent from where they live), a chained
- * hash table of keys, and power-of-two size classes for the values.
+/* The KV service's store: one contiguous arena, a chained hash table of
+ * keys, and power-of-two size classes for the values. It knows nothing of
+ * the wire or of RDMA: a value may carry a region (opaque; the service
+ * opens it for one-sided reads), which the store closes through
+ * region_close when the value's last reference goes.
  *
  * Shared by the server's loop threads: a mutex guards the table and the
  * allocator; values are reference-counted so a GET streaming one keeps it
@@ -14,17 +16,28 @@
 #include <stdint.h>
 
 #include "khash.h"
-#include "qpgate/kv.h"
+
+/* What the store answers, in its own terms (the service maps these to the
+ * wire's statuses). */
+enum qpg__kvs_status {
+	QPG__KVS_OK = 0,
+	QPG__KVS_TOO_LARGE, /* over the store's largest value */
+	QPG__KVS_FULL,	    /* no block that size is free */
+	QPG__KVS_NOT_FOUND,
+};
+
+#define QPG__KVS_DIGEST_LEN 32	       /* SHA-256 */
+#define QPG__KVS_MAX_VALUE  (1u << 31) /* a block's offset and size fit in 32 bits */
 
 struct qpg__kv_value {
 	struct qpg__kv_value *next; /* hash chain */
 	atomic_int refs;	    /* the table's + each reader's */
 	uint64_t hash;
 	uint32_t len;
-	uint32_t off;			   /* in the arena */
-	uint8_t cls;			   /* buddy order of the allocation */
-	uint8_t digest[QPG_KV_DIGEST_LEN]; /* SHA-256 of the value, set at commit */
-	void *region;			   /* registered for one-sided GETs, or NULL */
+	uint32_t off;			     /* in the arena */
+	uint8_t cls;			     /* buddy order of the allocation */
+	uint8_t digest[QPG__KVS_DIGEST_LEN]; /* SHA-256 of the value, set at commit */
+	void *region;			     /* registered for one-sided GETs, or NULL */
 	uint16_t key_len;
 	uint8_t key[];
 };
@@ -56,8 +69,8 @@ int qpg__kv_store_init(struct qpg__kv_store *s, size_t capacity, uint32_t max_va
 void qpg__kv_store_fini(struct qpg__kv_store *s);
 
 /* Reserve space for a value of LEN bytes under KEY, not yet visible to
- * readers. Returns QPG_KV_OK with *OUT set, QPG_KV_VALUE_TOO_LARGE or
- * QPG_KV_STORE_FULL. Fill it through qpg__kv_data(), then commit or drop. */
+ * readers. Returns QPG__KVS_OK with *OUT set, QPG__KVS_TOO_LARGE or
+ * QPG__KVS_FULL. Fill it through qpg__kv_data(), then commit or drop. */
 int qpg__kv_reserve(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len, uint32_t len,
 		    struct qpg__kv_value **out);
 /* Make V the value of its key, replacing (and releasing) any previous one.
@@ -68,7 +81,7 @@ struct qpg__kv_value *qpg__kv_get(struct qpg__kv_store *s, const uint8_t *key, u
 /* Drop a reference; the last one frees the value's space. Also drops a
  * reservation that was never committed. */
 void qpg__kv_release(struct qpg__kv_store *s, struct qpg__kv_value *v);
-/* Remove KEY. Returns QPG_KV_OK or QPG_KV_NOT_FOUND. */
+/* Remove KEY. Returns QPG__KVS_OK or QPG__KVS_NOT_FOUND. */
 int qpg__kv_del(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len);
 
 static inline uint8_t *qpg__kv_data(struct qpg__kv_store *s, const struct qpg__kv_value *v)

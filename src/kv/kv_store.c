@@ -58,7 +58,7 @@ int qpg__kv_store_init(struct qpg__kv_store *s, size_t capacity, uint32_t max_va
 	memset(s, 0, sizeof(*s));
 	/* Offsets are 32-bit: up to 4 GiB of values per store. */
 	if (capacity < MIN_BLOCK || capacity > UINT32_MAX || max_value == 0 ||
-	    max_value > QPG_KV_MAX_VALUE || block_size(order_of(max_value)) > capacity)
+	    max_value > QPG__KVS_MAX_VALUE || block_size(order_of(max_value)) > capacity)
 		return -EINVAL;
 	capacity -= capacity % MIN_BLOCK;
 	/* Anonymous mapping: page-aligned for registration, and untouched pages
@@ -156,17 +156,17 @@ int qpg__kv_reserve(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_le
 {
 	*out = NULL;
 	if (len > s->max_value)
-		return QPG_KV_VALUE_TOO_LARGE;
+		return QPG__KVS_TOO_LARGE;
 	uint8_t c = order_of(len);
 	struct qpg__kv_value *v = malloc(sizeof(*v) + key_len);
 	if (!v)
-		return QPG_KV_STORE_FULL;
+		return QPG__KVS_FULL;
 	pthread_mutex_lock(&s->lock);
 	long off = alloc_block(s, c);
 	pthread_mutex_unlock(&s->lock);
 	if (off < 0) {
 		free(v);
-		return QPG_KV_STORE_FULL;
+		return QPG__KVS_FULL;
 	}
 	memset(v, 0, sizeof(*v));
 	atomic_init(&v->refs, 1); /* the writer's, becomes the table's on commit */
@@ -177,7 +177,7 @@ int qpg__kv_reserve(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_le
 	v->key_len = key_len;
 	memcpy(v->key, key, key_len);
 	*out = v;
-	return QPG_KV_OK;
+	return QPG__KVS_OK;
 }
 
 /* Under the lock: unlink KEY's entry and return it, or NULL. */
@@ -249,7 +249,7 @@ int qpg__kv_del(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len)
 	struct qpg__kv_value *v = unlink_key(s, hash_key(key, key_len), key, key_len);
 	pthread_mutex_unlock(&s->lock);
 	if (!v)
-		return QPG_KV_NOT_FOUND;
+		return QPG__KVS_NOT_FOUND;
 	qpg__kv_release(s, v);
-	return QPG_KV_OK;
+	return QPG__KVS_OK;
 }

@@ -1,0 +1,42 @@
+/* The KV cache as a qpgate service (libqpgate-kv): PUT, GET and DEL of
+ * binary keys, values in one store shared by the server's threads, GETs
+ * sent in chunks or granted for one-sided READ. Run it by handing its ops
+ * and the service to a server:
+ *
+ *	struct qpg_kv_service *kv;
+ *	qpg_kv_service_create(&kv, &kv_opts, err, sizeof(err));
+ *	srv_opts.service = qpg_kv_service_ops();
+ *	srv_opts.service_ctx = kv;
+ *	... qpg_server_create / run / destroy ...
+ *	qpg_kv_service_destroy(kv);
+ */
+#ifndef QPGATE_KV_SERVER_H
+#define QPGATE_KV_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qpgate/service.h"
+
+struct qpg_kv_server_opts {
+	size_t capacity;	 /* bytes of value space (default 256 MiB, at most 4 GiB) */
+	uint32_t max_value;	 /* largest value (default 1 MiB) */
+	uint32_t grant_min;	 /* GETs that leave it to the server get a grant (RDMA
+				    READ) from this size on (default 32 KiB) */
+	unsigned grant_ttl_ms;	 /* a grant not RELEASEd by then is revoked (0: never) */
+	unsigned put_timeout_ms; /* a PUT whose next chunk is this late drops its space */
+};
+void qpg_kv_server_opts_default(struct qpg_kv_server_opts *o);
+
+struct qpg_kv_service;
+/* 0, or negative errno with a reason for a person in ERR. */
+int qpg_kv_service_create(struct qpg_kv_service **out, const struct qpg_kv_server_opts *o,
+			  char *err, size_t err_len);
+const struct qpg_service *qpg_kv_service_ops(void);
+/* Whether one-sided GETs are served (known once the server has started),
+ * and if not, why. */
+const char *qpg_kv_service_one_sided(const struct qpg_kv_service *k);
+/* After the server that ran it is destroyed. */
+void qpg_kv_service_destroy(struct qpg_kv_service *k);
+
+#endif

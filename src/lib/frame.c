@@ -1,0 +1,208 @@
+/* Frames: every message is version|type|flags|len|seq + payload + a
+ * 16-byte tag (auth.c), sent through the transport's ops table and checked
+ * on arrival (sequence, tag, flags) before the service sees it. One-sided
+ * work requests are counted in flight like sends. */
+#include <errno.h>
+#include <string.h>
+
+#include "common.h"
+#include "endpoint.h"
+#include "frame.h"
+
+int qpg__conn_send(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, uint32_t payload_len)
+{
+	return qpg__conn_send_flags(c, b, type, 0, payload_len);
+}
+
+uint32_t qpg__conn_send_depth(const struct qpg__conn *c)
+{
+	/* A request answered with a grant takes two work requests (bind and
+	 * reply), its RELEASE two more (invalidate and reply). */
+	uint32_t per_request = c->ep->grants_reads ? 2 : 1;
+	return QPG_MAX(per_request * c->credits, c->ep->qp_max_send_wr);
+}
+
+uint32_t qpg__conn_send_room(const struct qpg__conn *c)
+{
+	uint32_t depth = qpg__conn_send_depth(c);
+	return c->in_flight < depth ? depth - c->in_flight : 0;
+}
+
+int qpg__conn_send_flags(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, uint16_t flags,
+			 uint32_t payload_len)
+{
+	struct qpg__endpoint *ep = c->ep;
+	if (c->state != QPG_CONN_ESTABLISHED) {
+		qpg_pool_put(&ep->pool, b);
+		return -ENOTCONN;
+	}
+	if (payload_len > c->max_msg && !c->oversize_next) {
+		qpg_pool_put(&ep->pool, b);
+		return -EMSGSIZE;
+	}
+	/* Full: a peer's reply can arrive before the ACK of our request does
+	 * (lost ACKs are only repaired by the next one), so a full send queue
+	 * is normal under loss. The caller retries on the next completion. */
+	if (qpg__conn_send_room(c) == 0) {
+		qpg_pool_put(&ep->pool, b);
+		return -EAGAIN;
+	}
+	struct qpg_frame_hdr h = {QPG_WIRE_VERSION, type, flags, payload_len, c->auth.tx.seq++};
+	uint8_t *p = b->addr;
+	qpg_frame_hdr_encode(p, &h);
+	if (c->auth.enabled) {
+		uint8_t *tag = p + QPG_FRAME_HDR_LEN + payload_len;
+		int rc = qpg__auth_tag(&c->auth.tx, h.seq, p, QPG_FRAME_HDR_LEN + payload_len, tag);
+		if (rc) {
+			qpg_pool_put(&ep->pool, b);
+			return rc;
+		}
+		if (c->corrupt_next_tag) {
+			tag[0] ^= 0x80;
+			c->corrupt_next_tag = false;
+		}
+	}
+	if (c->in_flight++ == 0)
+		c->progress_ns = qpg__now_ns();
+	qpg__stat_add(&ep->stats.msgs_out, 1);
+	qpg__stat_add(&ep->stats.bytes_out, payload_len);
+	int rc = c->t->send(c, b, qpg_frame_len(payload_len, c->auth.enabled));
+	if (rc) {
+		c->in_flight--;
+		qpg__conn_close(c, QPG_ERR_QP, "send failed: %s", strerror(-rc));
+	}
+	return rc;
+}
+
+/* One-sided work requests are in flight like sends until they complete. */
+static int one_sided_posted(struct qpg__conn *c, int rc)
+{
+	if (rc == 0 && c->in_flight++ == 0)
+		c->progress_ns = qpg__now_ns();
+	return rc;
+}
+
+static int one_sided_unusable(const struct qpg__conn *c, bool has_op)
+{
+	if (!has_op)
+		return -EOPNOTSUPP;
+	return c->state == QPG_CONN_ESTABLISHED ? 0 : -ENOTCONN;
+}
+
+int qpg__conn_grant_read(struct qpg__conn *c, void *region, const void *addr, uint32_t len,
+			 void *user, void **window, uint32_t *rkey)
+{
+	int rc = one_sided_unusable(c, c->t->grant_read != NULL);
+	return rc ? rc
+		  : one_sided_posted(c, c->t->grant_read(c, region, addr, len, user, window, rkey));
+}
+
+int qpg__conn_revoke(struct qpg__conn *c, void *window)
+{
+	int rc = one_sided_unusable(c, c->t->revoke != NULL);
+	return rc ? rc : one_sided_posted(c, c->t->revoke(c, window));
+}
+
+int qpg__conn_read(struct qpg__conn *c, struct qpg_buf *b, uint64_t raddr, uint32_t rkey)
+{
+	int rc = one_sided_unusable(c, c->t->read != NULL);
+	return rc ? rc : one_sided_posted(c, c->t->read(c, b, raddr, rkey));
+}
+
+int qpg__conn_test_write(struct qpg__conn *c, struct qpg_buf *b, uint64_t raddr, uint32_t rkey)
+{
+	int rc = one_sided_unusable(c, c->t->test_write != NULL);
+	return rc ? rc : one_sided_posted(c, c->t->test_write(c, b, raddr, rkey));
+}
+
+void qpg__conn_on_revoked(struct qpg__conn *c, void *user)
+{
+	/* A closing connection's service state is already gone (and its QP in
+	 * error, so nothing can be read through the window any more). */
+	if (c->state == QPG_CONN_ESTABLISHED && c->ep->cbs.revoked)
+		c->ep->cbs.revoked(c, user);
+}
+
+void qpg__conn_on_read(struct qpg__conn *c, struct qpg_buf *b, bool ok, const char *why)
+{
+	c->in_flight--;
+	c->progress_ns = c->active_ns = qpg__now_ns();
+	if (c->state != QPG_CONN_ESTABLISHED || !ok || !c->ep->cbs.read_done) {
+		qpg_pool_put(&c->ep->pool, b);
+		if (!ok && c->state == QPG_CONN_ESTABLISHED)
+			qpg__conn_close(c, QPG_ERR_QP, "one-sided read failed: %s", why);
+		return;
+	}
+	c->ep->cbs.read_done(c, b);
+}
+
+void qpg__conn_oversize_next(struct qpg__conn *c)
+{
+	c->oversize_next = true;
+}
+
+void qpg__conn_corrupt_next_tag(struct qpg__conn *c)
+{
+	c->corrupt_next_tag = true;
+}
+
+void qpg__conn_on_sent(struct qpg__conn *c, bool ok, const char *why)
+{
+	c->in_flight--;
+	if (c->state != QPG_CONN_ESTABLISHED)
+		return;
+	c->progress_ns = c->active_ns = qpg__now_ns();
+	if (!ok) {
+		qpg__conn_close(c, QPG_ERR_QP, "send completion failed: %s", why);
+		return;
+	}
+	if (c->ep->cbs.sent)
+		c->ep->cbs.sent(c);
+}
+
+void qpg__conn_on_frame(struct qpg__conn *c, struct qpg_buf *b, size_t len)
+{
+	struct qpg__endpoint *ep = c->ep;
+	struct qpg_frame_hdr h;
+	if (c->state != QPG_CONN_ESTABLISHED) {
+		qpg_pool_put(&ep->pool, b);
+		return;
+	}
+	int rc = qpg_frame_hdr_decode(b->addr, len, c->auth.enabled, ep->max_msg, &h);
+	if (rc == 0 && qpg_frame_len(h.len, c->auth.enabled) != len)
+		rc = -EPROTO;
+	if (rc) {
+		qpg_pool_put(&ep->pool, b);
+		qpg__conn_close(c, QPG_ERR_PROTOCOL, "malformed frame (%zu bytes)", len);
+		return;
+	}
+	if (h.seq != c->auth.rx.seq) {
+		qpg_pool_put(&ep->pool, b);
+		qpg__stat_add(&ep->stats.seq_failures, 1);
+		qpg__conn_close(c, QPG_ERR_AUTH,
+				"out-of-order message: sequence %llu, expected %llu",
+				(unsigned long long)h.seq, (unsigned long long)c->auth.rx.seq);
+		return;
+	}
+	if (c->auth.enabled &&
+	    qpg__auth_verify(&c->auth.rx, h.seq, b->addr, QPG_FRAME_HDR_LEN + h.len,
+			     (uint8_t *)b->addr + QPG_FRAME_HDR_LEN + h.len)) {
+		qpg_pool_put(&ep->pool, b);
+		qpg__stat_add(&ep->stats.auth_failures, 1);
+		qpg__conn_close(c, QPG_ERR_AUTH, "message %llu failed authentication (bad tag)",
+				(unsigned long long)h.seq);
+		return;
+	}
+	c->auth.rx.seq++;
+	c->active_ns = qpg__now_ns();
+	if (h.flags & ~QPG_FRAME_FLAGS_KNOWN) {
+		qpg_pool_put(&ep->pool, b);
+		qpg__conn_close(c, QPG_ERR_PROTOCOL, "unknown frame flags 0x%04x", h.flags);
+		return;
+	}
+	qpg__stat_add(&ep->stats.msgs_in, 1);
+	qpg__stat_add(&ep->stats.bytes_in, h.len);
+	ep->cbs.message(c, &h, b);
+}
+
+/* ---- endpoint ---- */

@@ -1,0 +1,128 @@
+/* The public service API (qpgate/service.h) over the connection core: a
+ * struct qpg_conn is the core's connection, seen through these calls only. */
+#include "qpgate/service.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "endpoint.h"
+#include "frame.h"
+
+struct qpg_region {
+	const struct qpg__transport_ops *t;
+	void *handle;
+};
+
+static struct qpg__conn *core(const struct qpg_conn *c)
+{
+	return (struct qpg__conn *)c;
+}
+
+void *qpg_conn_data(const struct qpg_conn *c)
+{
+	return core(c)->svc;
+}
+
+void qpg_conn_set_data(struct qpg_conn *c, void *data)
+{
+	core(c)->svc = data;
+}
+
+void *qpg_conn_service_ctx(const struct qpg_conn *c)
+{
+	return core(c)->ep->service_ctx;
+}
+
+bool qpg_conn_is_open(const struct qpg_conn *c)
+{
+	return core(c)->state == QPG_CONN_ESTABLISHED;
+}
+
+uint16_t qpg_conn_credits(const struct qpg_conn *c)
+{
+	return core(c)->credits;
+}
+
+uint32_t qpg_conn_max_msg(const struct qpg_conn *c)
+{
+	return core(c)->max_msg;
+}
+
+uint32_t qpg_conn_in_flight(const struct qpg_conn *c)
+{
+	return core(c)->in_flight;
+}
+
+uint32_t qpg_conn_send_room(const struct qpg_conn *c)
+{
+	return qpg__conn_send_room(core(c));
+}
+
+struct qpg_buf *qpg_conn_buf_get(struct qpg_conn *c)
+{
+	return qpg_pool_get(&core(c)->ep->pool);
+}
+
+void qpg_conn_buf_put(struct qpg_conn *c, struct qpg_buf *b)
+{
+	qpg_pool_put(&core(c)->ep->pool, b);
+}
+
+uint8_t *qpg_buf_payload(struct qpg_buf *b)
+{
+	return qpg__frame_payload(b);
+}
+
+int qpg_conn_send(struct qpg_conn *c, struct qpg_buf *b, uint8_t type, uint16_t flags, uint32_t len)
+{
+	return qpg__conn_send_flags(core(c), b, type, flags, len);
+}
+
+void qpg_conn_close(struct qpg_conn *c, enum qpg_err_class err, const char *fmt, ...)
+{
+	char why[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	qpg__conn_close(core(c), err, "%s", why);
+}
+
+int qpg_conn_region_open(struct qpg_conn *c, void *addr, size_t len, struct qpg_region **out)
+{
+	const struct qpg__transport_ops *t = core(c)->t;
+	if (!t->region_open)
+		return -EOPNOTSUPP;
+	struct qpg_region *r = malloc(sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->t = t;
+	int rc = t->region_open(core(c)->ep, addr, len, &r->handle);
+	if (rc) {
+		free(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+void qpg_region_close(struct qpg_region *r)
+{
+	if (!r)
+		return;
+	r->t->region_close(r->handle);
+	free(r);
+}
+
+int qpg_conn_grant_read(struct qpg_conn *c, struct qpg_region *r, const void *addr, uint32_t len,
+			void *user, void **window, uint32_t *rkey)
+{
+	return qpg__conn_grant_read(core(c), r->handle, addr, len, user, window, rkey);
+}
+
+int qpg_conn_revoke(struct qpg_conn *c, void *window)
+{
+	return qpg__conn_revoke(core(c), window);
+}
