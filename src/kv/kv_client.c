@@ -14,66 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#define SLOT_BITS 11 /* up to 2048 requests in flight per connection */
-
-struct pool_thread;
-
-/* A one-sided GET: the request, the grant's READs, then its RELEASE. */
-enum get_phase { PH_NONE, PH_REQUEST, PH_READING, PH_RELEASE_QUEUED, PH_RELEASING };
-
-/* A read's cookie: the request, tagged when it is a test hook's probe that
- * should have failed. */
-#define PROBE_TAG 1u
-
-struct kv_conn {
-	struct pool_thread *th;
-	struct qpg_client_conn *conn;
-	bool up, dead;
-	uint16_t credits;
-	uint32_t max_msg;
-	unsigned outstanding; /* request frames awaiting their last reply */
-	struct qpg_kv_request **slots;
-	unsigned nslots;
-	uint32_t gen;
-	struct qpg_kv_request *head, *tail; /* waiting for a slot */
-	struct qpg_kv_request *put_cur;	    /* a PUT with chunks still to send */
-	struct qpg_kv_request *unsent;	    /* a GET/DEL whose request found the queue full */
-	uint8_t *frame;			    /* scratch for building requests */
-	/* one-sided GETs */
-	uint8_t get_flags; /* on each GET: whether (or when) to ask for a grant */
-	bool pumping;	   /* tcp completes sends inside the send call: no nesting */
-	uint32_t read_max;
-	unsigned reads;				    /* READs in flight */
-	unsigned index;				    /* in its thread */
-	struct qpg_kv_request *rd_head, *rd_tail;   /* granted: READs to post or land */
-	struct qpg_kv_request *rel_head, *rel_tail; /* read and checked: to RELEASE */
-};
-
-struct pool_thread {
-	struct qpg_kv_pool *pool;
-	pthread_t tid;
-	bool started;
-	struct qpg_client *cl;
-	pthread_mutex_t lock;
-	struct qpg_kv_request *in_head, *in_tail; /* submitted, op->slot = local conn index */
-	struct kv_conn *conns;
-	unsigned nconns;
-};
-
-struct qpg_kv_pool {
-	struct qpg_kv_pool_opts o;
-	struct pool_thread *th;
-	unsigned nthreads, nconns;
-	atomic_uint rr;
-	atomic_bool stop;
-	pthread_mutex_t lock; /* guards the fields below */
-	pthread_cond_t cv;
-	unsigned up, failed, exited;
-	uint16_t credits;
-	char err[256];
-	char last_error[200];
-	atomic_ullong abuse_succeeded;
-};
+#include "kv_client_int.h"
 
 void qpg_kv_pool_opts_default(struct qpg_kv_pool_opts *o)
 {
@@ -164,9 +105,7 @@ static int free_slot(struct kv_conn *k)
 	return -1;
 }
 
-static void pump(struct kv_conn *k); /* read completions start sends, and sends reads */
-
-static void finish_slot(struct kv_conn *k, struct qpg_kv_request *op, int status, uint32_t len)
+void qpg__kvc_finish_slot(struct kv_conn *k, struct qpg_kv_request *op, int status, uint32_t len)
 {
 	k->slots[op->slot] = NULL;
 	if (k->put_cur == op)
@@ -175,7 +114,7 @@ static void finish_slot(struct kv_conn *k, struct qpg_kv_request *op, int status
 }
 
 /* Close K's connection for a reason of ours; the pool remembers why. */
-static void fail_conn(struct kv_conn *k, const char *why, int rc)
+void qpg__kvc_fail_conn(struct kv_conn *k, const char *why, int rc)
 {
 	struct qpg_kv_pool *p = k->th->pool;
 	pthread_mutex_lock(&p->lock);
@@ -186,8 +125,8 @@ static void fail_conn(struct kv_conn *k, const char *why, int rc)
 		qpg_client_close(k->conn);
 }
 
-static void list_push(struct qpg_kv_request **head, struct qpg_kv_request **tail,
-		      struct qpg_kv_request *op)
+void qpg__kvc_list_push(struct qpg_kv_request **head, struct qpg_kv_request **tail,
+			struct qpg_kv_request *op)
 {
 	op->next = NULL;
 	if (*tail)
@@ -197,7 +136,7 @@ static void list_push(struct qpg_kv_request **head, struct qpg_kv_request **tail
 	*tail = op;
 }
 
-static struct qpg_kv_request *list_pop(struct qpg_kv_request **head, struct qpg_kv_request **tail)
+struct qpg_kv_request *qpg__kvc_list_pop(struct qpg_kv_request **head, struct qpg_kv_request **tail)
 {
 	struct qpg_kv_request *op = *head;
 	if (op) {
@@ -209,199 +148,18 @@ static struct qpg_kv_request *list_pop(struct qpg_kv_request **head, struct qpg_
 	return op;
 }
 
-static int send_release(struct kv_conn *k, struct qpg_kv_request *op)
-{
-	struct qpg_kv_req r = {
-	    .op = QPG_KV_RELEASE, .req_id = op->req_id, .offset = op->grant.grant_id};
-	int n = qpg_kv_encode_req(k->frame, k->max_msg, &r);
-	int rc = n < 0 ? n : qpg_client_send(k->conn, QPG_FRAME_KV_REQ, k->frame, (uint32_t)n);
-	if (rc == 0) {
-		k->outstanding++;
-		op->phase = PH_RELEASING;
-	}
-	return rc;
-}
-
-/* Test hooks: misuse OP's grant in a way the server must refuse. A probe
- * that succeeds anyway is counted (abuse_succeeded). */
-static int post_probe(struct kv_conn *k, struct qpg_kv_request *op)
-{
-	const struct qpg_kv_grant *g = &op->grant;
-	uint64_t tagged = (uintptr_t)op | PROBE_TAG;
-	if (op->test_abuse == QPG_KV_ABUSE_READ_PAST_END) {
-		/* The grant's last bytes and one more. */
-		uint32_t len = op->total + 1 < k->read_max ? op->total + 1 : k->read_max;
-		int rc =
-		    qpg_client_read(k->conn, g->addr + op->total + 1 - len, g->rkey, len, tagged);
-		if (rc == 0) {
-			k->reads++;
-			op->posted = op->total; /* this probe is the only READ */
-		}
-		return rc;
-	}
-	if (op->test_abuse == QPG_KV_ABUSE_WRITE) {
-		static const uint8_t junk[8] = "overwrt";
-		/* A WRITE that lands comes back through on_read with the
-		 * probe's tag and no request: counted as a misuse. */
-		int rc =
-		    qpg_client_test_write(k->conn, g->addr, g->rkey, junk, sizeof(junk), PROBE_TAG);
-		if (rc == 0)
-			k->reads++;
-		return rc;
-	}
-	if (op->test_abuse == QPG_KV_ABUSE_OTHER_QP) {
-		struct pool_thread *th = k->th;
-		struct kv_conn *other = &th->conns[(k->index + 1) % th->nconns];
-		if (other == k || !other->up)
-			return -ENOTCONN; /* needs two connections on one pool thread */
-		int rc = qpg_client_read(other->conn, g->addr, g->rkey, 1, 0);
-		if (rc == 0)
-			other->reads++;
-		return rc;
-	}
-	if (op->test_abuse == QPG_KV_ABUSE_EXPIRED) {
-		/* Hold the grant past the server's deadline (this loop thread
-		 * sleeps: a test hook), then READ it as if it were still ours. */
-		struct timespec ts = {3, 0};
-		nanosleep(&ts, NULL);
-		int rc = qpg_client_read(k->conn, g->addr, g->rkey, 1, (uintptr_t)PROBE_TAG);
-		if (rc == 0)
-			k->reads++;
-		return rc;
-	}
-	if (op->test_abuse == QPG_KV_ABUSE_AFTER_RELEASE) {
-		int rc = qpg_client_read(k->conn, g->addr, g->rkey, 1, tagged);
-		if (rc == 0)
-			k->reads++;
-		return rc;
-	}
-	return 0;
-}
-
-/* Post READs for granted GETs, in order, while the read window has room. */
-static void read_pump(struct kv_conn *k)
-{
-	for (struct qpg_kv_request *op = k->rd_head; op; op = op->next) {
-		if (op->posted == 0 && op->test_abuse != QPG_KV_ABUSE_NONE &&
-		    op->test_abuse != QPG_KV_ABUSE_AFTER_RELEASE) {
-			int rc = post_probe(k, op);
-			if (rc == -EAGAIN)
-				return; /* the next send completion calls us again */
-			if (rc < 0) {
-				fail_conn(k, "a grant misuse could not be posted", rc);
-				return;
-			}
-			op->test_abuse = QPG_KV_ABUSE_NONE; /* once */
-			if (k->dead)
-				return;
-		}
-		while (op->posted < op->total) {
-			if (!k->up || k->dead || k->reads >= k->credits)
-				return;
-			uint32_t len = op->total - op->posted;
-			if (len > k->read_max)
-				len = k->read_max;
-			int rc = qpg_client_read(k->conn, op->grant.addr + op->posted,
-						 op->grant.rkey, len, (uintptr_t)op);
-			if (rc == -EAGAIN)
-				return; /* the next send completion calls us again */
-			if (rc) {
-				fail_conn(k, "a one-sided READ could not be posted", rc);
-				return;
-			}
-			op->posted += len;
-			k->reads++;
-		}
-	}
-}
-
-static void on_grant(struct kv_conn *k, struct qpg_kv_request *op, const struct qpg_kv_reply *r)
-{
-	if (!k->get_flags || op->phase != PH_REQUEST ||
-	    qpg_kv_decode_grant(r->chunk, r->chunk_len, &op->grant) || r->value_len == 0) {
-		fail_conn(k, "the server sent an invalid grant", 0);
-		return;
-	}
-	if (op->test_abuse == QPG_KV_ABUSE_WRONG_DIGEST)
-		op->grant.digest[0] ^= 1;
-	op->total = r->value_len;
-	op->posted = op->got = 0;
-	op->result = QPG_KV_OK;
-	op->phase = PH_READING;
-	/* Checked whether or not frames are authenticated: nothing read
-	 * reaches the caller before the whole value matches the digest. */
-	op->md = EVP_MD_CTX_new();
-	op->stage = malloc(op->total);
-	if (!op->md || !op->stage || !EVP_DigestInit_ex(op->md, EVP_sha256(), NULL)) {
-		fail_conn(k, "out of memory for a one-sided GET", 0);
-		return;
-	}
-	list_push(&k->rd_head, &k->rd_tail, op);
-	read_pump(k);
-}
-
-static void on_read(struct qpg_client_conn *c, void *user, uint64_t cookie, const uint8_t *data,
-		    uint32_t len)
-{
-	struct kv_conn *k = user;
-	struct qpg_kv_pool *p = k->th->pool;
-	k->reads--;
-	struct qpg_kv_request *op = (void *)(uintptr_t)(cookie & ~(uint64_t)PROBE_TAG);
-	if (!op || (cookie & PROBE_TAG)) {
-		/* A misuse went through: the hole this hook exists to find. */
-		atomic_fetch_add(&p->abuse_succeeded, 1);
-		if (op && op->phase == PH_READING) { /* past the end: fail it, in order */
-			op->result = QPG_KV_MALFORMED;
-			op->got = op->total;
-		} else if (op && op->phase == PH_RELEASING) { /* after the release */
-			k->outstanding--;
-			finish_slot(k, op, QPG_KV_MALFORMED, op->total);
-			pump(k);
-			return;
-		}
-		if (!op)
-			return;
-	} else {
-		if (op != k->rd_head || op->phase != PH_READING || len > op->total - op->got) {
-			fail_conn(k, "a READ completed out of order", 0);
-			return;
-		}
-		memcpy(op->stage + op->got, data, len);
-		if (!EVP_DigestUpdate(op->md, data, len))
-			op->result = QPG_KV_CORRUPT;
-		op->got += len;
-	}
-	if (op->got >= op->total) {
-		uint8_t d[QPG_KV_DIGEST_LEN];
-		unsigned dl = 0;
-		if (op->result == QPG_KV_OK &&
-		    (!EVP_DigestFinal_ex(op->md, d, &dl) || dl != sizeof(d) ||
-		     CRYPTO_memcmp(d, op->grant.digest, sizeof(d)) != 0))
-			op->result = QPG_KV_CORRUPT;
-		if (op->result == QPG_KV_OK && op->chunk)
-			op->chunk(op, op->stage, op->total, 0, op->total);
-		free(op->stage);
-		op->stage = NULL;
-		list_pop(&k->rd_head, &k->rd_tail);
-		op->phase = PH_RELEASE_QUEUED;
-		list_push(&k->rel_head, &k->rel_tail, op);
-	}
-	read_pump(k);
-	pump(k);
-}
-
 static void on_sent(struct qpg_client_conn *c, void *user)
 {
 	(void)c;
 	struct kv_conn *k = user;
 	if (k->rd_head)
-		read_pump(k);
-	pump(k); /* a request may have found the send queue full */
+		qpg__kvc_read_pump(k);
+	qpg__kvc_pump(k); /* a request may have found the send queue full */
 }
 
 static void pump_unguarded(struct kv_conn *k);
 
-static void pump(struct kv_conn *k)
+void qpg__kvc_pump(struct kv_conn *k)
 {
 	if (k->pumping)
 		return; /* the outer call goes on while there is credit */
@@ -414,9 +172,9 @@ static void pump_unguarded(struct kv_conn *k)
 {
 	while (k->up && !k->dead && k->outstanding < k->credits) {
 		if (k->rel_head) { /* releases first: they free the server's windows */
-			if (send_release(k, k->rel_head))
+			if (qpg__kvc_send_release(k, k->rel_head))
 				return; /* full: it stays first, a send completion retries */
-			list_pop(&k->rel_head, &k->rel_tail);
+			qpg__kvc_list_pop(&k->rel_head, &k->rel_tail);
 			continue;
 		}
 		if (k->unsent) {
@@ -469,7 +227,7 @@ static void on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const 
 			op = k->slots[slot];
 	}
 	if (!op) {
-		fail_conn(k, "the server answered no request of ours", 0);
+		qpg__kvc_fail_conn(k, "the server answered no request of ours", 0);
 		return;
 	}
 	if (op->op == QPG_KV_PUT) {
@@ -484,11 +242,11 @@ static void on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const 
 		}
 		bool failed = op->refused != QPG_KV_OK;
 		if (op->got == 0 && (failed || op->acked >= op->value_len) && k->put_cur != op)
-			finish_slot(k, op, op->refused, op->value_len);
+			qpg__kvc_finish_slot(k, op, op->refused, op->value_len);
 	} else if (op->op == QPG_KV_GET && r.op == QPG_KV_RELEASE) {
 		k->outstanding--;
 		if (op->phase != PH_RELEASING) {
-			fail_conn(k, "a RELEASE answer for no RELEASE", 0);
+			qpg__kvc_fail_conn(k, "a RELEASE answer for no RELEASE", 0);
 			return;
 		}
 		if (r.status != QPG_KV_OK && op->result == QPG_KV_OK)
@@ -496,20 +254,21 @@ static void on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const 
 		if (op->test_abuse == QPG_KV_ABUSE_AFTER_RELEASE) {
 			/* The window is invalid now: reading it again must fail. */
 			k->outstanding++; /* the slot stays busy until the probe ends */
-			int rc = post_probe(k, op);
+			int rc = qpg__kvc_post_probe(k, op);
 			if (rc)
-				fail_conn(k, "the after-release probe could not be posted", rc);
+				qpg__kvc_fail_conn(k, "the after-release probe could not be posted",
+						   rc);
 			return;
 		}
-		finish_slot(k, op, op->result, op->total);
+		qpg__kvc_finish_slot(k, op, op->result, op->total);
 	} else if (op->op == QPG_KV_GET && r.status == QPG_KV_OK && (r.flags & QPG_KV_R_GRANT)) {
 		k->outstanding--;
-		on_grant(k, op, &r);
+		qpg__kvc_on_grant(k, op, &r);
 		if (k->dead)
 			return;
 	} else if (op->op == QPG_KV_GET && r.status == QPG_KV_OK) {
 		if (r.offset != op->got) {
-			fail_conn(k, "a GET answer out of order", 0);
+			qpg__kvc_fail_conn(k, "a GET answer out of order", 0);
 			return;
 		}
 		if (op->chunk)
@@ -517,13 +276,13 @@ static void on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const 
 		op->got += r.chunk_len;
 		if (op->got >= r.value_len) {
 			k->outstanding--;
-			finish_slot(k, op, QPG_KV_OK, r.value_len);
+			qpg__kvc_finish_slot(k, op, QPG_KV_OK, r.value_len);
 		}
 	} else {
 		k->outstanding--;
-		finish_slot(k, op, r.status, 0);
+		qpg__kvc_finish_slot(k, op, r.status, 0);
 	}
-	pump(k);
+	qpg__kvc_pump(k);
 }
 
 static void on_established(struct qpg_client_conn *c, void *user)
@@ -547,7 +306,7 @@ static void on_established(struct qpg_client_conn *c, void *user)
 	p->credits = ci.credits;
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->lock);
-	pump(k);
+	qpg__kvc_pump(k);
 }
 
 static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class err,
@@ -600,7 +359,7 @@ static void on_wake(void *arg)
 		k->tail = op;
 	}
 	for (unsigned i = 0; i < th->nconns; i++)
-		pump(&th->conns[i]);
+		qpg__kvc_pump(&th->conns[i]);
 }
 
 static void *thread_main(void *arg)
@@ -636,7 +395,7 @@ int qpg_kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *
 						  .reply = on_reply,
 						  .closed = on_closed,
 						  .sent = on_sent,
-						  .read_done = on_read};
+						  .read_done = qpg__kvc_on_read};
 	*out = NULL;
 	if (o->threads == 0 || o->conns == 0 || o->client.credits > (1u << SLOT_BITS) ||
 	    o->client.max_msg < QPG_KV_MIN_MSG) {

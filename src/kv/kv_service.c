@@ -21,20 +21,10 @@
 #include <string.h>
 
 #include "common.h"
+#include "kv_service.h"
 #include "kv_store.h"
 #include "qpgate/kv.h"
-#include "qpgate/kv_server.h"
 #include "qpgate/service.h"
-
-struct qpg_kv_service {
-	struct qpg__kv_store store;
-	struct qpg_kv_server_opts o;
-	char one_sided_why[160]; /* whether one-sided GETs are served, and why not */
-	bool one_sided;		 /* values are registered as they commit, for windows */
-	uint32_t grant_min;	 /* QPG_KV_F_GRANT_LARGE: grant values from this size */
-	uint64_t grant_ttl_ns;	 /* an unreleased grant is revoked after this (0: never) */
-	uint64_t put_timeout_ns; /* a PUT stalled this long gives its space back */
-};
 
 enum job_kind {
 	JOB_REPLY,  /* a status, or a GET's value in chunks */
@@ -414,8 +404,8 @@ static void handle_release(struct qpg_conn *c, struct kv_conn *kc, const struct 
 		kc->grants[i].state = GRANT_ACTIVE;
 }
 
-static void kv_message(struct qpg_conn *c, uint8_t type, uint16_t flags, struct qpg_buf *b,
-		       uint32_t len)
+void qpg__kv_message(struct qpg_conn *c, uint8_t type, uint16_t flags, struct qpg_buf *b,
+		     uint32_t len)
 {
 	if (type != QPG_FRAME_KV_REQ) {
 		qpg_conn_buf_put(c, b);
@@ -459,12 +449,12 @@ static void kv_message(struct qpg_conn *c, uint8_t type, uint16_t flags, struct 
 	pump(c);
 }
 
-static void kv_sent(struct qpg_conn *c)
+void qpg__kv_sent(struct qpg_conn *c)
 {
 	pump(c);
 }
 
-static void kv_revoked(struct qpg_conn *c, void *user)
+void qpg__kv_revoked(struct qpg_conn *c, void *user)
 {
 	grant_drop(c, user);
 }
@@ -472,7 +462,7 @@ static void kv_revoked(struct qpg_conn *c, void *user)
 /* Deadlines: grants not released in time are revoked; a PUT whose chunks
  * stopped coming gives its reserved space back (a later chunk of it is
  * refused as malformed). */
-static void kv_tick(struct qpg_conn *c, uint64_t now)
+void qpg__kv_tick(struct qpg_conn *c, uint64_t now)
 {
 	struct kv_conn *kc = qpg_conn_data(c);
 	struct qpg_kv_service *k = service_of(c);
@@ -499,7 +489,7 @@ static void kv_tick(struct qpg_conn *c, uint64_t now)
 		pump(c);
 }
 
-static void kv_closed(struct qpg_conn *c)
+void qpg__kv_closed(struct qpg_conn *c)
 {
 	struct kv_conn *kc = qpg_conn_data(c);
 	if (!kc)
@@ -514,95 +504,4 @@ static void kv_closed(struct qpg_conn *c)
 	qpg__kv_release(store_of(c), kc->put); /* an unfinished PUT is dropped */
 	free(kc);
 	qpg_conn_set_data(c, NULL);
-}
-
-/* Serve one-sided GETs where the transport and device can scope windows
- * to one client's QP; values are then registered as they commit. */
-static int kv_start(struct qpg_server *srv, void *ctx, char *why, size_t why_len)
-{
-	struct qpg_kv_service *k = ctx;
-	int rc = qpg_server_enable_grants(srv);
-	if (rc) {
-		snprintf(k->one_sided_why, sizeof(k->one_sided_why), "off (%s)",
-			 rc == -EOPNOTSUPP ? "the transport or device has no type-2 memory windows"
-					   : strerror(-rc));
-		return 0; /* every GET is still served, two-sided */
-	}
-	k->store.region_close = (void (*)(void *))qpg_region_close;
-	k->one_sided = true;
-	snprintf(k->one_sided_why, sizeof(k->one_sided_why),
-		 "on, by default for values of %u bytes or more (read-only type-2 memory "
-		 "windows bound to the client's QP, each over exactly one value)",
-		 k->grant_min);
-	return 0;
-}
-
-static const struct qpg_service kv_ops = {
-    .id = QPG_SERVICE_KV,
-    .name = "kv",
-    .min_msg = QPG_KV_MIN_MSG, /* a reply header, a key and a useful piece of value */
-    .start = kv_start,
-    .on_message = kv_message,
-    .on_sent = kv_sent,
-    .on_close = kv_closed,
-    .on_revoked = kv_revoked,
-    .on_tick = kv_tick,
-};
-
-void qpg_kv_server_opts_default(struct qpg_kv_server_opts *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->capacity = 256u << 20;
-	o->max_value = 1u << 20;
-	o->grant_min = 32u << 10; /* see the README: READs win from about here */
-	o->grant_ttl_ms = 10000;
-	o->put_timeout_ms = 10000;
-}
-
-int qpg_kv_service_create(struct qpg_kv_service **out, const struct qpg_kv_server_opts *o,
-			  char *err, size_t err_len)
-{
-	struct qpg_kv_service *k = calloc(1, sizeof(*k));
-	if (!k) {
-		snprintf(err, err_len, "out of memory");
-		return -ENOMEM;
-	}
-	int rc = o->max_value > QPG_KV_MAX_VALUE
-		     ? -EINVAL
-		     : qpg__kv_store_init(&k->store, o->capacity, o->max_value);
-	if (rc) {
-		snprintf(err, err_len,
-			 "cannot create the KV store (%zu bytes, values up to %u): %s", o->capacity,
-			 o->max_value,
-			 rc == -EINVAL ? "the largest value must fit the store, which is at most "
-					 "4 GiB, and the protocol's 64 MiB"
-				       : strerror(-rc));
-		free(k);
-		return rc;
-	}
-	k->o = *o;
-	k->grant_min = o->grant_min;
-	k->grant_ttl_ns = (uint64_t)o->grant_ttl_ms * 1000000ull;
-	k->put_timeout_ns = (uint64_t)o->put_timeout_ms * 1000000ull;
-	snprintf(k->one_sided_why, sizeof(k->one_sided_why), "off (the server has not started)");
-	*out = k;
-	return 0;
-}
-
-const struct qpg_service *qpg_kv_service_ops(void)
-{
-	return &kv_ops;
-}
-
-const char *qpg_kv_service_one_sided(const struct qpg_kv_service *k)
-{
-	return k->one_sided_why;
-}
-
-void qpg_kv_service_destroy(struct qpg_kv_service *k)
-{
-	if (!k)
-		return;
-	qpg__kv_store_fini(&k->store);
-	free(k);
 }

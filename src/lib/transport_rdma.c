@@ -1,12 +1,8 @@
 /* RDMA transport: RC QPs on one shared CQ (with a completion channel in the
  * endpoint's epoll loop) and one SRQ per endpoint, fed from the endpoint's
  * registered pool. The pool is registered for local access only: receive
- * buffers have no usable rkey.
- *
- * One-sided access goes through type-2 memory windows, each bound to one
- * connection's QP by a work request: a window's rkey is useless on any other
- * QP, covers exactly the bytes granted, is read-only, and gets a new key on
- * every bind so an rkey from an earlier grant no longer works. */
+ * buffers have no usable rkey. One-sided access (memory windows, READs) is
+ * in rdma_windows.c. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,50 +15,7 @@
 #include "endpoint.h"
 #include "frame.h"
 #include "map.h"
-
-struct rdma_ep {
-	struct ibv_comp_channel *channel;
-	struct ibv_cq *cq;
-	struct ibv_srq *srq;
-	struct qpg__io channel_io;
-	struct qpg__map qpn_to_conn;
-	uint32_t srq_posted;
-	uint32_t srq_cap; /* the SRQ's size: the most receives we may post */
-	size_t credits;	  /* summed over established connections */
-	uint32_t unacked_events;
-	int cq_size;
-	struct qpg__endpoint *ep;
-};
-
-struct rdma_window {
-	struct ibv_mw *mw;
-	struct rdma_conn *owner;
-	void *user;
-	struct rdma_window *next_all, *next_free;
-	bool revoking;
-};
-
-struct rdma_conn {
-	struct qpg__conn base;
-	struct ibv_qp *qp;
-	struct rdma_window *windows, *free_windows;
-	uint32_t credits; /* this connection's share of rdma_ep.credits */
-};
-
-/* Work request ids: a pointer with the kind of request in its low bits
- * (buffers and windows are at least 8-byte aligned). */
-enum wr_kind { WR_BUF = 0, WR_WINDOW = 1, WR_READ = 2, WR_WRITE = 3 };
-#define WR_KIND_MASK 3u
-
-static uint64_t wr_id_of(const void *p, enum wr_kind k)
-{
-	return (uintptr_t)p | (uint64_t)k;
-}
-
-static struct rdma_conn *to_rdma(struct qpg__conn *c)
-{
-	return qpg__container_of(c, struct rdma_conn, base);
-}
+#include "rdma.h"
 
 /* How many receives to keep posted: the configured depth, or one per credit
  * granted plus slack when the credits add up to more. Every peer may have
@@ -110,31 +63,13 @@ static void srq_refill(struct rdma_ep *r)
 	}
 }
 
-static void window_done(struct rdma_window *w, const struct ibv_wc *wc)
-{
-	struct qpg__conn *c = &w->owner->base;
-	bool ok = wc->status == IBV_WC_SUCCESS;
-	if (w->revoking) {
-		/* Invalid now (or its QP is in error): safe to reuse. */
-		w->revoking = false;
-		w->next_free = w->owner->free_windows;
-		w->owner->free_windows = w;
-		if (ok)
-			qpg__conn_on_revoked(c, w->user);
-	}
-	if (!ok && c->state == QPG_CONN_ESTABLISHED)
-		qpg__conn_close(c, QPG_ERR_QP, "memory window operation failed: %s",
-				ibv_wc_status_str(wc->status));
-	qpg__conn_on_sent(c, ok, ibv_wc_status_str(wc->status));
-}
-
 static void handle_wc(struct rdma_ep *r, const struct ibv_wc *wc)
 {
 	struct qpg__endpoint *ep = r->ep;
 	enum wr_kind kind = (enum wr_kind)(wc->wr_id & WR_KIND_MASK);
 	void *p = (void *)(uintptr_t)(wc->wr_id & ~(uint64_t)WR_KIND_MASK);
 	if (kind == WR_WINDOW) {
-		window_done(p, wc);
+		qpg__rdma_window_done(p, wc);
 		return;
 	}
 	struct qpg_buf *b = p;
@@ -429,126 +364,6 @@ static int rdma_send(struct qpg__conn *c, struct qpg_buf *b, size_t len)
 	return 0;
 }
 
-static int rdma_windows_probe(struct qpg__endpoint *ep)
-{
-	/* Only type-2 windows are scoped to one QP; without them, refuse. */
-	struct ibv_mw *probe;
-	int rc = qpg_mw_alloc(ep->dev, &probe);
-	qpg_mw_free(&probe);
-	return rc;
-}
-
-static int rdma_region_open(struct qpg__endpoint *ep, void *addr, size_t len, void **region)
-{
-	/* Windows need MW_BIND; local write pins the pages writable. No
-	 * remote access: the region's own rkey opens nothing. */
-	errno = 0;
-	struct ibv_mr *mr =
-	    ibv_reg_mr(ep->dev->pd, addr, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
-	if (!mr)
-		return errno ? -errno : -ENOMEM;
-	*region = mr;
-	return 0;
-}
-
-static void rdma_region_close(void *region)
-{
-	if (region)
-		ibv_dereg_mr(region);
-}
-
-static int rdma_grant_read(struct qpg__conn *c, void *region, const void *addr, uint32_t len,
-			   void *user, void **window, uint32_t *rkey)
-{
-	struct rdma_conn *rc = to_rdma(c);
-	struct rdma_window *w = rc->free_windows;
-	int err;
-	if (w && !w->mw)
-		return -ENOTCONN; /* shut down: its windows are gone */
-	if (w) {
-		rc->free_windows = w->next_free;
-	} else {
-		w = calloc(1, sizeof(*w));
-		if (!w)
-			return -ENOMEM;
-		if ((err = qpg_mw_alloc(c->ep->dev, &w->mw)) != 0) {
-			free(w);
-			return err;
-		}
-		w->owner = rc;
-		w->next_all = rc->windows;
-		rc->windows = w;
-	}
-	uint32_t new_rkey = ibv_inc_rkey(w->mw->rkey);
-	struct ibv_send_wr wr = {.wr_id = wr_id_of(w, WR_WINDOW),
-				 .opcode = IBV_WR_BIND_MW,
-				 .send_flags = IBV_SEND_SIGNALED},
-			   *bad;
-	wr.bind_mw.mw = w->mw;
-	wr.bind_mw.rkey = new_rkey;
-	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){.mr = region,
-							 .addr = (uintptr_t)addr,
-							 .length = len,
-							 .mw_access_flags = IBV_ACCESS_REMOTE_READ};
-	if ((err = ibv_post_send(rc->qp, &wr, &bad)) != 0) {
-		w->next_free = rc->free_windows;
-		rc->free_windows = w;
-		return -err;
-	}
-	/* The device knows the window by its current key from here on. */
-	w->mw->rkey = new_rkey;
-	w->user = user;
-	*window = w;
-	*rkey = new_rkey;
-	return 0;
-}
-
-static int rdma_revoke(struct qpg__conn *c, void *window)
-{
-	struct rdma_window *w = window;
-	if (!w->mw)
-		return -ENOTCONN;
-	struct ibv_send_wr wr = {.wr_id = wr_id_of(w, WR_WINDOW),
-				 .opcode = IBV_WR_LOCAL_INV,
-				 .send_flags = IBV_SEND_SIGNALED,
-				 .invalidate_rkey = w->mw->rkey},
-			   *bad;
-	int err = ibv_post_send(to_rdma(c)->qp, &wr, &bad);
-	if (err)
-		return -err;
-	w->revoking = true;
-	return 0;
-}
-
-static int post_one_sided(struct qpg__conn *c, struct qpg_buf *b, enum wr_kind kind, uint64_t raddr,
-			  uint32_t rkey)
-{
-	if (b->io_len > b->len)
-		return -EINVAL;
-	b->owner = c;
-	struct ibv_sge sge = {(uintptr_t)b->addr, b->io_len, b->lkey};
-	struct ibv_send_wr wr = {.wr_id = wr_id_of(b, kind),
-				 .sg_list = &sge,
-				 .num_sge = 1,
-				 .opcode = kind == WR_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE,
-				 .send_flags = IBV_SEND_SIGNALED},
-			   *bad;
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	int err = ibv_post_send(to_rdma(c)->qp, &wr, &bad);
-	return err ? -err : 0;
-}
-
-static int rdma_read(struct qpg__conn *c, struct qpg_buf *b, uint64_t raddr, uint32_t rkey)
-{
-	return post_one_sided(c, b, WR_READ, raddr, rkey);
-}
-
-static int rdma_test_write(struct qpg__conn *c, struct qpg_buf *b, uint64_t raddr, uint32_t rkey)
-{
-	return post_one_sided(c, b, WR_WRITE, raddr, rkey);
-}
-
 static void rdma_on_stream(struct qpg__conn *c)
 {
 	/* After the bootstrap the control channel only carries the close. */
@@ -575,10 +390,7 @@ static void rdma_conn_shutdown(struct qpg__conn *c)
 	/* ERR flushes posted sends back through the CQ; the conn is freed
 	 * only after they are all back (conn_busy). */
 	qpg_qp_to_error(rc->qp);
-	/* Deallocating unbinds the windows now, so the service can drop the
-	 * regions under them; the structs stay until the flushes are back. */
-	for (struct rdma_window *w = rc->windows; w; w = w->next_all)
-		qpg_mw_free(&w->mw);
+	qpg__rdma_windows_unbind(rc);
 }
 
 static bool rdma_conn_busy(struct qpg__conn *c)
@@ -609,14 +421,7 @@ static void rdma_conn_release(struct qpg__conn *c)
 		qpg_qp_destroy(&rc->qp);
 		atomic_fetch_add_explicit(&c->ep->stats.qps_destroyed, 1, memory_order_relaxed);
 	}
-	/* After the QP: nothing can use a window once its QP is gone. */
-	while (rc->windows) {
-		struct rdma_window *w = rc->windows;
-		rc->windows = w->next_all;
-		qpg_mw_free(&w->mw);
-		free(w);
-	}
-	rc->free_windows = NULL;
+	qpg__rdma_windows_free(rc); /* after the QP: no window is usable without it */
 }
 
 const struct qpg__transport_ops qpg__transport_rdma = {
@@ -634,11 +439,11 @@ const struct qpg__transport_ops qpg__transport_rdma = {
     .conn_busy = rdma_conn_busy,
     .conn_abandon = rdma_conn_abandon,
     .conn_release = rdma_conn_release,
-    .windows_probe = rdma_windows_probe,
-    .region_open = rdma_region_open,
-    .region_close = rdma_region_close,
-    .grant_read = rdma_grant_read,
-    .revoke = rdma_revoke,
-    .read = rdma_read,
-    .test_write = rdma_test_write,
+    .windows_probe = qpg__rdma_windows_probe,
+    .region_open = qpg__rdma_region_open,
+    .region_close = qpg__rdma_region_close,
+    .grant_read = qpg__rdma_grant_read,
+    .revoke = qpg__rdma_revoke,
+    .read = qpg__rdma_read,
+    .test_write = qpg__rdma_test_write,
 };

@@ -1,0 +1,93 @@
+/* The pooled KV client's structures, shared by kv_client.c (the pool, its
+ * threads, requests and replies) and kv_client_read.c (one-sided GETs:
+ * grants, READs, digests, RELEASEs). */
+#ifndef QPG_KV_CLIENT_INT_H
+#define QPG_KV_CLIENT_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "qpgate/kv_client.h"
+
+#define SLOT_BITS 11 /* up to 2048 requests in flight per connection */
+
+struct pool_thread;
+
+/* A one-sided GET: the request, the grant's READs, then its RELEASE. */
+enum get_phase { PH_NONE, PH_REQUEST, PH_READING, PH_RELEASE_QUEUED, PH_RELEASING };
+
+/* A read's cookie: the request, tagged when it is a test hook's probe that
+ * should have failed. */
+#define PROBE_TAG 1u
+
+struct kv_conn {
+	struct pool_thread *th;
+	struct qpg_client_conn *conn;
+	bool up, dead;
+	uint16_t credits;
+	uint32_t max_msg;
+	unsigned outstanding; /* request frames awaiting their last reply */
+	struct qpg_kv_request **slots;
+	unsigned nslots;
+	uint32_t gen;
+	struct qpg_kv_request *head, *tail; /* waiting for a slot */
+	struct qpg_kv_request *put_cur;	    /* a PUT with chunks still to send */
+	struct qpg_kv_request *unsent;	    /* a GET/DEL whose request found the queue full */
+	uint8_t *frame;			    /* scratch for building requests */
+	/* one-sided GETs */
+	uint8_t get_flags; /* on each GET: whether (or when) to ask for a grant */
+	bool pumping;	   /* tcp completes sends inside the send call: no nesting */
+	uint32_t read_max;
+	unsigned reads;				    /* READs in flight */
+	unsigned index;				    /* in its thread */
+	struct qpg_kv_request *rd_head, *rd_tail;   /* granted: READs to post or land */
+	struct qpg_kv_request *rel_head, *rel_tail; /* read and checked: to RELEASE */
+};
+
+struct pool_thread {
+	struct qpg_kv_pool *pool;
+	pthread_t tid;
+	bool started;
+	struct qpg_client *cl;
+	pthread_mutex_t lock;
+	struct qpg_kv_request *in_head, *in_tail; /* submitted, op->slot = local conn index */
+	struct kv_conn *conns;
+	unsigned nconns;
+};
+
+struct qpg_kv_pool {
+	struct qpg_kv_pool_opts o;
+	struct pool_thread *th;
+	unsigned nthreads, nconns;
+	atomic_uint rr;
+	atomic_bool stop;
+	pthread_mutex_t lock; /* guards the fields below */
+	pthread_cond_t cv;
+	unsigned up, failed, exited;
+	uint16_t credits;
+	char err[256];
+	char last_error[200];
+	atomic_ullong abuse_succeeded;
+};
+
+/* kv_client.c */
+void qpg__kvc_fail_conn(struct kv_conn *k, const char *why, int rc);
+void qpg__kvc_finish_slot(struct kv_conn *k, struct qpg_kv_request *op, int status, uint32_t len);
+void qpg__kvc_list_push(struct qpg_kv_request **head, struct qpg_kv_request **tail,
+			struct qpg_kv_request *op);
+struct qpg_kv_request *qpg__kvc_list_pop(struct qpg_kv_request **head,
+					 struct qpg_kv_request **tail);
+/* Read completions start sends, and sends reads. */
+void qpg__kvc_pump(struct kv_conn *k);
+
+/* kv_client_read.c */
+int qpg__kvc_send_release(struct kv_conn *k, struct qpg_kv_request *op);
+int qpg__kvc_post_probe(struct kv_conn *k, struct qpg_kv_request *op);
+void qpg__kvc_read_pump(struct kv_conn *k);
+void qpg__kvc_on_grant(struct kv_conn *k, struct qpg_kv_request *op, const struct qpg_kv_reply *r);
+void qpg__kvc_on_read(struct qpg_client_conn *c, void *user, uint64_t cookie, const uint8_t *data,
+		      uint32_t len);
+
+#endif

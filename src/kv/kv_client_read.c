@@ -1,0 +1,192 @@
+/* One-sided GETs in the pooled KV client: the server's grant, the READs
+ * that fetch the value into registered buffers (pipelined up to the
+ * credits), the digest check before any of it is delivered, and the
+ * RELEASE that lets the server invalidate the window. */
+#include <errno.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kv_client_int.h"
+
+int qpg__kvc_send_release(struct kv_conn *k, struct qpg_kv_request *op)
+{
+	struct qpg_kv_req r = {
+	    .op = QPG_KV_RELEASE, .req_id = op->req_id, .offset = op->grant.grant_id};
+	int n = qpg_kv_encode_req(k->frame, k->max_msg, &r);
+	int rc = n < 0 ? n : qpg_client_send(k->conn, QPG_FRAME_KV_REQ, k->frame, (uint32_t)n);
+	if (rc == 0) {
+		k->outstanding++;
+		op->phase = PH_RELEASING;
+	}
+	return rc;
+}
+
+/* Test hooks: misuse OP's grant in a way the server must refuse. A probe
+ * that succeeds anyway is counted (abuse_succeeded). */
+int qpg__kvc_post_probe(struct kv_conn *k, struct qpg_kv_request *op)
+{
+	const struct qpg_kv_grant *g = &op->grant;
+	uint64_t tagged = (uintptr_t)op | PROBE_TAG;
+	if (op->test_abuse == QPG_KV_ABUSE_READ_PAST_END) {
+		/* The grant's last bytes and one more. */
+		uint32_t len = op->total + 1 < k->read_max ? op->total + 1 : k->read_max;
+		int rc =
+		    qpg_client_read(k->conn, g->addr + op->total + 1 - len, g->rkey, len, tagged);
+		if (rc == 0) {
+			k->reads++;
+			op->posted = op->total; /* this probe is the only READ */
+		}
+		return rc;
+	}
+	if (op->test_abuse == QPG_KV_ABUSE_WRITE) {
+		static const uint8_t junk[8] = "overwrt";
+		/* A WRITE that lands comes back through on_read with the
+		 * probe's tag and no request: counted as a misuse. */
+		int rc =
+		    qpg_client_test_write(k->conn, g->addr, g->rkey, junk, sizeof(junk), PROBE_TAG);
+		if (rc == 0)
+			k->reads++;
+		return rc;
+	}
+	if (op->test_abuse == QPG_KV_ABUSE_OTHER_QP) {
+		struct pool_thread *th = k->th;
+		struct kv_conn *other = &th->conns[(k->index + 1) % th->nconns];
+		if (other == k || !other->up)
+			return -ENOTCONN; /* needs two connections on one pool thread */
+		int rc = qpg_client_read(other->conn, g->addr, g->rkey, 1, 0);
+		if (rc == 0)
+			other->reads++;
+		return rc;
+	}
+	if (op->test_abuse == QPG_KV_ABUSE_EXPIRED) {
+		/* Hold the grant past the server's deadline (this loop thread
+		 * sleeps: a test hook), then READ it as if it were still ours. */
+		struct timespec ts = {3, 0};
+		nanosleep(&ts, NULL);
+		int rc = qpg_client_read(k->conn, g->addr, g->rkey, 1, (uintptr_t)PROBE_TAG);
+		if (rc == 0)
+			k->reads++;
+		return rc;
+	}
+	if (op->test_abuse == QPG_KV_ABUSE_AFTER_RELEASE) {
+		int rc = qpg_client_read(k->conn, g->addr, g->rkey, 1, tagged);
+		if (rc == 0)
+			k->reads++;
+		return rc;
+	}
+	return 0;
+}
+
+/* Post READs for granted GETs, in order, while the read window has room. */
+void qpg__kvc_read_pump(struct kv_conn *k)
+{
+	for (struct qpg_kv_request *op = k->rd_head; op; op = op->next) {
+		if (op->posted == 0 && op->test_abuse != QPG_KV_ABUSE_NONE &&
+		    op->test_abuse != QPG_KV_ABUSE_AFTER_RELEASE) {
+			int rc = qpg__kvc_post_probe(k, op);
+			if (rc == -EAGAIN)
+				return; /* the next send completion calls us again */
+			if (rc < 0) {
+				qpg__kvc_fail_conn(k, "a grant misuse could not be posted", rc);
+				return;
+			}
+			op->test_abuse = QPG_KV_ABUSE_NONE; /* once */
+			if (k->dead)
+				return;
+		}
+		while (op->posted < op->total) {
+			if (!k->up || k->dead || k->reads >= k->credits)
+				return;
+			uint32_t len = op->total - op->posted;
+			if (len > k->read_max)
+				len = k->read_max;
+			int rc = qpg_client_read(k->conn, op->grant.addr + op->posted,
+						 op->grant.rkey, len, (uintptr_t)op);
+			if (rc == -EAGAIN)
+				return; /* the next send completion calls us again */
+			if (rc) {
+				qpg__kvc_fail_conn(k, "a one-sided READ could not be posted", rc);
+				return;
+			}
+			op->posted += len;
+			k->reads++;
+		}
+	}
+}
+
+void qpg__kvc_on_grant(struct kv_conn *k, struct qpg_kv_request *op, const struct qpg_kv_reply *r)
+{
+	if (!k->get_flags || op->phase != PH_REQUEST ||
+	    qpg_kv_decode_grant(r->chunk, r->chunk_len, &op->grant) || r->value_len == 0) {
+		qpg__kvc_fail_conn(k, "the server sent an invalid grant", 0);
+		return;
+	}
+	if (op->test_abuse == QPG_KV_ABUSE_WRONG_DIGEST)
+		op->grant.digest[0] ^= 1;
+	op->total = r->value_len;
+	op->posted = op->got = 0;
+	op->result = QPG_KV_OK;
+	op->phase = PH_READING;
+	/* Checked whether or not frames are authenticated: nothing read
+	 * reaches the caller before the whole value matches the digest. */
+	op->md = EVP_MD_CTX_new();
+	op->stage = malloc(op->total);
+	if (!op->md || !op->stage || !EVP_DigestInit_ex(op->md, EVP_sha256(), NULL)) {
+		qpg__kvc_fail_conn(k, "out of memory for a one-sided GET", 0);
+		return;
+	}
+	qpg__kvc_list_push(&k->rd_head, &k->rd_tail, op);
+	qpg__kvc_read_pump(k);
+}
+
+void qpg__kvc_on_read(struct qpg_client_conn *c, void *user, uint64_t cookie, const uint8_t *data,
+		      uint32_t len)
+{
+	struct kv_conn *k = user;
+	struct qpg_kv_pool *p = k->th->pool;
+	k->reads--;
+	struct qpg_kv_request *op = (void *)(uintptr_t)(cookie & ~(uint64_t)PROBE_TAG);
+	if (!op || (cookie & PROBE_TAG)) {
+		/* A misuse went through: the hole this hook exists to find. */
+		atomic_fetch_add(&p->abuse_succeeded, 1);
+		if (op && op->phase == PH_READING) { /* past the end: fail it, in order */
+			op->result = QPG_KV_MALFORMED;
+			op->got = op->total;
+		} else if (op && op->phase == PH_RELEASING) { /* after the release */
+			k->outstanding--;
+			qpg__kvc_finish_slot(k, op, QPG_KV_MALFORMED, op->total);
+			qpg__kvc_pump(k);
+			return;
+		}
+		if (!op)
+			return;
+	} else {
+		if (op != k->rd_head || op->phase != PH_READING || len > op->total - op->got) {
+			qpg__kvc_fail_conn(k, "a READ completed out of order", 0);
+			return;
+		}
+		memcpy(op->stage + op->got, data, len);
+		if (!EVP_DigestUpdate(op->md, data, len))
+			op->result = QPG_KV_CORRUPT;
+		op->got += len;
+	}
+	if (op->got >= op->total) {
+		uint8_t d[QPG_KV_DIGEST_LEN];
+		unsigned dl = 0;
+		if (op->result == QPG_KV_OK &&
+		    (!EVP_DigestFinal_ex(op->md, d, &dl) || dl != sizeof(d) ||
+		     CRYPTO_memcmp(d, op->grant.digest, sizeof(d)) != 0))
+			op->result = QPG_KV_CORRUPT;
+		if (op->result == QPG_KV_OK && op->chunk)
+			op->chunk(op, op->stage, op->total, 0, op->total);
+		free(op->stage);
+		op->stage = NULL;
+		qpg__kvc_list_pop(&k->rd_head, &k->rd_tail);
+		op->phase = PH_RELEASE_QUEUED;
+		qpg__kvc_list_push(&k->rel_head, &k->rel_tail, op);
+	}
+	qpg__kvc_read_pump(k);
+	qpg__kvc_pump(k);
+}

@@ -1,0 +1,30 @@
+/* The KV service's shared state (kv_server.c makes it, one per server)
+ * and the callbacks with which kv_service.c answers each connection. */
+#ifndef QPG_KV_SERVICE_H
+#define QPG_KV_SERVICE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kv_store.h"
+#include "qpgate/kv_server.h"
+#include "qpgate/service.h"
+
+struct qpg_kv_service {
+	struct qpg__kv_store store;
+	struct qpg_kv_server_opts o;
+	char one_sided_why[160]; /* whether one-sided GETs are served, and why not */
+	bool one_sided;		 /* values are registered as they commit, for windows */
+	uint32_t grant_min;	 /* QPG_KV_F_GRANT_LARGE: grant values from this size */
+	uint64_t grant_ttl_ns;	 /* an unreleased grant is revoked after this (0: never) */
+	uint64_t put_timeout_ns; /* a PUT stalled this long gives its space back */
+};
+
+void qpg__kv_message(struct qpg_conn *c, uint8_t type, uint16_t flags, struct qpg_buf *b,
+		     uint32_t len);
+void qpg__kv_sent(struct qpg_conn *c);
+void qpg__kv_closed(struct qpg_conn *c);
+void qpg__kv_revoked(struct qpg_conn *c, void *user);
+void qpg__kv_tick(struct qpg_conn *c, uint64_t now);
+
+#endif

@@ -1,0 +1,72 @@
+/* The RDMA transport's own structures, shared by transport_rdma.c (QPs, the
+ * CQ and SRQ, sends and receives) and rdma_windows.c (one-sided access). */
+#ifndef QPG_RDMA_H
+#define QPG_RDMA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "endpoint.h"
+#include "map.h"
+
+struct rdma_ep {
+	struct ibv_comp_channel *channel;
+	struct ibv_cq *cq;
+	struct ibv_srq *srq;
+	struct qpg__io channel_io;
+	struct qpg__map qpn_to_conn;
+	uint32_t srq_posted;
+	uint32_t srq_cap; /* the SRQ's size: the most receives we may post */
+	size_t credits;	  /* summed over established connections */
+	uint32_t unacked_events;
+	int cq_size;
+	struct qpg__endpoint *ep;
+};
+
+struct rdma_window {
+	struct ibv_mw *mw;
+	struct rdma_conn *owner;
+	void *user;
+	struct rdma_window *next_all, *next_free;
+	bool revoking;
+};
+
+struct rdma_conn {
+	struct qpg__conn base;
+	struct ibv_qp *qp;
+	struct rdma_window *windows, *free_windows;
+	uint32_t credits; /* this connection's share of rdma_ep.credits */
+};
+
+/* Work request ids: a pointer with the kind of request in its low bits
+ * (buffers and windows are at least 8-byte aligned). */
+enum wr_kind { WR_BUF = 0, WR_WINDOW = 1, WR_READ = 2, WR_WRITE = 3 };
+#define WR_KIND_MASK 3u
+
+static inline uint64_t wr_id_of(const void *p, enum wr_kind k)
+{
+	return (uintptr_t)p | (uint64_t)k;
+}
+
+static inline struct rdma_conn *to_rdma(struct qpg__conn *c)
+{
+	return qpg__container_of(c, struct rdma_conn, base);
+}
+
+/* rdma_windows.c */
+void qpg__rdma_window_done(struct rdma_window *w, const struct ibv_wc *wc);
+int qpg__rdma_windows_probe(struct qpg__endpoint *ep);
+int qpg__rdma_region_open(struct qpg__endpoint *ep, void *addr, size_t len, void **region);
+void qpg__rdma_region_close(void *region);
+int qpg__rdma_grant_read(struct qpg__conn *c, void *region, const void *addr, uint32_t len,
+			 void *user, void **window, uint32_t *rkey);
+int qpg__rdma_revoke(struct qpg__conn *c, void *window);
+int qpg__rdma_read(struct qpg__conn *c, struct qpg_buf *b, uint64_t raddr, uint32_t rkey);
+int qpg__rdma_test_write(struct qpg__conn *c, struct qpg_buf *b, uint64_t raddr, uint32_t rkey);
+/* Deallocating unbinds C's windows now (so the service can drop the
+ * regions under them); the structs stay until the flushes are back. */
+void qpg__rdma_windows_unbind(struct rdma_conn *rc);
+void qpg__rdma_windows_free(struct rdma_conn *rc);
+
+#endif

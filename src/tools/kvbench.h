@@ -1,0 +1,63 @@
+/* qpgate-kvbench's load: logical workers issuing GETs through a KV pool,
+ * each value checked against the checksum of what was stored. The tool
+ * (kvbench.c) sets a bench up, runs it at each point, and reports. */
+#ifndef QPG_KVBENCH_H
+#define QPG_KVBENCH_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "qpgate/hist.h"
+#include "qpgate/kv_client.h"
+
+struct bench;
+
+struct worker {
+	struct qpg_kv_request req;
+	struct bench *b;
+	uint64_t rng;
+	uint32_t key;
+	char keybuf[24];
+	uint64_t fnv; /* running checksum of the value being received */
+	uint64_t t0;
+	long ops, mismatches, errors;
+	struct qpg_hist lat;
+};
+
+struct bench {
+	struct qpg_kv_pool_opts po;
+	unsigned workers;
+	uint32_t nkeys, value_size;
+	double duration_s;
+	long max_ops;
+	bool zipf;
+	double *zipf_cdf;
+	uint64_t *expect; /* fnv64 of each key's value */
+	struct qpg_kv_pool *pool;
+	atomic_long issued;
+	atomic_bool stop;
+	atomic_int active;
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+};
+
+struct run_result {
+	uint8_t get_mode;
+	unsigned workers, clients, threads;
+	long ops, mismatches, errors;
+	double secs, ops_per_s, gib_per_s;
+	struct qpg_hist lat;
+	long rss_kb;
+	long dev_qps; /* device QPs while the pool was up, minus before */
+	int connect_error;
+	char why[256];
+};
+
+/* Connect a pool of CLIENTS connections on THREADS threads, preload the
+ * keys, run WORKERS workers until the duration or op count, into R. */
+void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsigned workers,
+		      bool do_preload, struct run_result *res);
+
+#endif

@@ -1,0 +1,280 @@
+/* The load behind qpgate-kvbench: preload the keys, then workers that each
+ * keep one GET in flight, pick keys (uniform or zipf), check every value
+ * against the checksum of what was stored, and time each GET. */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kvbench.h"
+#include "kvdata.h"
+#include "resources.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int key_name(char *buf, size_t len, uint32_t k)
+{
+	return snprintf(buf, len, "kv-%08u", k);
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+	uint64_t x = *s;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *s = x;
+}
+
+static uint32_t pick_key(struct worker *w)
+{
+	struct bench *b = w->b;
+	double u = (double)(xorshift(&w->rng) >> 11) / (double)(1ull << 53);
+	if (!b->zipf)
+		return (uint32_t)(u * b->nkeys) % b->nkeys;
+	uint32_t lo = 0, hi = b->nkeys - 1; /* first CDF entry >= u */
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+		if (b->zipf_cdf[mid] < u)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* ---- preload ------------------------------------------------------------ */
+
+struct put_slot {
+	struct qpg_kv_request req;
+	struct bench *b;
+	char key[24];
+	uint8_t *value;
+	int status;
+	bool busy;
+};
+
+static void put_done(struct qpg_kv_request *r, int status, uint32_t len)
+{
+	struct put_slot *s = r->user;
+	pthread_mutex_lock(&s->b->lock);
+	s->busy = false;
+	if (status != QPG_KV_OK && s->status == QPG_KV_OK)
+		s->status = status ? status : -EIO;
+	pthread_cond_broadcast(&s->b->cv);
+	pthread_mutex_unlock(&s->b->lock);
+}
+
+static int preload(struct bench *b, struct qpg_kv_pool *pool)
+{
+	enum { INFLIGHT = 64 };
+	struct put_slot *slots = calloc(INFLIGHT, sizeof(*slots));
+	int rc = slots ? 0 : -ENOMEM;
+	for (int i = 0; rc == 0 && i < INFLIGHT; i++) {
+		slots[i].b = b;
+		if (!(slots[i].value = malloc(b->value_size ? b->value_size : 1)))
+			rc = -ENOMEM;
+	}
+	for (uint32_t k = 0; rc == 0 && k < b->nkeys; k++) {
+		struct put_slot *s = NULL;
+		pthread_mutex_lock(&b->lock);
+		while (!s) {
+			for (int i = 0; i < INFLIGHT && !s; i++)
+				if (!slots[i].busy)
+					s = &slots[i];
+			if (!s)
+				pthread_cond_wait(&b->cv, &b->lock);
+		}
+		s->busy = true;
+		if (s->status != QPG_KV_OK)
+			rc = s->status > 0 ? -EIO : s->status;
+		pthread_mutex_unlock(&b->lock);
+		if (rc)
+			break;
+		for (uint32_t i = 0; i < b->value_size; i++)
+			s->value[i] = kv_value_byte(k, i);
+		int n = key_name(s->key, sizeof(s->key), k);
+		s->req = (struct qpg_kv_request){.op = QPG_KV_PUT,
+						 .key = s->key,
+						 .key_len = (uint16_t)n,
+						 .value = s->value,
+						 .value_len = b->value_size,
+						 .done = put_done,
+						 .user = s};
+		if ((rc = qpg_kv_submit(pool, &s->req)) != 0)
+			s->busy = false;
+	}
+	pthread_mutex_lock(&b->lock); /* wait for the last ones */
+	for (int i = 0; slots && i < INFLIGHT; i++) {
+		while (slots[i].busy)
+			pthread_cond_wait(&b->cv, &b->lock);
+		if (rc == 0 && slots[i].status != QPG_KV_OK)
+			rc = slots[i].status > 0 ? -EIO : slots[i].status;
+	}
+	pthread_mutex_unlock(&b->lock);
+	for (int i = 0; slots && i < INFLIGHT; i++)
+		free(slots[i].value);
+	free(slots);
+	return rc;
+}
+
+/* ---- the workers --------------------------------------------------------- */
+
+static void issue(struct worker *w);
+
+static void get_chunk(struct qpg_kv_request *r, const uint8_t *data, uint32_t len, uint32_t off,
+		      uint32_t total)
+{
+	struct worker *w = r->user;
+	w->fnv = kv_fnv_step(w->fnv, data, len); /* straight from the receive buffer */
+}
+
+static void worker_stop(struct bench *b)
+{
+	pthread_mutex_lock(&b->lock);
+	atomic_fetch_sub(&b->active, 1);
+	pthread_cond_broadcast(&b->cv);
+	pthread_mutex_unlock(&b->lock);
+}
+
+static void get_done(struct qpg_kv_request *r, int status, uint32_t len)
+{
+	struct worker *w = r->user;
+	struct bench *b = w->b;
+	qpg_hist_add(&w->lat, now_ns() - w->t0);
+	if (status != QPG_KV_OK)
+		w->errors++;
+	else if (len != b->value_size || w->fnv != b->expect[w->key])
+		w->mismatches++;
+	else
+		w->ops++;
+	if (status < 0) { /* the connection is gone: this worker stops */
+		worker_stop(b);
+		return;
+	}
+	issue(w);
+}
+
+static void issue(struct worker *w)
+{
+	struct bench *b = w->b;
+	if (atomic_load(&b->stop) ||
+	    (b->max_ops > 0 && atomic_fetch_add(&b->issued, 1) >= b->max_ops)) {
+		worker_stop(b);
+		return;
+	}
+	w->key = pick_key(w);
+	int n = key_name(w->keybuf, sizeof(w->keybuf), w->key);
+	w->req = (struct qpg_kv_request){.op = QPG_KV_GET,
+					 .key = w->keybuf,
+					 .key_len = (uint16_t)n,
+					 .chunk = get_chunk,
+					 .done = get_done,
+					 .user = w};
+	w->fnv = KV_FNV_INIT;
+	w->t0 = now_ns();
+	if (qpg_kv_submit(b->pool, &w->req) != 0)
+		worker_stop(b);
+}
+
+/* One measured run: a fresh pool of CLIENTS connections on THREADS threads,
+ * WORKERS workers, for the duration or op count. */
+void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsigned workers,
+		      bool do_preload, struct run_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	res->workers = workers;
+	res->clients = clients;
+	res->threads = threads;
+	res->get_mode = b->po.get_mode;
+	qpg_hist_init(&res->lat);
+	struct qpg_kv_pool_opts po = b->po;
+	po.threads = threads;
+	po.conns = clients;
+	/* Enough credits for every worker of a connection to be in flight. */
+	unsigned per = (workers + clients - 1) / clients;
+	po.client.credits = (uint16_t)(per < 1 ? 1 : per > 1024 ? 1024 : per);
+	if (do_preload && po.client.credits < 16)
+		po.client.credits = 16;
+	struct dev_counts d0, d1;
+	dev_counts(po.client.ib_dev, &d0);
+	char err[256] = "";
+	int rc = qpg_kv_pool_create(&b->pool, &po, err, sizeof(err));
+	if (rc) {
+		res->connect_error = rc;
+		snprintf(res->why, sizeof(res->why), "%s", err);
+		return;
+	}
+	dev_counts(po.client.ib_dev, &d1);
+	res->dev_qps = d0.ok && d1.ok ? d1.qp - d0.qp : -1;
+	if (do_preload) {
+		uint64_t t = now_ns();
+		rc = preload(b, b->pool);
+		fprintf(stderr, "kvbench: preloaded %u keys of %u bytes in %.1f s%s\n", b->nkeys,
+			b->value_size, (double)(now_ns() - t) / 1e9, rc ? " (FAILED)" : "");
+		if (rc) {
+			res->connect_error = rc;
+			snprintf(res->why, sizeof(res->why), "preload failed: %s",
+				 rc == -EIO ? "the server refused a PUT" : strerror(-rc));
+			qpg_kv_pool_destroy(b->pool);
+			return;
+		}
+	}
+	struct worker *w = calloc(workers, sizeof(*w));
+	if (!w) {
+		res->connect_error = -ENOMEM;
+		qpg_kv_pool_destroy(b->pool);
+		return;
+	}
+	atomic_store(&b->stop, false);
+	atomic_store(&b->issued, 0);
+	atomic_store(&b->active, (int)workers);
+	uint64_t t0 = now_ns();
+	for (unsigned i = 0; i < workers; i++) {
+		w[i].b = b;
+		w[i].rng = 0x9e3779b97f4a7c15ull * (i + 1) ^ t0;
+		qpg_hist_init(&w[i].lat);
+		issue(&w[i]);
+	}
+	uint64_t end = t0 + (uint64_t)(b->duration_s * 1e9);
+	pthread_mutex_lock(&b->lock);
+	while (atomic_load(&b->active) > 0) {
+		if (b->max_ops <= 0 && now_ns() >= end)
+			atomic_store(&b->stop, true);
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&b->cv, &b->lock, &ts);
+	}
+	pthread_mutex_unlock(&b->lock);
+	res->secs = (double)(now_ns() - t0) / 1e9;
+	struct proc_sample ps;
+	proc_sample(0, &ps);
+	res->rss_kb = ps.rss_kb;
+	qpg_kv_pool_destroy(b->pool);
+	b->pool = NULL;
+	for (unsigned i = 0; i < workers; i++) {
+		res->ops += w[i].ops;
+		res->mismatches += w[i].mismatches;
+		res->errors += w[i].errors;
+		qpg_hist_merge(&res->lat, &w[i].lat);
+	}
+	free(w);
+	res->ops_per_s = res->secs > 0 ? res->ops / res->secs : 0;
+	res->gib_per_s = res->ops_per_s * b->value_size / (1024.0 * 1024 * 1024);
+}
+
