@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The KV load that once grew the server to 17.7 GB: 64 clients of 64
+# credits, 4,096 workers, 300 keys of 1 MiB, every GET verified. Prints the
+# server's peak RSS (VmHWM) beside the README's memory formula.
+#   bench/kvbench-rss.sh tcp [SECONDS]        here
+#   bench/kvbench-rss.sh rdma [SECONDS]       in the lab (boots it)
+set -euo pipefail
+transport=${1:-tcp}
+secs=${2:-60}
+repo=$(cd "$(dirname "$0")/.." && pwd -P)
+if [ "$transport" = rdma ] && [ -z "${QPG_KVR_INNER:-}" ]; then
+	QPG_KVR_INNER=1 QPG_LAB_MEM=${QPG_LAB_MEM:-8192} QPG_LAB_TIMEOUT=${QPG_LAB_TIMEOUT:-2400} \
+		exec "$repo/tests/lab-run" "$0" "$@"
+fi
+bin=${QPG_BIN:-$repo/build/bin}
+work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-kvrss.XXXXXX")
+srv=""
+trap 'if [ -n "$srv" ]; then kill "$srv" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
+. "$repo/scripts/serve.sh"
+"$repo/scripts/make-certs" "$work" localhost 2>/dev/null
+threads=2 maxmsg=4096 cap_mb=1024 conns=64 credits=64
+qpg_serve "$work" --transport "$transport" --service kv --kv-capacity ${cap_mb}M --threads $threads \
+	-s $maxmsg --handshake-timeout 60000
+rss0=$(awk '/VmRSS/{print $2}' "/proc/$srv/status")
+rc=0
+"$bin/qpgate-kvbench" --transport "$transport" --ca "$work/ca.crt" -p "$port" --credits $credits \
+	--num-clients $conns --num-workers 4096 --num-keys 300 --value-size 1M -D "$secs" \
+	--handshake-timeout 60000 127.0.0.1 localhost >"$work/kvb.out" 2>&1 || rc=$?
+grep -E 'GETs verified|FAILED|error' "$work/kvb.out" | head -5 | sed 's/^/ /'
+hwm=$(awk '/VmHWM/{print $2}' "/proc/$srv/status")
+# The README's formula, in kB: idle + store + pools + per connection (64
+# KiB, plus over tcp an output buffer of at most 2 x send depth x slot).
+slot_kb=$(((maxmsg + 64 + 1023) / 1024))
+depth=$credits
+[ "$transport" = rdma ] && depth=$((2 * credits)) # grants: two work requests each
+per_conn_kb=$((64 + $([ "$transport" = tcp ] && echo $((2 * depth * slot_kb)) || echo 0)))
+bound_kb=$((rss0 + cap_mb * 1024 + threads * 16384 * slot_kb + conns * per_conn_kb))
+echo " server ($transport): idle RSS ${rss0} kB, peak RSS (VmHWM) ${hwm} kB; formula bound ${bound_kb} kB"
+echo " (idle ${rss0} + store $((cap_mb * 1024)) + pools $((threads * 16384 * slot_kb)) + ${conns} x ${per_conn_kb})"
+kill -TERM "$srv"
+wait "$srv" || true
+srv=""
+grep 'stats:' "$work/server.log" | sed 's/^/ /'
+[ "$hwm" -le "$bound_kb" ] || { echo " peak RSS above the formula"; rc=1; }
+exit $rc

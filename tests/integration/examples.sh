@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# examples/ against an installed qpgate, as an application would build
+# them: cmake --install into a fresh prefix, then the examples built once
+# with pkg-config and once with find_package(qpgate), and run over tcp.
+set -u
+here=$(cd "$(dirname "$0")/../.." && pwd -P)
+build=${QPG_BUILD:-$here/build}
+work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-examples.XXXXXX")
+srv="" esrv=""
+trap 'kill -9 $srv $esrv 2>/dev/null; rm -rf "$work"' EXIT
+. "$here/tests/integration/lib.sh"
+prefix=$work/prefix
+cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1
+check "cmake --install into a fresh prefix" [ -f "$prefix/lib/libqpgate.a" ]
+for f in include/qpgate/service.h lib/pkgconfig/qpgate.pc lib/pkgconfig/qpgate-kv.pc \
+	lib/cmake/qpgate/qpgateConfig.cmake lib/libqpgate-kv.a bin/qpgate-server; do
+	check "installed: $f" [ -f "$prefix/$f" ]
+done
+export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+mkdir -p "$work/pc"
+ok=1
+for ex in echo_server echo_client; do
+	cc -std=c11 -Wall -Werror -o "$work/pc/$ex" "$here/examples/$ex.c" \
+		$(pkg-config --cflags --libs qpgate) >>"$work/cc.log" 2>&1 || ok=0
+done
+cc -std=c11 -Wall -Werror -o "$work/pc/kv_putget" "$here/examples/kv_putget.c" \
+	$(pkg-config --cflags --libs qpgate-kv) >>"$work/cc.log" 2>&1 || ok=0
+[ $ok = 1 ] || sed 's/^/  /' "$work/cc.log"
+check "the examples build with pkg-config qpgate / qpgate-kv" [ $ok = 1 ]
+cmake -S "$here/examples" -B "$work/cm" -DCMAKE_PREFIX_PATH="$prefix" >"$work/cm.log" 2>&1 &&
+	cmake --build "$work/cm" >>"$work/cm.log" 2>&1
+rc=$?
+[ $rc = 0 ] || tail -20 "$work/cm.log" | sed 's/^/  /'
+check "the examples build with find_package(qpgate)" [ $rc = 0 ]
+
+"$here/scripts/make-certs" "$work" localhost >/dev/null 2>&1
+"$work/pc/echo_server" 0 "$work/server.crt" "$work/server.key" tcp >"$work/echo.out" 2>&1 &
+esrv=$!
+for _ in $(seq 1 50); do grep -q listening "$work/echo.out" && break; sleep 0.1; done
+eport=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' "$work/echo.out")
+out=$("$work/cm/echo_client" 127.0.0.1 "${eport:-1}" "$work/ca.crt" 100 tcp 2>&1)
+echo "  $out"
+check "the example service echoed 100 of 100, all verified" grep -q '100 of 100 echoes, 0 wrong' <<<"$out"
+kill -TERM "$esrv"; wait "$esrv"; rc=$?; esrv=""
+check "echo_server stopped cleanly (exit $rc)" [ $rc = 0 ]
+
+bin=$prefix/bin
+qpg_serve "$work" --transport tcp --service kv --kv-capacity 4M || exit 1
+out=$("$work/pc/kv_putget" 127.0.0.1 "$port" "$work/ca.crt" greeting "hello, qpgate" tcp 2>&1)
+echo "  $out"
+check "kv_putget stored a value and read it back" grep -q 'PUT ok, GET ok: "hello, qpgate"' <<<"$out"
+kill -TERM "$srv"; wait "$srv"; srv=""
+finish_checks
