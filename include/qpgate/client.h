@@ -30,10 +30,9 @@ struct qpg_client_opts {
 	unsigned handshake_timeout_ms;
 	uint32_t pool_max; /* slots in the client's registered pool; 0: auto */
 	uint32_t srq_depth;
-	uint8_t qp_timeout;    /* RC local ACK timeout: 4.096 us * 2^N per try; 0: default */
-	uint8_t rd_atomic;     /* one-sided READs in flight per connection; 0: one */
-	uint32_t sq_depth;     /* send queue per connection (sends and READs); 0: 2 x credits */
-	uint8_t test_mutation; /* test hook: break our own HELLO */
+	uint8_t qp_timeout; /* RC local ACK timeout: 4.096 us * 2^N per try; 0: default */
+	uint8_t rd_atomic;  /* one-sided READs in flight per connection; 0: one */
+	uint32_t sq_depth;  /* send queue per connection (sends and READs); 0: 2 x credits */
 };
 void qpg_client_opts_default(struct qpg_client_opts *o);
 
@@ -66,11 +65,6 @@ int qpg_client_send(struct qpg_client_conn *c, uint8_t type, const void *payload
  * -EMSGSIZE beyond qpg_conn_info.read_max, -EAGAIN: the send queue is full. */
 int qpg_client_read(struct qpg_client_conn *c, uint64_t raddr, uint32_t rkey, uint32_t len,
 		    uint64_t cookie);
-/* Test hook: RDMA WRITE DATA to the server (every window is read-only, so
- * this must fail and close the connection). One that lands anyway is
- * reported to read_done with COOKIE, so a test can count it. */
-int qpg_client_test_write(struct qpg_client_conn *c, uint64_t raddr, uint32_t rkey,
-			  const void *data, uint32_t len, uint64_t cookie);
 /* Close gracefully; the closed callback follows with QPG_ERR_NONE. */
 void qpg_client_close(struct qpg_client_conn *c);
 /* One turn of the event loop. */
@@ -96,10 +90,4 @@ struct qpg_conn_info {
 void qpg_client_conn_info(const struct qpg_client_conn *c, struct qpg_conn_info *out);
 /* Record the first-message phase once: first send to this first reply. */
 void qpg_client_conn_mark_first_msg(struct qpg_client_conn *c);
-/* Test hook: flip a bit in the tag of the next message sent. */
-void qpg_client_conn_corrupt_next_tag(struct qpg_client_conn *c);
-/* Test hook: let the next message exceed the agreed size (the peer's receive
- * buffers), to prove a QP forced into error is contained and reaped. */
-void qpg_client_conn_oversize_next(struct qpg_client_conn *c);
-
 #endif

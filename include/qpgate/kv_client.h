@@ -36,33 +36,19 @@ struct qpg_kv_request {
 	 * connection failed (-ECONNRESET) or the pool is shutting down. */
 	void (*done)(struct qpg_kv_request *op, int status, uint32_t value_len);
 	void *user;
-	bool test_unknown_op; /* test hook: send an operation the server does not know */
-	uint8_t test_abuse;   /* test hook: enum qpg_kv_test_abuse, one-sided GETs */
 	/* the pool's */
 	struct qpg_kv_request *next;
 	uint32_t req_id, sent, acked, got;
 	uint8_t refused; /* PUT: the first error status of its chunks, QPG_KV_OK: none */
 	uint8_t phase;	 /* one-sided GET: where it is */
 	uint8_t result;	 /* one-sided GET: the status once read and checked */
+	uint8_t hooks;	 /* (the pool's) */
 	int slot;
 	struct qpg_kv_grant grant; /* one-sided GET */
 	uint32_t total;		   /* one-sided GET: the value's length */
 	uint32_t posted;	   /* one-sided GET: bytes of READs posted */
 	void *md;		   /* one-sided GET: the running digest */
 	uint8_t *stage;		   /* one-sided GET: the value, held until it is checked */
-};
-
-/* Ways a test client misuses a grant, to prove the server's windows hold. */
-enum qpg_kv_test_abuse {
-	QPG_KV_ABUSE_NONE,
-	QPG_KV_ABUSE_READ_PAST_END, /* READ one byte more than the grant */
-	QPG_KV_ABUSE_OTHER_QP,	    /* READ with the grant's rkey on another connection */
-	QPG_KV_ABUSE_WRITE,	    /* RDMA WRITE into the (read-only) grant */
-	QPG_KV_ABUSE_AFTER_RELEASE, /* READ again with the rkey after the RELEASE */
-	QPG_KV_ABUSE_WRONG_DIGEST,  /* take the grant's digest as changed on the way:
-				       the GET must end QPG_KV_CORRUPT */
-	QPG_KV_ABUSE_EXPIRED,	    /* hold the grant 3 s, then READ: past a server's
-				       --kv-grant-ttl the window must be gone */
 };
 
 struct qpg_kv_pool_opts {
@@ -91,10 +77,7 @@ void qpg_kv_pool_destroy(struct qpg_kv_pool *p);
 
 struct qpg_kv_pool_info {
 	unsigned threads, conns, connected;
-	uint16_t credits; /* per connection, as agreed */
-	/* Test hooks' misuses of a grant that the server let through: any
-	 * nonzero count is a hole in the isolation. */
-	unsigned long long abuse_succeeded;
+	uint16_t credits;     /* per connection, as agreed */
 	char last_error[200]; /* why the last connection to fail failed */
 };
 void qpg_kv_pool_info(const struct qpg_kv_pool *p, struct qpg_kv_pool_info *out);

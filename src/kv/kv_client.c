@@ -14,7 +14,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "client_testing.h"
 #include "kv_client_int.h"
+#include "kv_testing.h"
 
 void qpg_kv_pool_opts_default(struct qpg_kv_pool_opts *o)
 {
@@ -63,7 +65,7 @@ static void fail_all(struct kv_conn *k, int status)
 static int send_frame(struct kv_conn *k, struct qpg_kv_request *op, uint32_t off, uint32_t chunk)
 {
 	/* 0x7f: no such operation (the test hook), answered "malformed". */
-	struct qpg_kv_req r = {.op = op->test_unknown_op ? 0x7f : op->op,
+	struct qpg_kv_req r = {.op = (op->hooks & QPG__KV_HOOK_UNKNOWN_OP) ? 0x7f : op->op,
 			       .flags = op->op == QPG_KV_GET ? k->get_flags : 0,
 			       .key_len = op->key_len,
 			       .req_id = op->req_id,
@@ -251,7 +253,7 @@ static void on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const 
 		}
 		if (r.status != QPG_KV_OK && op->result == QPG_KV_OK)
 			op->result = r.status;
-		if (op->test_abuse == QPG_KV_ABUSE_AFTER_RELEASE) {
+		if (qpg__kv_abuse_of(op) == QPG_KV_ABUSE_AFTER_RELEASE) {
 			/* The window is invalid now: reading it again must fail. */
 			k->outstanding++; /* the slot stays busy until the probe ends */
 			int rc = qpg__kvc_post_probe(k, op);
@@ -537,7 +539,11 @@ void qpg_kv_pool_info(const struct qpg_kv_pool *p, struct qpg_kv_pool_info *out)
 	out->conns = p->nconns;
 	out->connected = p->up;
 	out->credits = p->credits;
-	out->abuse_succeeded = atomic_load(&m->abuse_succeeded);
 	snprintf(out->last_error, sizeof(out->last_error), "%s", p->last_error);
 	pthread_mutex_unlock(&m->lock);
+}
+
+unsigned long long qpg__kv_pool_abuse_succeeded(const struct qpg_kv_pool *p)
+{
+	return atomic_load(&((struct qpg_kv_pool *)p)->abuse_succeeded);
 }

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client_testing.h"
 #include "kv_client_int.h"
+#include "kv_testing.h"
 
 int qpg__kvc_send_release(struct kv_conn *k, struct qpg_kv_request *op)
 {
@@ -29,7 +31,7 @@ int qpg__kvc_post_probe(struct kv_conn *k, struct qpg_kv_request *op)
 {
 	const struct qpg_kv_grant *g = &op->grant;
 	uint64_t tagged = (uintptr_t)op | PROBE_TAG;
-	if (op->test_abuse == QPG_KV_ABUSE_READ_PAST_END) {
+	if (qpg__kv_abuse_of(op) == QPG_KV_ABUSE_READ_PAST_END) {
 		/* The grant's last bytes and one more. */
 		uint32_t len = op->total + 1 < k->read_max ? op->total + 1 : k->read_max;
 		int rc =
@@ -40,17 +42,17 @@ int qpg__kvc_post_probe(struct kv_conn *k, struct qpg_kv_request *op)
 		}
 		return rc;
 	}
-	if (op->test_abuse == QPG_KV_ABUSE_WRITE) {
+	if (qpg__kv_abuse_of(op) == QPG_KV_ABUSE_WRITE) {
 		static const uint8_t junk[8] = "overwrt";
 		/* A WRITE that lands comes back through on_read with the
 		 * probe's tag and no request: counted as a misuse. */
-		int rc =
-		    qpg_client_test_write(k->conn, g->addr, g->rkey, junk, sizeof(junk), PROBE_TAG);
+		int rc = qpg__client_test_write(k->conn, g->addr, g->rkey, junk, sizeof(junk),
+						PROBE_TAG);
 		if (rc == 0)
 			k->reads++;
 		return rc;
 	}
-	if (op->test_abuse == QPG_KV_ABUSE_OTHER_QP) {
+	if (qpg__kv_abuse_of(op) == QPG_KV_ABUSE_OTHER_QP) {
 		struct pool_thread *th = k->th;
 		struct kv_conn *other = &th->conns[(k->index + 1) % th->nconns];
 		if (other == k || !other->up)
@@ -60,7 +62,7 @@ int qpg__kvc_post_probe(struct kv_conn *k, struct qpg_kv_request *op)
 			other->reads++;
 		return rc;
 	}
-	if (op->test_abuse == QPG_KV_ABUSE_EXPIRED) {
+	if (qpg__kv_abuse_of(op) == QPG_KV_ABUSE_EXPIRED) {
 		/* Hold the grant past the server's deadline (this loop thread
 		 * sleeps: a test hook), then READ it as if it were still ours. */
 		struct timespec ts = {3, 0};
@@ -70,7 +72,7 @@ int qpg__kvc_post_probe(struct kv_conn *k, struct qpg_kv_request *op)
 			k->reads++;
 		return rc;
 	}
-	if (op->test_abuse == QPG_KV_ABUSE_AFTER_RELEASE) {
+	if (qpg__kv_abuse_of(op) == QPG_KV_ABUSE_AFTER_RELEASE) {
 		int rc = qpg_client_read(k->conn, g->addr, g->rkey, 1, tagged);
 		if (rc == 0)
 			k->reads++;
@@ -83,8 +85,8 @@ int qpg__kvc_post_probe(struct kv_conn *k, struct qpg_kv_request *op)
 void qpg__kvc_read_pump(struct kv_conn *k)
 {
 	for (struct qpg_kv_request *op = k->rd_head; op; op = op->next) {
-		if (op->posted == 0 && op->test_abuse != QPG_KV_ABUSE_NONE &&
-		    op->test_abuse != QPG_KV_ABUSE_AFTER_RELEASE) {
+		if (op->posted == 0 && qpg__kv_abuse_of(op) != QPG_KV_ABUSE_NONE &&
+		    qpg__kv_abuse_of(op) != QPG_KV_ABUSE_AFTER_RELEASE) {
 			int rc = qpg__kvc_post_probe(k, op);
 			if (rc == -EAGAIN)
 				return; /* the next send completion calls us again */
@@ -92,7 +94,7 @@ void qpg__kvc_read_pump(struct kv_conn *k)
 				qpg__kvc_fail_conn(k, "a grant misuse could not be posted", rc);
 				return;
 			}
-			op->test_abuse = QPG_KV_ABUSE_NONE; /* once */
+			op->hooks &= (uint8_t)~0x7f; /* once */
 			if (k->dead)
 				return;
 		}
@@ -123,7 +125,7 @@ void qpg__kvc_on_grant(struct kv_conn *k, struct qpg_kv_request *op, const struc
 		qpg__kvc_fail_conn(k, "the server sent an invalid grant", 0);
 		return;
 	}
-	if (op->test_abuse == QPG_KV_ABUSE_WRONG_DIGEST)
+	if (qpg__kv_abuse_of(op) == QPG_KV_ABUSE_WRONG_DIGEST)
 		op->grant.digest[0] ^= 1;
 	op->total = r->value_len;
 	op->posted = op->got = 0;

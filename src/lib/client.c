@@ -1,5 +1,7 @@
 #include "qpgate/client.h"
 
+#include "client_testing.h"
+
 #include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@ struct qpg_client {
 	struct qpg__endpoint ep; /* first */
 	struct qpg_client_opts o;
 	struct qpg_client_cbs cbs;
+	uint8_t test_mutation; /* enum qpg__hello_mutation: a test breaks its HELLOs */
 	struct qpg_rdma_dev dev;
 	struct sockaddr_storage addr;
 	socklen_t addr_len;
@@ -227,7 +230,7 @@ int qpg_client_connect(struct qpg_client *cl, void *user, struct qpg_client_conn
 	    .auth = cl->o.auth,
 	    .credits = cl->o.credits,
 	    .max_msg = cl->o.max_msg,
-	    .test_mutation = cl->o.test_mutation,
+	    .test_mutation = cl->test_mutation,
 	};
 	struct qpg__conn *c;
 	int rc = qpg__conn_connect(&cl->ep, &p, &c);
@@ -301,8 +304,8 @@ int qpg_client_read(struct qpg_client_conn *cc, uint64_t raddr, uint32_t rkey, u
 	return rc;
 }
 
-int qpg_client_test_write(struct qpg_client_conn *cc, uint64_t raddr, uint32_t rkey,
-			  const void *data, uint32_t len, uint64_t cookie)
+int qpg__client_test_write(struct qpg_client_conn *cc, uint64_t raddr, uint32_t rkey,
+			   const void *data, uint32_t len, uint64_t cookie)
 {
 	struct qpg__conn *c = (struct qpg__conn *)cc;
 	struct qpg_buf *b;
@@ -364,12 +367,17 @@ void qpg_client_conn_mark_first_msg(struct qpg_client_conn *cc)
 	}
 }
 
-void qpg_client_conn_oversize_next(struct qpg_client_conn *cc)
+void qpg__client_conn_oversize_next(struct qpg_client_conn *cc)
 {
 	qpg__conn_oversize_next((struct qpg__conn *)cc);
 }
 
-void qpg_client_conn_corrupt_next_tag(struct qpg_client_conn *cc)
+void qpg__client_conn_corrupt_next_tag(struct qpg_client_conn *cc)
 {
 	qpg__conn_corrupt_next_tag((struct qpg__conn *)cc);
+}
+
+void qpg__client_test_mutation(struct qpg_client *cl, uint8_t mutation)
+{
+	cl->test_mutation = mutation;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "client_testing.h"
 #include "load.h"
 
 static void usage(FILE *f)
@@ -33,6 +34,7 @@ int main(int argc, char **argv)
 {
 	struct qpg_client_opts o;
 	struct load_opts lo;
+	uint8_t mutation = 0; /* --test-bad-hello */
 	qpg_client_opts_default(&o);
 	load_opts_default(&lo);
 	const char *expect = NULL;
@@ -119,11 +121,11 @@ int main(int argc, char **argv)
 		case O_BADHELLO: {
 			static const char *const modes[] = {"",		 "version", "psn",   "qpn",
 							    "truncated", "length",  "stall", "gid"};
-			o.test_mutation = 0;
+			mutation = 0;
 			for (unsigned k = 1; k < sizeof(modes) / sizeof(modes[0]); k++)
 				if (strcmp(optarg, modes[k]) == 0)
-					o.test_mutation = (uint8_t)k;
-			if (!o.test_mutation) {
+					mutation = (uint8_t)k;
+			if (!mutation) {
 				fprintf(stderr, "error: unknown --test-bad-hello mode '%s'\n",
 					optarg);
 				return 2;
@@ -156,6 +158,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "qpgate-client: error: %s\n", err);
 		return 1;
 	}
+	qpg__client_test_mutation(cl, mutation);
 	struct load_result *r = malloc(sizeof(*r));
 	if (!r || load_run(cl, &lo, r)) {
 		fprintf(stderr, "qpgate-client: out of memory\n");

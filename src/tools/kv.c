@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "kv_testing.h"
 #include "kvdata.h"
 #include "qpgate/kv_client.h"
 
@@ -89,18 +90,19 @@ static int run_cmd(struct qpg_kv_pool *pool, const struct cmd *c, struct pending
 	p->done = p->mismatch = false;
 	p->chunks = 0;
 	p->fnv = KV_FNV_INIT;
-	p->req = (struct qpg_kv_request){.op = c->op == CMD_PUT	  ? QPG_KV_PUT
-					       : c->op == CMD_DEL ? QPG_KV_DEL
-								  : QPG_KV_GET,
-					 .key = c->key,
-					 .key_len = (uint16_t)strlen(c->key),
-					 .value = value,
-					 .value_len = c->size,
-					 .chunk = on_chunk,
-					 .done = on_done,
-					 .user = p,
-					 .test_unknown_op = c->op == CMD_BAD,
-					 .test_abuse = c->op == CMD_GET ? abuse : 0};
+	p->req = (struct qpg_kv_request){
+	    .op = c->op == CMD_PUT   ? QPG_KV_PUT
+		  : c->op == CMD_DEL ? QPG_KV_DEL
+				     : QPG_KV_GET,
+	    .key = c->key,
+	    .key_len = (uint16_t)strlen(c->key),
+	    .value = value,
+	    .value_len = c->size,
+	    .chunk = on_chunk,
+	    .done = on_done,
+	    .user = p,
+	};
+	qpg__kv_request_hooks(&p->req, c->op == CMD_BAD, c->op == CMD_GET ? abuse : 0);
 	int rc = qpg_kv_submit(pool, &p->req);
 	pthread_mutex_lock(&p->lock);
 	while (rc == 0 && !p->done)
@@ -195,7 +197,7 @@ static void report_abuse(struct qpg_kv_pool *pool, int abuse)
 	}
 	printf("abuse: %llu misuse(s) of a grant succeeded; %u of %u connections up; last "
 	       "error: %s\n",
-	       info.abuse_succeeded, info.connected, info.conns,
+	       qpg__kv_pool_abuse_succeeded(pool), info.connected, info.conns,
 	       info.last_error[0] ? info.last_error : "none");
 }
 

@@ -1,4 +1,5 @@
 #include "load.h"
+#include "client_testing.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -79,12 +80,12 @@ static void send_next(struct engine *e, struct conn_state *s)
 	for (uint32_t j = 0; j < o->size; j++)
 		e->payload[j] = pattern(s->index, s->sent, j);
 	if (s->index == 0 && s->sent == o->corrupt_at)
-		qpg_client_conn_corrupt_next_tag(s->c);
+		qpg__client_conn_corrupt_next_tag(s->c);
 	uint32_t len = o->size;
 	if (s->index == 0 && s->sent == o->oversize_at) {
 		struct qpg_conn_info ci;
 		qpg_client_conn_info(s->c, &ci);
-		qpg_client_conn_oversize_next(s->c);
+		qpg__client_conn_oversize_next(s->c);
 		len = ci.max_msg * 2; /* the tool sized its own buffers for this */
 		memset(e->payload, 0x5a, len);
 	}

@@ -1,0 +1,23 @@
+/* Test hooks of the client library, for qpgate's own tests and the
+ * --test-* flags of its tools; not installed. */
+#ifndef QPG_CLIENT_TESTING_H
+#define QPG_CLIENT_TESTING_H
+
+#include <stdint.h>
+
+#include "qpgate/client.h"
+
+/* Break our own HELLOs from now on (enum qpg__hello_mutation, control.h). */
+void qpg__client_test_mutation(struct qpg_client *cl, uint8_t mutation);
+/* RDMA WRITE DATA to the server (every window is read-only, so this must
+ * fail and close the connection). One that lands anyway is reported to
+ * read_done with COOKIE, so a test can count it. */
+int qpg__client_test_write(struct qpg_client_conn *c, uint64_t raddr, uint32_t rkey,
+			   const void *data, uint32_t len, uint64_t cookie);
+/* Flip a bit in the tag of the next message sent. */
+void qpg__client_conn_corrupt_next_tag(struct qpg_client_conn *c);
+/* Let the next message exceed the agreed size (the peer's receive
+ * buffers), to prove a QP forced into error is contained and reaped. */
+void qpg__client_conn_oversize_next(struct qpg_client_conn *c);
+
+#endif
