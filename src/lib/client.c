@@ -11,6 +11,7 @@
 #include "common.h"
 #include "control.h"
 #include "endpoint.h"
+#include "tls.h"
 #include "frame.h"
 
 struct qpg_client {
@@ -211,7 +212,7 @@ void qpg_client_destroy(struct qpg_client *cl)
 	if (!cl)
 		return;
 	qpg__endpoint_fini(&cl->ep);
-	SSL_CTX_free(cl->ep.ssl_ctx);
+	qpg__tls_ctx_free(cl->ep.ssl_ctx);
 	qpg_rdma_dev_close(&cl->dev);
 	free(cl);
 }

@@ -16,14 +16,9 @@
 #include "control.h"
 #include "endpoint.h"
 #include "frame.h"
+#include "stream.h"
 
 static void ctrl_cb(struct qpg__io *io, uint32_t events);
-
-/* A server closes a handshake that outlives its deadline; when that
- * happens after TLS but before our HELLO was read, this is all we see. */
-#define BOOT_CLOSED_HINT                                                                           \
-	" (the server closed it before answering: past its handshake deadline, it was busy; "      \
-	"retry)"
 
 static void set_sockopts(int fd)
 {
@@ -90,96 +85,6 @@ int qpg__conn_connect(struct qpg__endpoint *ep, const struct qpg__client_params 
 		qpg__conn_close(c, QPG_ERR_REFUSED, "connect: %s", strerror(errno));
 	*out = c;
 	return 0;
-}
-
-static void update_events(struct qpg__conn *c)
-{
-	uint32_t ev = (c->read_paused ? 0 : EPOLLIN) |
-		      (c->want_write || c->state == QPG_CONN_CONNECTING ? EPOLLOUT : 0);
-	qpg__loop_mod(&c->ep->loop, &c->io, ev);
-}
-
-void qpg__conn_pause_read(struct qpg__conn *c, bool pause)
-{
-	if (c->read_paused == pause || c->io.fd < 0)
-		return;
-	c->read_paused = pause;
-	if (pause)
-		qpg__stat_add(&c->ep->stats.reads_paused, 1);
-	update_events(c);
-}
-
-static int conn_flush(struct qpg__conn *c)
-{
-	while (c->out_off < c->out_len) {
-		size_t n = c->out_retry ? c->out_retry : c->out_len - c->out_off, done = 0;
-		enum qpg__tls_io r =
-		    qpg__tls_write(c->ssl, c->out + c->out_off, n, &done, c->why, sizeof(c->why));
-		if (r == QPG_TLS_DONE) {
-			c->out_off += done;
-			c->out_flushed_total += done;
-			c->out_retry = 0;
-			continue;
-		}
-		if (r == QPG_TLS_WANT_WRITE || r == QPG_TLS_WANT_READ) {
-			/* OpenSSL wants the same bytes again on retry. */
-			c->out_retry = n;
-			if (!c->want_write) {
-				c->want_write = true;
-				update_events(c);
-			}
-			if (c->t->on_flushed && c->state == QPG_CONN_ESTABLISHED)
-				c->t->on_flushed(c);
-			return 0;
-		}
-		qpg__conn_close(c, QPG_ERR_PEER_CLOSED, "write failed: %s%s", c->why,
-				!c->is_server && c->state == QPG_CONN_BOOTSTRAP ? BOOT_CLOSED_HINT
-										: "");
-		return -EPIPE;
-	}
-	c->out_off = c->out_len = 0;
-	if (c->out_cap > 65536) { /* a burst's buffer is not kept by an idle connection */
-		free(c->out);
-		c->out = NULL;
-		c->out_cap = 0;
-	}
-	if (c->want_write) {
-		c->want_write = false;
-		update_events(c);
-	}
-	if (c->state == QPG_CONN_REJECTING)
-		qpg__conn_close(c, c->err, "%s", c->why);
-	else if (c->t->on_flushed && c->state == QPG_CONN_ESTABLISHED)
-		c->t->on_flushed(c);
-	return 0;
-}
-
-int qpg__conn_write(struct qpg__conn *c, const void *data, size_t len)
-{
-	if (c->state >= QPG_CONN_CLOSING)
-		return -ENOTCONN;
-	if (c->out_len + len > c->out_cap) {
-		/* Compact first: bytes already sent are dead weight. */
-		if (c->out_off && !c->out_retry) {
-			memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
-			c->out_len -= c->out_off;
-			c->out_off = 0;
-		}
-		if (c->out_len + len > c->out_cap) {
-			size_t cap = QPG_MAX(c->out_cap * 2, c->out_len + len);
-			uint8_t *n = realloc(c->out, cap);
-			if (!n)
-				return -ENOMEM;
-			c->out = n;
-			c->out_cap = cap;
-		}
-	}
-	memcpy(c->out + c->out_len, data, len);
-	c->out_len += len;
-	c->out_queued_total += len;
-	if (c->want_write)
-		return 0; /* EPOLLOUT will flush */
-	return conn_flush(c);
 }
 
 /* The class a refusal is reported under, on both sides of the wire. */
@@ -251,7 +156,7 @@ static void become_established(struct qpg__conn *c)
 		ep->cbs.established(c);
 	/* Bytes that arrived with the bootstrap sit in OpenSSL's buffer, where
 	 * epoll cannot see them. */
-	if (c->state == QPG_CONN_ESTABLISHED && SSL_pending(c->ssl) > 0)
+	if (c->state == QPG_CONN_ESTABLISHED && qpg__tls_pending(c->ssl))
 		c->t->on_stream(c);
 }
 
@@ -479,7 +384,7 @@ static void drive_tls(struct qpg__conn *c)
 		bool ww = r == QPG_TLS_WANT_WRITE;
 		if (ww != c->want_write) {
 			c->want_write = ww;
-			update_events(c);
+			qpg__stream_update_events(c);
 		}
 		return;
 	}
@@ -500,7 +405,7 @@ static void drive_tls(struct qpg__conn *c)
 	}
 	if (c->want_write) {
 		c->want_write = false;
-		update_events(c);
+		qpg__stream_update_events(c);
 	}
 	qpg__phase_end(c, QPG_PHASE_TLS_HANDSHAKE);
 	c->state = QPG_CONN_BOOTSTRAP;
@@ -527,13 +432,13 @@ static void ctrl_cb(struct qpg__io *io, uint32_t events)
 			return;
 		qpg__phase_end(c, QPG_PHASE_TCP_CONNECT);
 		c->state = QPG_CONN_TLS;
-		update_events(c);
+		qpg__stream_update_events(c);
 	}
 	if (c->state == QPG_CONN_TLS) {
 		drive_tls(c);
 		return;
 	}
-	if ((events & EPOLLOUT) && c->want_write && conn_flush(c) < 0)
+	if ((events & EPOLLOUT) && c->want_write && qpg__stream_flush(c) < 0)
 		return;
 	switch (c->state) {
 	case QPG_CONN_BOOTSTRAP:

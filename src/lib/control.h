@@ -41,11 +41,6 @@ enum qpg__hello_mutation {
 int qpg__conn_connect(struct qpg__endpoint *ep, const struct qpg__client_params *p,
 		      struct qpg__conn **out);
 
-/* Stop (or resume) reading the control socket: the tcp transport's
- * backpressure while its output is full. */
-void qpg__conn_pause_read(struct qpg__conn *c, bool pause);
-/* Queue bytes on the control channel and try to flush. */
-int qpg__conn_write(struct qpg__conn *c, const void *data, size_t len);
 /* C's handshake deadline passed at NOW: close it, or (a server whose TLS is
  * up) tell the client why with a REJECT first. */
 void qpg__control_deadline(struct qpg__conn *c, uint64_t now);

@@ -234,6 +234,9 @@ int qpg__endpoint_init(struct qpg__endpoint *ep, const struct qpg__ep_opts *o);
 void qpg__endpoint_fini(struct qpg__endpoint *ep);
 /* Enforce deadlines (closes are deferred; nothing is freed here). */
 void qpg__endpoint_tick(struct qpg__endpoint *ep);
+/* Free closed connections whose data path has drained (all of them with
+ * FORCE, after making sure nothing in flight can still name them). */
+void qpg__endpoint_reap(struct qpg__endpoint *ep, bool force);
 /* Run pending closed callbacks, then free what has drained. Called by the
  * loop after each batch, and by the endpoint's owner outside the loop. */
 void qpg__endpoint_settle(struct qpg__endpoint *ep);

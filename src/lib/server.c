@@ -14,6 +14,7 @@
 #include "common.h"
 #include "control.h"
 #include "endpoint.h"
+#include "tls.h"
 #include "peers.h"
 #include "qpgate/service.h"
 
@@ -461,7 +462,7 @@ void qpg_server_destroy(struct qpg_server *s)
 	}
 	free(s->workers);
 	qpg__peers_fini(&s->peers);
-	SSL_CTX_free(s->ssl_ctx);
+	qpg__tls_ctx_free(s->ssl_ctx);
 	qpg_rdma_dev_close(&s->dev);
 	free(s);
 }

@@ -210,3 +210,23 @@ bool qpg__tls_peer_sent_nothing(const SSL *ssl)
 	BIO *rb = SSL_get_rbio(ssl);
 	return rb && BIO_number_read(rb) == 0;
 }
+
+bool qpg__tls_pending(const SSL *ssl)
+{
+	return SSL_pending(ssl) > 0;
+}
+
+void qpg__tls_close_notify(SSL *ssl)
+{
+	SSL_shutdown(ssl);
+}
+
+void qpg__tls_free(SSL *ssl)
+{
+	SSL_free(ssl);
+}
+
+void qpg__tls_ctx_free(SSL_CTX *ctx)
+{
+	SSL_CTX_free(ctx);
+}

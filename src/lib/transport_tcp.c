@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "common.h"
-#include "control.h"
+#include "stream.h"
 #include "endpoint.h"
 #include "frame.h"
 

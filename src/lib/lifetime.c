@@ -1,0 +1,162 @@
+/* The lifetime of a connection: creation and accounting, and the deferred
+ * close (as libuv's uv_close and Redis's scheduled close): a close only
+ * stops the data path and unlinks; the closed callback runs after the
+ * loop's batch, never under the caller, and the memory is freed once every
+ * work request has come back (or the transport has made sure none can). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "endpoint.h"
+#include "tls.h"
+
+void qpg__phase_begin(struct qpg__conn *c)
+{
+	c->phase_start_ns = qpg__now_ns();
+}
+
+void qpg__phase_end(struct qpg__conn *c, enum qpg_phase p)
+{
+	uint64_t now = qpg__now_ns();
+	c->phase_ns[p] = now - c->phase_start_ns;
+	c->phase_start_ns = now;
+}
+
+struct qpg__conn *qpg__conn_new(struct qpg__endpoint *ep, int fd, bool is_server)
+{
+	struct qpg__conn *c = calloc(1, ep->t->conn_size);
+	if (!c)
+		return NULL;
+	c->t = ep->t;
+	c->ep = ep;
+	c->is_server = is_server;
+	c->io.fd = fd;
+	c->started_ns = qpg__now_ns();
+	c->deadline_ns = c->started_ns + ep->handshake_timeout_ns;
+	c->phase_start_ns = c->started_ns;
+	c->prev = ep->tail;
+	if (ep->tail)
+		ep->tail->next = c;
+	else
+		ep->head = c;
+	ep->tail = c;
+	ep->nconns++;
+	atomic_fetch_add_explicit(&ep->stats.handshaking, 1, memory_order_relaxed);
+	return c;
+}
+
+static void conn_unlink(struct qpg__conn *c)
+{
+	struct qpg__endpoint *ep = c->ep;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		ep->head = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else
+		ep->tail = c->prev;
+	c->prev = c->next = NULL;
+	ep->nconns--;
+}
+
+void qpg__conn_close(struct qpg__conn *c, enum qpg_err_class err, const char *fmt, ...)
+{
+	if (c->state >= QPG_CONN_CLOSING)
+		return;
+	struct qpg__endpoint *ep = c->ep;
+	/* A refused connection keeps the reason it was refused for. */
+	if (c->state != QPG_CONN_REJECTING) {
+		/* Format aside first: callers often pass c->why itself. */
+		char why[sizeof(c->why)];
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(why, sizeof(why), fmt, ap);
+		va_end(ap);
+		memcpy(c->why, why, sizeof(why));
+		c->err = err;
+	}
+	qpg__stat_add(&ep->stats.closed_by_reason[c->err], 1);
+	if (!c->handshake_done) {
+		atomic_fetch_sub_explicit(&ep->stats.handshaking, 1, memory_order_relaxed);
+		qpg__stat_add(&ep->stats.handshakes_failed, 1);
+	}
+	if (c->counted_connected)
+		atomic_fetch_sub_explicit(&ep->stats.connected, 1, memory_order_relaxed);
+	/* A polite close_notify when the session is healthy; never block on it. */
+	if (c->ssl && c->state == QPG_CONN_ESTABLISHED)
+		qpg__tls_close_notify(c->ssl);
+	if (c->io.fd >= 0) {
+		qpg__loop_del(&ep->loop, &c->io);
+		close(c->io.fd);
+		c->io.fd = -1;
+	}
+	c->t->conn_shutdown(c);
+	c->state = QPG_CONN_CLOSING;
+	c->closing_since_ns = qpg__now_ns();
+	conn_unlink(c);
+	/* Scheduled, not done: the caller (often a callback of this very
+	 * connection, several frames deep) may still touch C and its service
+	 * state. The closed callback runs after the batch. */
+	c->next_dead = NULL;
+	if (ep->closing_tail)
+		ep->closing_tail->next_dead = c;
+	else
+		ep->closing = c;
+	ep->closing_tail = c;
+	ep->nclosing++;
+}
+
+static void conn_free(struct qpg__conn *c)
+{
+	c->t->conn_release(c);
+	qpg__tls_free(c->ssl);
+	qpg__auth_free(&c->auth);
+	free(c->out);
+	free(c);
+}
+
+/* Free dead connections once their data path has drained. One whose
+ * completions never come back is abandoned after ep->abandon_ns: the
+ * transport makes sure nothing in flight can still name it (for RDMA: the QP
+ * is destroyed and the CQ drained) before it is freed. */
+void qpg__endpoint_reap(struct qpg__endpoint *ep, bool force)
+{
+	struct qpg__conn **pp = &ep->dead;
+	uint64_t now = qpg__now_ns();
+	while (*pp) {
+		struct qpg__conn *c = *pp;
+		bool stuck = now - c->closing_since_ns > ep->abandon_ns;
+		if (force || stuck || !c->t->conn_busy(c)) {
+			if (c->t->conn_busy(c) && c->t->conn_abandon) {
+				c->t->conn_abandon(c);
+				qpg__stat_add(&ep->stats.slots_abandoned, c->in_flight);
+			}
+			*pp = c->next_dead;
+			conn_free(c);
+		} else {
+			pp = &c->next_dead;
+		}
+	}
+}
+
+void qpg__endpoint_settle(struct qpg__endpoint *ep)
+{
+	/* A closed callback may close others: they join the end of the list. */
+	while (ep->closing) {
+		struct qpg__conn *c = ep->closing;
+		ep->closing = c->next_dead;
+		if (!ep->closing)
+			ep->closing_tail = NULL;
+		ep->nclosing--;
+		if (ep->cbs.closed)
+			ep->cbs.closed(c);
+		c->next_dead = ep->dead;
+		ep->dead = c;
+	}
+	if (ep->dead)
+		qpg__endpoint_reap(ep, false);
+}
