@@ -29,39 +29,6 @@ void qpg_kv_pool_opts_default(struct qpg_kv_pool_opts *o)
 	o->conns = 4;
 }
 
-static void complete(struct qpg_kv_request *op, int status, uint32_t value_len)
-{
-	EVP_MD_CTX_free(op->md);
-	op->md = NULL;
-	free(op->stage);
-	op->stage = NULL;
-	op->phase = PH_NONE;
-	if (op->done)
-		op->done(op, status, value_len);
-}
-
-static void fail_all(struct kv_conn *k, int status)
-{
-	for (unsigned i = 0; i < k->nslots; i++) {
-		struct qpg_kv_request *op = k->slots[i];
-		if (op) {
-			k->slots[i] = NULL;
-			complete(op, status, 0);
-		}
-	}
-	k->outstanding = 0;
-	k->put_cur = NULL;
-	k->unsent = NULL;
-	k->rd_head = k->rd_tail = k->rel_head = k->rel_tail = NULL;
-	k->reads = 0; /* a failed connection's READs never complete */
-	while (k->head) {
-		struct qpg_kv_request *op = k->head;
-		k->head = op->next;
-		complete(op, status, 0);
-	}
-	k->tail = NULL;
-}
-
 static int send_frame(struct kv_conn *k, struct qpg_kv_request *op, uint32_t off, uint32_t chunk)
 {
 	/* 0x7f: no such operation (the test hook), answered "malformed". */
@@ -107,47 +74,12 @@ static int free_slot(struct kv_conn *k)
 	return -1;
 }
 
-void qpg__kvc_finish_slot(struct kv_conn *k, struct qpg_kv_request *op, int status, uint32_t len)
+/* A READ landed (kv_client_read.c), then whatever it made possible. */
+static void on_read(struct qpg_client_conn *c, void *user, uint64_t cookie, const uint8_t *data,
+		    uint32_t len)
 {
-	k->slots[op->slot] = NULL;
-	if (k->put_cur == op)
-		k->put_cur = NULL;
-	complete(op, status, len);
-}
-
-/* Close K's connection for a reason of ours; the pool remembers why. */
-void qpg__kvc_fail_conn(struct kv_conn *k, const char *why, int rc)
-{
-	struct qpg_kv_pool *p = k->th->pool;
-	pthread_mutex_lock(&p->lock);
-	snprintf(p->last_error, sizeof(p->last_error), "client: %s%s%s", why, rc ? ": " : "",
-		 rc ? strerror(-rc) : "");
-	pthread_mutex_unlock(&p->lock);
-	if (k->conn)
-		qpg_client_close(k->conn);
-}
-
-void qpg__kvc_list_push(struct qpg_kv_request **head, struct qpg_kv_request **tail,
-			struct qpg_kv_request *op)
-{
-	op->next = NULL;
-	if (*tail)
-		(*tail)->next = op;
-	else
-		*head = op;
-	*tail = op;
-}
-
-struct qpg_kv_request *qpg__kvc_list_pop(struct qpg_kv_request **head, struct qpg_kv_request **tail)
-{
-	struct qpg_kv_request *op = *head;
-	if (op) {
-		*head = op->next;
-		if (!*head)
-			*tail = NULL;
-		op->next = NULL;
-	}
-	return op;
+	qpg__kvc_on_read(c, user, cookie, data, len);
+	qpg__kvc_pump(user);
 }
 
 static void on_sent(struct qpg_client_conn *c, void *user)
@@ -334,7 +266,7 @@ static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class 
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->lock);
 	/* Last: a caller woken by its failed request sees why, and the count. */
-	fail_all(k, atomic_load(&p->stop) ? -ECANCELED : -ECONNRESET);
+	qpg__kvc_fail_all(k, atomic_load(&p->stop) ? -ECANCELED : -ECONNRESET);
 }
 
 /* Loop thread: take the inbox and hand each operation to its connection. */
@@ -351,7 +283,8 @@ static void on_wake(void *arg)
 		op->next = NULL;
 		struct kv_conn *k = &th->conns[op->slot];
 		if (k->dead) {
-			complete(op, atomic_load(&th->pool->stop) ? -ECANCELED : -ECONNRESET, 0);
+			qpg__kvc_complete(
+			    op, atomic_load(&th->pool->stop) ? -ECANCELED : -ECONNRESET, 0);
 			continue;
 		}
 		if (k->tail)
@@ -397,7 +330,7 @@ int qpg_kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *
 						  .reply = on_reply,
 						  .closed = on_closed,
 						  .sent = on_sent,
-						  .read_done = qpg__kvc_on_read};
+						  .read_done = on_read};
 	*out = NULL;
 	if (o->threads == 0 || o->conns == 0 || o->client.credits > (1u << SLOT_BITS) ||
 	    o->client.max_msg < QPG_KV_MIN_MSG) {

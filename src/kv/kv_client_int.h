@@ -72,14 +72,19 @@ struct qpg_kv_pool {
 	atomic_ullong abuse_succeeded;
 };
 
-/* kv_client.c */
+/* kv_client_done.c */
+/* OP is over: its done callback, with STATUS. */
+void qpg__kvc_complete(struct qpg_kv_request *op, int status, uint32_t value_len);
+/* K's connection is gone: every request on it or waiting for it fails. */
+void qpg__kvc_fail_all(struct kv_conn *k, int status);
 void qpg__kvc_fail_conn(struct kv_conn *k, const char *why, int rc);
 void qpg__kvc_finish_slot(struct kv_conn *k, struct qpg_kv_request *op, int status, uint32_t len);
 void qpg__kvc_list_push(struct qpg_kv_request **head, struct qpg_kv_request **tail,
 			struct qpg_kv_request *op);
 struct qpg_kv_request *qpg__kvc_list_pop(struct qpg_kv_request **head,
 					 struct qpg_kv_request **tail);
-/* Read completions start sends, and sends reads. */
+
+/* kv_client.c: send what K may send now (releases, chunks, requests). */
 void qpg__kvc_pump(struct kv_conn *k);
 
 /* kv_client_read.c */
@@ -87,6 +92,7 @@ int qpg__kvc_send_release(struct kv_conn *k, struct qpg_kv_request *op);
 int qpg__kvc_post_probe(struct kv_conn *k, struct qpg_kv_request *op);
 void qpg__kvc_read_pump(struct kv_conn *k);
 void qpg__kvc_on_grant(struct kv_conn *k, struct qpg_kv_request *op, const struct qpg_kv_reply *r);
+/* A READ landed; the caller pumps afterwards. */
 void qpg__kvc_on_read(struct qpg_client_conn *c, void *user, uint64_t cookie, const uint8_t *data,
 		      uint32_t len);
 

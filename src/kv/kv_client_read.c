@@ -159,8 +159,7 @@ void qpg__kvc_on_read(struct qpg_client_conn *c, void *user, uint64_t cookie, co
 		} else if (op && op->phase == PH_RELEASING) { /* after the release */
 			k->outstanding--;
 			qpg__kvc_finish_slot(k, op, QPG_KV_MALFORMED, op->total);
-			qpg__kvc_pump(k);
-			return;
+			return; /* the caller pumps */
 		}
 		if (!op)
 			return;
@@ -189,6 +188,5 @@ void qpg__kvc_on_read(struct qpg_client_conn *c, void *user, uint64_t cookie, co
 		op->phase = PH_RELEASE_QUEUED;
 		qpg__kvc_list_push(&k->rel_head, &k->rel_tail, op);
 	}
-	qpg__kvc_read_pump(k);
-	qpg__kvc_pump(k);
+	qpg__kvc_read_pump(k); /* the caller pumps the sends */
 }

@@ -10,9 +10,9 @@
 
 #include "common.h"
 #include "control.h"
-#include "endpoint.h"
-#include "tls.h"
+#include "core.h"
 #include "frame.h"
+#include "tls.h"
 
 struct qpg_client {
 	struct qpg__endpoint ep; /* first */

@@ -14,7 +14,7 @@
 
 #include "common.h"
 #include "control.h"
-#include "endpoint.h"
+#include "core.h"
 #include "frame.h"
 #include "stream.h"
 

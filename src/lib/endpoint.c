@@ -11,7 +11,7 @@
 
 #include "common.h"
 #include "control.h"
-#include "endpoint.h"
+#include "core.h"
 #include "tls.h"
 
 int qpg__rdma_dev_open_explained(struct qpg_rdma_dev *dev, const char *name, int port,

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "common.h"
-#include "endpoint.h"
+#include "core.h"
 #include "frame.h"
 
 int qpg__conn_send(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, uint32_t payload_len)

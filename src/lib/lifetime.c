@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "endpoint.h"
+#include "core.h"
 #include "tls.h"
 
 void qpg__phase_begin(struct qpg__conn *c)

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "common.h"
-#include "endpoint.h"
+#include "core.h"
 #include "map.h"
 
 struct rdma_ep {

@@ -13,10 +13,10 @@
 
 #include "common.h"
 #include "control.h"
-#include "endpoint.h"
-#include "tls.h"
+#include "core.h"
 #include "peers.h"
 #include "qpgate/service.h"
+#include "tls.h"
 
 struct worker {
 	struct qpg__endpoint ep; /* first: loop callbacks get back here */

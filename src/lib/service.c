@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "endpoint.h"
+#include "core.h"
 #include "frame.h"
 
 struct qpg_region {

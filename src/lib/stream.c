@@ -8,7 +8,7 @@
 #include <sys/epoll.h>
 
 #include "common.h"
-#include "endpoint.h"
+#include "core.h"
 #include "stream.h"
 #include "tls.h"
 

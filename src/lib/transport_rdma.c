@@ -12,7 +12,7 @@
 #include <sys/epoll.h>
 
 #include "common.h"
-#include "endpoint.h"
+#include "core.h"
 #include "frame.h"
 #include "map.h"
 #include "rdma.h"

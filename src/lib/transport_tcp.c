@@ -14,9 +14,9 @@
 #include <string.h>
 
 #include "common.h"
-#include "stream.h"
-#include "endpoint.h"
+#include "core.h"
 #include "frame.h"
+#include "stream.h"
 
 struct tcp_conn {
 	struct qpg__conn base;

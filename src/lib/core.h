@@ -9,8 +9,8 @@
  * The transport is chosen once, by ops table; the control channel, the
  * bootstrap protocol, message authentication and the services above are
  * the same for every transport. */
-#ifndef QPG_ENDPOINT_H
-#define QPG_ENDPOINT_H
+#ifndef QPG_CORE_H
+#define QPG_CORE_H
 
 #include <netinet/in.h>
 #include <stdatomic.h>

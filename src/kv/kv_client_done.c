@@ -1,0 +1,87 @@
+/* How the pooled KV client ends requests: a request's completion (its
+ * done callback), a connection's failure (every request on it), and the
+ * queues requests wait in. Below the pool (kv_client.c) and the one-sided
+ * path (kv_client_read.c). */
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kv_client_int.h"
+
+void qpg__kvc_complete(struct qpg_kv_request *op, int status, uint32_t value_len)
+{
+	EVP_MD_CTX_free(op->md);
+	op->md = NULL;
+	free(op->stage);
+	op->stage = NULL;
+	op->phase = PH_NONE;
+	if (op->done)
+		op->done(op, status, value_len);
+}
+
+void qpg__kvc_fail_all(struct kv_conn *k, int status)
+{
+	for (unsigned i = 0; i < k->nslots; i++) {
+		struct qpg_kv_request *op = k->slots[i];
+		if (op) {
+			k->slots[i] = NULL;
+			qpg__kvc_complete(op, status, 0);
+		}
+	}
+	k->outstanding = 0;
+	k->put_cur = NULL;
+	k->unsent = NULL;
+	k->rd_head = k->rd_tail = k->rel_head = k->rel_tail = NULL;
+	k->reads = 0; /* a failed connection's READs never complete */
+	while (k->head) {
+		struct qpg_kv_request *op = k->head;
+		k->head = op->next;
+		qpg__kvc_complete(op, status, 0);
+	}
+	k->tail = NULL;
+}
+
+void qpg__kvc_finish_slot(struct kv_conn *k, struct qpg_kv_request *op, int status, uint32_t len)
+{
+	k->slots[op->slot] = NULL;
+	if (k->put_cur == op)
+		k->put_cur = NULL;
+	qpg__kvc_complete(op, status, len);
+}
+
+/* Close K's connection for a reason of ours; the pool remembers why. */
+void qpg__kvc_fail_conn(struct kv_conn *k, const char *why, int rc)
+{
+	struct qpg_kv_pool *p = k->th->pool;
+	pthread_mutex_lock(&p->lock);
+	snprintf(p->last_error, sizeof(p->last_error), "client: %s%s%s", why, rc ? ": " : "",
+		 rc ? strerror(-rc) : "");
+	pthread_mutex_unlock(&p->lock);
+	if (k->conn)
+		qpg_client_close(k->conn);
+}
+
+void qpg__kvc_list_push(struct qpg_kv_request **head, struct qpg_kv_request **tail,
+			struct qpg_kv_request *op)
+{
+	op->next = NULL;
+	if (*tail)
+		(*tail)->next = op;
+	else
+		*head = op;
+	*tail = op;
+}
+
+struct qpg_kv_request *qpg__kvc_list_pop(struct qpg_kv_request **head, struct qpg_kv_request **tail)
+{
+	struct qpg_kv_request *op = *head;
+	if (op) {
+		*head = op->next;
+		if (!*head)
+			*tail = NULL;
+		op->next = NULL;
+	}
+	return op;
+}
