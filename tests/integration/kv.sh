@@ -7,13 +7,8 @@
 set -u
 transport=$1
 here=$(cd "$(dirname "$0")/../.." && pwd -P)
-bin=${QPG_BIN:-$here/build/bin}
-work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-kv.XXXXXX")
-srv=""
-trap 'if [ -n "$srv" ]; then kill -9 "$srv" 2>/dev/null; fi; jobs -p | xargs -r kill -9 2>/dev/null; rm -rf "$work"' EXIT
 . "$here/tests/integration/lib.sh"
-"$here/scripts/make-certs" "$work" localhost >/dev/null 2>&1
-qps() { if [ "$transport" = rdma ]; then rdma res show qp | grep -c lqpn; else echo 0; fi; }
+qpg_test_setup kv
 qp0=$(qps)
 # 4 MiB of store, values up to 1 MiB: sixteen 256 KiB values fill it.
 # Grants live 2 s: the expired probe holds one for 3 s. --allow-no-auth:

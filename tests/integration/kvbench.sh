@@ -7,12 +7,8 @@ set -u
 transport=$1
 ops=${2:-20000}
 here=$(cd "$(dirname "$0")/../.." && pwd -P)
-bin=${QPG_BIN:-$here/build/bin}
-work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-kvb.XXXXXX")
-srv=""
-trap 'if [ -n "$srv" ]; then kill -9 "$srv" 2>/dev/null; fi; rm -rf "$work"' EXIT
 . "$here/tests/integration/lib.sh"
-"$here/scripts/make-certs" "$work" localhost >/dev/null 2>&1
+qpg_test_setup kvb
 qpg_serve "$work" --transport "$transport" --service kv --kv-capacity 128M -s 8192
 "$bin/qpgate-kvbench" --transport "$transport" --ca "$work/ca.crt" -p "$port" -n "$ops" \
 	--json "$work/r.json" 127.0.0.1 localhost >"$work/out" 2>&1

@@ -12,3 +12,18 @@ finish_checks() {
 }
 
 . "$(dirname "${BASH_SOURCE[0]}")/../../scripts/serve.sh"
+
+# qpg_test_setup NAME: the preamble every integration test shares. Sets
+# $bin (QPG_BIN or build/bin), $work (a temporary directory with fresh
+# certificates for localhost, removed at exit) and $srv (empty; a server
+# started with qpg_serve is killed at exit, as is any background job).
+qpg_test_setup() {
+	bin=${QPG_BIN:-$here/build/bin}
+	work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-$1.XXXXXX")
+	srv=""
+	trap 'if [ -n "$srv" ]; then kill -9 "$srv" 2>/dev/null; fi; jobs -p | xargs -r kill -9 2>/dev/null; rm -rf "$work"' EXIT
+	"$here/scripts/make-certs" "$work" localhost >/dev/null 2>&1
+}
+
+# The device's QP count (rdma), or 0.
+qps() { if [ "${transport:-tcp}" = rdma ]; then rdma res show qp | grep -c lqpn; else echo 0; fi; }

@@ -6,12 +6,8 @@ set -u
 transport=$1
 n=${2:-200}
 here=$(cd "$(dirname "$0")/../.." && pwd -P)
-bin=${QPG_BIN:-$here/build/bin}
-work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-perf.XXXXXX")
-srv=""
-trap 'if [ -n "$srv" ]; then kill -9 "$srv" 2>/dev/null; fi; rm -rf "$work"' EXIT
 . "$here/tests/integration/lib.sh"
-"$here/scripts/make-certs" "$work" localhost >/dev/null 2>&1
+qpg_test_setup perf
 qpg_serve "$work" --transport "$transport" --handshake-timeout 60000
 "$bin/qpgate-perf" --transport "$transport" --ca "$work/ca.crt" -p "$port" -c "$n" -n 5 -s 300 \
 	--server-pid "$srv" --json "$work/r.json" --csv "$work/r.csv" 127.0.0.1 localhost >"$work/out" 2>&1

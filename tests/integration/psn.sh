@@ -8,12 +8,8 @@ set -u
 n=${1:-1250}
 rounds=${2:-4}
 here=$(cd "$(dirname "$0")/../.." && pwd -P)
-bin=${QPG_BIN:-$here/build/bin}
-work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-psn.XXXXXX")
-srv=""
-trap 'if [ -n "$srv" ]; then kill -9 "$srv" 2>/dev/null; fi; rm -rf "$work"' EXIT
 . "$here/tests/integration/lib.sh"
-"$here/scripts/make-certs" "$work" localhost >/dev/null 2>&1
+qpg_test_setup psn
 qpg_serve "$work" --handshake-timeout 60000
 for r in $(seq 1 "$rounds"); do # every round reconnects from scratch
 	"$bin/qpgate-perf" --ca "$work/ca.crt" -p "$port" -c "$n" -n 1 --psn-log "$work/psn" \

@@ -18,13 +18,8 @@ if [ "$transport" = tcp ] && [ -z "${QPG_SLOW_NETNS:-}" ]; then
 		exec "$0" "$@"' "$0" "$@"
 fi
 here=$(cd "$(dirname "$0")/../.." && pwd -P)
-bin=${QPG_BIN:-$here/build/bin}
-work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-slow.XXXXXX")
-srv=""
-trap 'if [ -n "$srv" ]; then kill -9 "$srv" 2>/dev/null; fi; jobs -p | xargs -r kill -9 2>/dev/null; rm -rf "$work"' EXIT
 . "$here/tests/integration/lib.sh"
-"$here/scripts/make-certs" "$work" localhost >/dev/null 2>&1
-qps() { if [ "$transport" = rdma ]; then rdma res show qp | grep -c lqpn; else echo 0; fi; }
+qpg_test_setup slow
 nslow=100 credits=16 nby=20 threads=2 maxmsg=8192 cap_mb=64
 progress_ms=${QPG_SLOW_PROGRESS_MS:-3000} # 0 switches the deadline off (it must then fail)
 # Long enough to fill the kernel buffers and then wait out the deadline.

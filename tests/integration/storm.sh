@@ -16,13 +16,8 @@ mode=$2
 n=$3
 rounds=${4:-1}
 here=$(cd "$(dirname "$0")/../.." && pwd -P)
-bin=${QPG_BIN:-$here/build/bin}
-work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-storm.XXXXXX")
-srv=""
-trap 'if [ -n "$srv" ]; then kill -9 "$srv" 2>/dev/null; fi; jobs -p | xargs -r kill -9 2>/dev/null; rm -rf "$work"' EXIT
 . "$here/tests/integration/lib.sh"
-"$here/scripts/make-certs" "$work" localhost >/dev/null 2>&1
-qps() { if [ "$transport" = rdma ]; then rdma res show qp | grep -c lqpn; else echo 0; fi; }
+qpg_test_setup storm
 qp0=$(qps)
 # Under ASan, freed memory waits in a quarantine of up to 256 MiB, which
 # the RSS check would read as growth: keep it small (ignored otherwise).

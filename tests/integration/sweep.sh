@@ -8,11 +8,8 @@ set -u
 transport=$1
 limit=${2:-60}
 here=$(cd "$(dirname "$0")/../.." && pwd -P)
-bin=${QPG_BIN:-$here/build/bin}
-work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-sweep.XXXXXX")
-trap 'rm -rf "$work"' EXIT
 . "$here/tests/integration/lib.sh"
-"$here/scripts/make-certs" "$work" localhost >/dev/null 2>&1
+qpg_test_setup sweep
 "$bin/qpgate-sweep" --steps 10,40,80 --resolution 0 --out "$work/rep" \
 	--server-args "--transport $transport --cert $work/server.crt --key $work/server.key --max-clients $limit" \
 	-- --transport "$transport" --ca "$work/ca.crt" -n 3 -s 128 127.0.0.1 localhost >"$work/out" 2>"$work/err"

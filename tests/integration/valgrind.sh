@@ -3,12 +3,8 @@
 # the host): no invalid access, no uninitialised use, no leak, in either.
 set -u
 here=$(cd "$(dirname "$0")/../.." && pwd -P)
-bin=${QPG_BIN:-$here/build/bin}
-work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-vg.XXXXXX")
-srv=""
-trap 'if [ -n "$srv" ]; then kill -9 "$srv" 2>/dev/null; fi; rm -rf "$work"' EXIT
 . "$here/tests/integration/lib.sh"
-"$here/scripts/make-certs" "$work" localhost >/dev/null 2>&1
+qpg_test_setup vg
 vg=(valgrind --tool=memcheck --leak-check=full --show-leak-kinds=definite,indirect
 	--errors-for-leak-kinds=definite,indirect --error-exitcode=99 --track-fds=no)
 "${vg[@]}" --log-file="$work/server.vg" "$bin/qpgate-server" --transport tcp \
