@@ -43,9 +43,9 @@ int main(int argc, char **argv)
 	o.transport = argc > 4 && !strcmp(argv[4], "rdma") ? QPG_KIND_RDMA : QPG_KIND_TCP;
 	o.service = &my_echo;
 	char err[256];
-	srv = qpg_server_create(&o, err, sizeof(err));
-	if (!srv) {
-		fprintf(stderr, "echo_server: %s\n", err);
+	int rc = qpg_server_create(&srv, &o, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "echo_server: %s (%s)\n", err, qpg_strerror(rc));
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);
@@ -53,7 +53,7 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	printf("echo_server: listening on port %u\n", qpg_server_port(srv));
 	fflush(stdout);
-	int rc = qpg_server_run(srv);
+	rc = qpg_server_run(srv);
 	qpg_server_destroy(srv);
 	return rc ? 1 : 0;
 }

@@ -50,4 +50,8 @@ enum qpg_transport_kind {
 /* "rdma" / "tcp" -> kind; -EINVAL otherwise. */
 int qpg_transport_parse(const char *s);
 
+/* Every qpg_ function that can fail returns 0 (or a count) on success and
+ * a negative errno on failure; this names one for a person (thread-safe). */
+const char *qpg_strerror(int err);
+
 #endif

@@ -49,8 +49,9 @@ void qpg_server_opts_default(struct qpg_server_opts *o);
 
 struct qpg_server;
 
-/* On failure returns NULL and a reason for a person in ERR. */
-struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err, size_t err_len);
+/* 0 with *OUT set, or a negative errno and a reason for a person in ERR. */
+int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, char *err,
+		      size_t err_len);
 uint16_t qpg_server_port(const struct qpg_server *s);
 /* Runs until qpg_server_stop(); returns 0 or a negative errno. */
 int qpg_server_run(struct qpg_server *s);
@@ -77,7 +78,8 @@ struct qpg_server_stats {
 	unsigned long long handshake_ns_sum;
 };
 void qpg_server_stats(struct qpg_server *s, struct qpg_server_stats *out);
-/* The stats as Prometheus text (format 0.0.4) in a malloc'd *OUT. */
+/* The stats as Prometheus text (format 0.0.4) in a malloc'd *OUT; 0 or a
+ * negative errno. */
 int qpg_server_prometheus(struct qpg_server *s, char **out, size_t *len);
 
 #endif

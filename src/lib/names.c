@@ -60,3 +60,11 @@ int qpg_transport_parse(const char *s)
 		return QPG_KIND_TCP;
 	return -EINVAL;
 }
+
+const char *qpg_strerror(int err)
+{
+	if (err == 0)
+		return "success";
+	const char *d = strerrordesc_np(err < 0 ? -err : err);
+	return d ? d : "unknown error";
+}

@@ -1,4 +1,5 @@
 /* The server's counters in the Prometheus text exposition format 0.0.4. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -36,7 +37,7 @@ int qpg_server_prometheus(struct qpg_server *s, char **out, size_t *len)
 	qpg_server_stats(s, &st);
 	FILE *f = open_memstream(out, len);
 	if (!f)
-		return -1;
+		return -errno;
 #define METRIC(name, type, help) fprintf(f, "# HELP " name " " help "\n# TYPE " name " " type "\n")
 	METRIC("qpgate_connected_clients", "gauge", "Clients with an established connection.");
 	fprintf(f, "qpgate_connected_clients %lld\n", st.connected);

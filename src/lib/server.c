@@ -307,12 +307,15 @@ int qpg_server_enable_grants(struct qpg_server *s)
 	return 0;
 }
 
-struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err, size_t err_len)
+int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, char *err,
+		      size_t err_len)
 {
+	int rc = -EINVAL;
 	struct qpg_server *s = calloc(1, sizeof(*s));
+	*out = NULL;
 	if (!s) {
 		snprintf(err, err_len, "out of memory");
-		return NULL;
+		return -ENOMEM;
 	}
 	s->o = *o;
 	if (!s->o.threads) {
@@ -336,21 +339,25 @@ struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err,
 		goto fail;
 	}
 	if (t == &qpg__transport_rdma) {
-		if (qpg__rdma_dev_open_explained(&s->dev, s->o.ib_dev, s->o.ib_port, s->o.gid_index,
-						 err, err_len))
+		rc = qpg__rdma_dev_open_explained(&s->dev, s->o.ib_dev, s->o.ib_port,
+						  s->o.gid_index, err, err_len);
+		if (rc)
 			goto fail;
 	}
 	struct qpg__tls_files tf = {s->o.cert, s->o.key, s->o.client_ca};
 	s->ssl_ctx = qpg__tls_server_ctx(&tf, err, err_len);
 	if (!s->ssl_ctx)
-		goto fail;
+		goto fail; /* a certificate or key that does not load: -EINVAL */
+	rc = -ENOMEM;
 	if (qpg__peers_init(&s->peers, 4099)) {
 		snprintf(err, err_len, "out of memory");
 		goto fail;
 	}
 	s->workers = calloc(s->o.threads, sizeof(*s->workers));
-	if (!s->workers)
+	if (!s->workers) {
+		snprintf(err, err_len, "out of memory");
 		goto fail;
+	}
 	uint16_t port = s->o.port;
 	for (unsigned i = 0; i < s->o.threads; i++) {
 		struct worker *w = &s->workers[i];
@@ -366,7 +373,7 @@ struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err,
 		    .qp_max_send_wr = 4,
 		    .qp_timeout = s->o.qp_timeout,
 		};
-		int rc = qpg__endpoint_init(&w->ep, &eo);
+		rc = qpg__endpoint_init(&w->ep, &eo);
 		if (rc) {
 			snprintf(err, err_len, "cannot set up thread %u's %s resources: %s", i,
 				 t->name, strerror(-rc));
@@ -394,22 +401,25 @@ struct qpg_server *qpg_server_create(const struct qpg_server_opts *o, char *err,
 		    .tick = srv_tick,
 		};
 		int fd = open_listener(s, port, err, err_len);
-		if (fd < 0)
+		if (fd < 0) {
+			rc = fd;
 			goto fail;
+		}
 		port = bound_port(fd);
-		if (qpg__loop_add(&w->ep.loop, &w->listen_io, fd, EPOLLIN, listen_cb) < 0) {
+		if ((rc = qpg__loop_add(&w->ep.loop, &w->listen_io, fd, EPOLLIN, listen_cb)) < 0) {
 			close(fd);
 			snprintf(err, err_len, "epoll: %s", strerror(errno));
 			goto fail;
 		}
 	}
 	s->port = port;
-	if (s->service->start && s->service->start(s, s->o.service_ctx, err, err_len) < 0)
+	if (s->service->start && (rc = s->service->start(s, s->o.service_ctx, err, err_len)) < 0)
 		goto fail;
-	return s;
+	*out = s;
+	return 0;
 fail:
 	qpg_server_destroy(s);
-	return NULL;
+	return rc < 0 ? rc : -EINVAL;
 }
 
 uint16_t qpg_server_port(const struct qpg_server *s)

@@ -317,8 +317,8 @@ int main(int argc, char **argv)
 		o.service = qpg_kv_service_ops();
 		o.service_ctx = kvs;
 	}
-	struct qpg_server *s = qpg_server_create(&o, err, sizeof(err));
-	if (!s) {
+	struct qpg_server *s;
+	if (qpg_server_create(&s, &o, err, sizeof(err))) {
 		fprintf(stderr, "qpgate-server: error: %s\n", err);
 		qpg_kv_service_destroy(kvs);
 		return 1;

@@ -57,8 +57,7 @@ static int start(void **state)
 	o.cert = cert;
 	o.key = key;
 	char err[256];
-	srv = qpg_server_create(&o, err, sizeof(err));
-	if (!srv) {
+	if (qpg_server_create(&srv, &o, err, sizeof(err))) {
 		fprintf(stderr, "server: %s\n", err);
 		return -1;
 	}
