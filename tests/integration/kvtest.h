@@ -38,6 +38,19 @@ static inline void kvtest_opts(struct qpg_client_opts *o, const char *transport,
 	o->max_msg = 8192;
 }
 
+/* A client for O with CBS, or exit(1) with the reason, as NAME. */
+static inline struct qpg_client *kvtest_client(const struct qpg_client_opts *o,
+					       const struct qpg_client_cbs *cbs, const char *name)
+{
+	struct qpg_client *cl;
+	char err[256];
+	if (qpg_client_create(&cl, o, cbs, err, sizeof(err))) {
+		fprintf(stderr, "%s: %s\n", name, err);
+		exit(1);
+	}
+	return cl;
+}
+
 /* Connect N: the user pointer of connection I is USERS + I * STRIDE, where
  * its struct qpg_client_conn * is stored. At most WINDOW handshakes at a
  * time (under emulation 100 at once can outlast the server's handshake

@@ -27,3 +27,17 @@ qpg_test_setup() {
 
 # The device's QP count (rdma), or 0.
 qps() { if [ "${transport:-tcp}" = rdma ]; then rdma res show qp | grep -c lqpn; else echo 0; fi; }
+
+# qpg_stop_checked QP0: stop the server ($srv) with SIGTERM and check it went
+# cleanly: exit 0, the device's QPs back to QP0, no sanitizer report in
+# $work/server.log.
+qpg_stop_checked() {
+	kill -TERM "$srv"
+	wait "$srv"
+	local rc=$?
+	srv=""
+	check "server stopped cleanly (exit $rc)" [ $rc -eq 0 ]
+	check "device QPs back to baseline $1" [ "$(qps)" -eq "$1" ]
+	check "server log has no sanitizer report" \
+		bash -c "! grep -Eq '(ERROR|WARNING): (Address|Leak|Thread|UndefinedBehavior)Sanitizer|runtime error:' '$work/server.log'"
+}

@@ -82,12 +82,5 @@ fds1=$(ls "/proc/$srv/fd" | wc -l)
 check "connections back to 0" [ "$(metric qpgate_connected_clients)" = 0 ]
 check "pool slots in use back to $slots0 (now $(metric qpgate_pool_slots_in_use))" [ "$(metric qpgate_pool_slots_in_use)" = "$slots0" ]
 check "fds back to $fds0 (now $fds1)" [ "$fds1" -eq "$fds0" ]
-kill -TERM "$srv"
-wait "$srv"
-rc=$?
-srv=""
-check "server stopped cleanly (exit $rc)" [ $rc -eq 0 ]
-check "device QPs back to baseline $qp0" [ "$(qps)" -eq "$qp0" ]
-check "server log has no sanitizer report" \
-	bash -c "! grep -Eq '(ERROR|WARNING): (Address|Leak|Thread|UndefinedBehavior)Sanitizer|runtime error:' '$work/server.log'"
+qpg_stop_checked "$qp0"
 finish_checks

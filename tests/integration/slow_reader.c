@@ -75,12 +75,7 @@ int main(int argc, char **argv)
 	o.pool_max = (uint32_t)(4 * n * o.credits + 1024);
 	static const struct qpg_client_cbs cbs = {
 	    .established = on_established, .reply = on_reply, .closed = on_closed};
-	struct qpg_client *cl;
-	char err[256];
-	if (qpg_client_create(&cl, &o, &cbs, err, sizeof(err))) {
-		fprintf(stderr, "slow_reader: %s\n", err);
-		return 1;
-	}
+	struct qpg_client *cl = kvtest_client(&o, &cbs, "slow_reader");
 	struct slow *s = calloc((size_t)n, sizeof(*s));
 	kvtest_connect_all(cl, n, 16, s, sizeof(*s), &n_up, &n_closed);
 	if (n_up < n) {

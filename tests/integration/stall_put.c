@@ -99,12 +99,7 @@ int main(int argc, char **argv)
 	int hold_ms = atoi(argv[6]);
 	static const struct qpg_client_cbs cbs = {
 	    .established = on_established, .reply = on_reply, .closed = on_closed};
-	struct qpg_client *cl;
-	char err[256];
-	if (qpg_client_create(&cl, &o, &cbs, err, sizeof(err))) {
-		fprintf(stderr, "stall_put: %s\n", err);
-		return 1;
-	}
+	struct qpg_client *cl = kvtest_client(&o, &cbs, "stall_put");
 	struct staller *s = calloc((size_t)n, sizeof(*s));
 	kvtest_connect_all(cl, n, n, s, sizeof(*s), &n_up, &n_closed);
 	if (n_up < n) {

@@ -121,12 +121,5 @@ kill)
 		[ "$end_rss" -le $((base_rss + 16384)) ]
 	;;
 esac
-kill -TERM "$srv"
-wait "$srv"
-rc=$?
-srv=""
-check "server stopped cleanly (exit $rc)" [ $rc -eq 0 ]
-check "device QPs back to baseline $qp0" [ "$(qps)" -eq "$qp0" ]
-check "server log has no sanitizer report" \
-	bash -c "! grep -Eq '(ERROR|WARNING): (Address|Leak|Thread|UndefinedBehavior)Sanitizer|runtime error:' '$work/server.log'"
+qpg_stop_checked "$qp0"
 finish_checks
