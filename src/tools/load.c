@@ -337,7 +337,8 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 			finish(&e, s);
 	}
 	while (e.done_traffic < o->nconns && now_ns() < deadline) {
-		if (stop_at && now_ns() >= stop_at)
+		if ((stop_at && now_ns() >= stop_at) ||
+		    (o->stop_file && access(o->stop_file, F_OK) == 0))
 			e.stop_sending = true; /* outstanding replies still come back */
 		qpg_client_run(cl, 50);
 		tick(&e, "traffic", &next);

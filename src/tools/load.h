@@ -32,6 +32,7 @@ struct load_opts {
 	const char *resume_file;
 	const char *ready_file;
 	const char *release_file; /* end the hold early once this file exists */
+	const char *stop_file;	  /* stop sending, as if the duration ended, once it exists */
 	bool verbose;
 	/* Called about every 250 ms while running (live progress). */
 	void (*progress)(const struct load_result *r, const char *phase, void *arg);

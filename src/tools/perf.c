@@ -207,6 +207,7 @@ static void usage(FILE *f)
 	    "  -s, --size BYTES      message size (default 64)\n"
 	    "  -n, --iters N         messages per client (default 10)\n"
 	    "  -D, --duration S      send for S seconds instead of -n\n"
+	    "      --stop-file FILE  stop sending once FILE exists (as if -D had ended)\n"
 	    "      --hold MS         once all are connected, wait MS before traffic\n"
 	    "      --timeout MS      give up on the whole run after MS (default 600000)\n"
 	    "      --server-pid PID  also report the server's CPU, RSS, threads, fds\n"
@@ -236,7 +237,8 @@ int main(int argc, char **argv)
 		O_TIMEOUT,
 		O_SPID,
 		O_JSON,
-		O_CSV
+		O_CSV,
+		O_STOPFILE
 	};
 	static const struct option opts[] = {
 	    QPG_CLI_CLIENT_LONGOPTS,
@@ -253,6 +255,7 @@ int main(int argc, char **argv)
 	    {"json", 1, 0, O_JSON},
 	    {"csv", 1, 0, O_CSV},
 	    {"psn-log", 1, 0, O_PSNLOG},
+	    {"stop-file", 1, 0, O_STOPFILE},
 	    {"help", 0, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -297,6 +300,9 @@ int main(int argc, char **argv)
 			break;
 		case O_CSV:
 			csv_path = optarg;
+			break;
+		case O_STOPFILE:
+			lo.stop_file = optarg;
 			break;
 		case O_PSNLOG:
 			if (!(s.psn_log = fopen(optarg, "a"))) {

@@ -70,14 +70,13 @@ burst)
 kill)
 	base_rss=$(rss) base_fds=$(fds)
 	echo "  baseline: RSS ${base_rss} kB, $base_fds fds, $qp0 QPs"
-	# Bystanders: 5 connections made before the storm, echoing through it
-	# for a fixed time (long enough for the rounds); qpgate-perf exits 0
-	# only if all 5 stayed up and every echo verified.
-	per_round=10
-	[ "$transport" = rdma ] && per_round=40
-	by_s=${QPG_STORM_BYSTANDER_S:-$((per_round * rounds + 10))}
-	"$bin/qpgate-perf" --transport "$transport" --ca "$work/ca.crt" -p "$port" -c 5 -D "$by_s" \
-		-s 256 --timeout $(( (by_s + 120) * 1000 )) 127.0.0.1 localhost >"$work/by.out" 2>&1 &
+	# Bystanders: 5 connections made before the storm, echoing through all
+	# of it, however long the rounds take (they stop once the last round
+	# has settled); qpgate-perf exits 0 only if all 5 stayed up and every
+	# echo verified.
+	"$bin/qpgate-perf" --transport "$transport" --ca "$work/ca.crt" -p "$port" -c 5 -D 86400 \
+		--stop-file "$work/storm-over" -s 256 --timeout 86400000 127.0.0.1 localhost \
+		>"$work/by.out" 2>&1 &
 	by=$!
 	for _ in $(seq 1 300); do
 		[ "$(metric qpgate_connected_clients)" = 5 ] && break
@@ -107,6 +106,7 @@ kill)
 		echo "  round $r: $n killed; server RSS $(rss) kB, $(fds) fds, $(qps) QPs, connected $(metric qpgate_connected_clients)"
 		kill -0 "$srv" || break
 	done
+	touch "$work/storm-over"
 	wait "$by"
 	byrc=$?
 	grep -E '^ +5 ' "$work/by.out" | head -2 | sed 's/^/  bystanders: /'
