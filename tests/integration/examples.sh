@@ -17,17 +17,23 @@ for f in include/qpgate/service.h lib/pkgconfig/qpgate.pc lib/pkgconfig/qpgate-k
 	check "installed: $f" [ -f "$prefix/$f" ]
 done
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+# A sanitizer build's libraries need the same flags in what links them.
+san=$(sed -n 's/^QPG_SANITIZE:STRING=//p' "$build/CMakeCache.txt" 2>/dev/null)
+sanflags=""
+[ "$san" = address ] && sanflags="-fsanitize=address,undefined"
+[ "$san" = thread ] && sanflags="-fsanitize=thread"
 mkdir -p "$work/pc"
 ok=1
 for ex in echo_server echo_client; do
-	cc -std=c11 -Wall -Werror -o "$work/pc/$ex" "$here/examples/$ex.c" \
+	cc -std=c11 -Wall -Werror $sanflags -o "$work/pc/$ex" "$here/examples/$ex.c" \
 		$(pkg-config --cflags --libs qpgate) >>"$work/cc.log" 2>&1 || ok=0
 done
-cc -std=c11 -Wall -Werror -o "$work/pc/kv_putget" "$here/examples/kv_putget.c" \
+cc -std=c11 -Wall -Werror $sanflags -o "$work/pc/kv_putget" "$here/examples/kv_putget.c" \
 	$(pkg-config --cflags --libs qpgate-kv) >>"$work/cc.log" 2>&1 || ok=0
 [ $ok = 1 ] || sed 's/^/  /' "$work/cc.log"
 check "the examples build with pkg-config qpgate / qpgate-kv" [ $ok = 1 ]
-cmake -S "$here/examples" -B "$work/cm" -DCMAKE_PREFIX_PATH="$prefix" >"$work/cm.log" 2>&1 &&
+cmake -S "$here/examples" -B "$work/cm" -DCMAKE_PREFIX_PATH="$prefix" \
+	-DCMAKE_C_FLAGS="$sanflags" -DCMAKE_EXE_LINKER_FLAGS="$sanflags" >"$work/cm.log" 2>&1 &&
 	cmake --build "$work/cm" >>"$work/cm.log" 2>&1
 rc=$?
 [ $rc = 0 ] || tail -20 "$work/cm.log" | sed 's/^/  /'
