@@ -1,7 +1,6 @@
 /* qpgate-client: connect over TLS-bootstrapped RC QPs (or TCP), echo
  * messages, verify every byte, and report setup phases and latency. With -c
  * it opens many connections at once from one event loop. */
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,24 +9,24 @@
 #include "cli.h"
 #include "client_testing.h"
 #include "load.h"
+#include "opts.h"
+#include "qpgate/wire.h"
 
-static void usage(FILE *f)
+/* --test-bad-hello MODE: how a test client breaks its own HELLO. */
+static void parse_bad_hello(const char *arg, void *dst)
 {
-	fprintf(f, "usage: qpgate-client [options] HOST SERVERNAME\n" QPG_CLI_CLIENT_HELP
-		   "  -c, --conns N         concurrent connections (default 1)\n"
-		   "  -n, --iters N         messages per connection (default 100)\n"
-		   "  -s, --size BYTES      message size (default 64)\n"
-		   "      --timeout MS      give up on the whole run after MS (default 120000)\n"
-		   "      --window N        handshakes in progress at once (default 64)\n"
-		   "      --hold MS         once all are connected, wait MS before traffic\n"
-		   "      --ready-file F    create F once all connections are up\n"
-		   "      --release-file F  end --hold as soon as F exists\n"
-		   "      --expect-error CLASS  succeed only if every connection fails with CLASS\n"
-		   "  -v, --verbose\n"
-		   "test hooks: --test-pause-at K --test-resume-file F (conn 0 waits before "
-		   "message K until F exists), --test-corrupt-tag-at K, --test-oversize-at K, "
-		   "--test-bad-hello "
-		   "version|psn|qpn|truncated|length|stall|gid\n");
+	static const char *const modes[] = {"",		 "version", "psn",   "qpn",
+					    "truncated", "length",  "stall", "gid"};
+	for (unsigned k = 1; k < sizeof(modes) / sizeof(modes[0]); k++)
+		if (strcmp(arg, modes[k]) == 0) {
+			*(uint8_t *)dst = (uint8_t)k;
+			return;
+		}
+	fprintf(stderr,
+		"error: --test-bad-hello is version, psn, qpn, truncated, length, stall "
+		"or gid, not '%s'\n",
+		arg);
+	exit(2);
 }
 
 int main(int argc, char **argv)
@@ -38,115 +37,38 @@ int main(int argc, char **argv)
 	qpg_client_opts_default(&o);
 	load_opts_default(&lo);
 	const char *expect = NULL;
-	enum {
-		O_TIMEOUT = 256,
-		O_HOLD,
-		O_EXPECT,
-		O_CORRUPT,
-		O_OVERSIZE,
-		O_PAUSE,
-		O_RESUME,
-		O_BADHELLO,
-		O_WINDOW,
-		O_READY,
-		O_RELEASE
-	};
-	static const struct option opts[] = {
-	    QPG_CLI_CLIENT_LONGOPTS,
-	    {"conns", 1, 0, 'c'},
-	    {"iters", 1, 0, 'n'},
-	    {"size", 1, 0, 's'},
-	    {"timeout", 1, 0, O_TIMEOUT},
-	    {"hold", 1, 0, O_HOLD},
-	    {"expect-error", 1, 0, O_EXPECT},
-	    {"test-corrupt-tag-at", 1, 0, O_CORRUPT},
-	    {"test-oversize-at", 1, 0, O_OVERSIZE},
-	    {"test-pause-at", 1, 0, O_PAUSE},
-	    {"test-resume-file", 1, 0, O_RESUME},
-	    {"test-bad-hello", 1, 0, O_BADHELLO},
-	    {"window", 1, 0, O_WINDOW},
-	    {"ready-file", 1, 0, O_READY},
-	    {"release-file", 1, 0, O_RELEASE},
-	    {"verbose", 0, 0, 'v'},
-	    {"help", 0, 0, 'h'},
-	    {0, 0, 0, 0},
-	};
-	int ch;
-	while ((ch = getopt_long(argc, argv, QPG_CLI_CLIENT_SHORTOPTS "c:n:s:vh", opts, NULL)) !=
-	       -1) {
-		if (qpg_cli_client_opt(ch, optarg, &o))
-			continue;
-		switch (ch) {
-		case 'c':
-			lo.nconns = (int)qpg_cli_int(optarg, 1, 1000000, "--conns");
-			break;
-		case 'n':
-			lo.msgs = qpg_cli_int(optarg, 0, 1000000000, "--iters");
-			break;
-		case 's':
-			lo.size = (uint32_t)qpg_cli_int(optarg, 1, QPG_WIRE_MAX_MSG, "--size");
-			break;
-		case O_TIMEOUT:
-			lo.timeout_ms = qpg_cli_int(optarg, 1, 86400000, "--timeout");
-			break;
-		case O_HOLD:
-			lo.hold_ms = qpg_cli_int(optarg, 0, 86400000, "--hold");
-			break;
-		case O_EXPECT:
-			expect = optarg;
-			break;
-		case O_OVERSIZE:
-			lo.oversize_at =
-			    (int)qpg_cli_int(optarg, 0, 1000000000, "--test-oversize-at");
-			break;
-		case O_PAUSE:
-			lo.pause_at = (int)qpg_cli_int(optarg, 0, 1000000000, "--test-pause-at");
-			break;
-		case O_RESUME:
-			lo.resume_file = optarg;
-			break;
-		case O_CORRUPT:
-			lo.corrupt_at =
-			    (int)qpg_cli_int(optarg, 0, 1000000000, "--test-corrupt-tag-at");
-			break;
-		case O_WINDOW:
-			lo.window = qpg_cli_int(optarg, 1, 1000000, "--window");
-			break;
-		case O_RELEASE:
-			lo.release_file = optarg;
-			break;
-		case O_READY:
-			lo.ready_file = optarg;
-			break;
-		case O_BADHELLO: {
-			static const char *const modes[] = {"",		 "version", "psn",   "qpn",
-							    "truncated", "length",  "stall", "gid"};
-			mutation = 0;
-			for (unsigned k = 1; k < sizeof(modes) / sizeof(modes[0]); k++)
-				if (strcmp(optarg, modes[k]) == 0)
-					mutation = (uint8_t)k;
-			if (!mutation) {
-				fprintf(stderr, "error: unknown --test-bad-hello mode '%s'\n",
-					optarg);
-				return 2;
-			}
-			break;
-		}
-		case 'v':
-			lo.verbose = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (argc - optind != 2) {
-		usage(stderr);
-		return 2;
-	}
+	const struct qpg_opt client[] = {QPG_OPTS_CLIENT(&o), QPG_OPT_END};
+	const struct qpg_opt own[] = {
+	    {"conns", 'c', OPT_INT, &lo.nconns, 1, 1000000, "N",
+	     "concurrent connections (default 1)"},
+	    {"iters", 'n', OPT_LONG, &lo.msgs, 0, 1000000000, "N",
+	     "messages per connection (default 100)"},
+	    {"size", 's', OPT_U32, &lo.size, 1, QPG_WIRE_MAX_MSG, "BYTES",
+	     "message size (default 64)"},
+	    {"timeout", 0, OPT_LONG, &lo.timeout_ms, 1, 86400000, "MS",
+	     "give up on the whole run after MS (default 120000)"},
+	    {"window", 0, OPT_LONG, &lo.window, 1, 1000000, "N",
+	     "handshakes in progress at once (default 64)"},
+	    {"hold", 0, OPT_LONG, &lo.hold_ms, 0, 86400000, "MS",
+	     "once all are connected, wait MS before traffic"},
+	    {"ready-file", 0, OPT_STR, &lo.ready_file, 0, 0, "F", "create F once all are up"},
+	    {"release-file", 0, OPT_STR, &lo.release_file, 0, 0, "F", "end --hold once F exists"},
+	    {"expect-error", 0, OPT_STR, &expect, 0, 0, "CLASS",
+	     "succeed only if every connection fails with CLASS"},
+	    {"verbose", 'v', OPT_FLAG, &lo.verbose, 0, 0, NULL, "a line per connection"},
+	    {"test-pause-at", 0, OPT_INT, &lo.pause_at, 0, 1000000000, "K",
+	     "test hook: conn 0 waits before message K ..."},
+	    {"test-resume-file", 0, OPT_STR, &lo.resume_file, 0, 0, "F", "... until F exists"},
+	    {"test-corrupt-tag-at", 0, OPT_INT, &lo.corrupt_at, 0, 1000000000, "K",
+	     "test hook: a wrong tag on message K"},
+	    {"test-oversize-at", 0, OPT_INT, &lo.oversize_at, 0, 1000000000, "K",
+	     "test hook: message K over the agreed size"},
+	    {"test-bad-hello", 0, OPT_CALL, &mutation, 0, 0, "MODE",
+	     "test hook: version|psn|qpn|truncated|length|stall|gid", parse_bad_hello},
+	    QPG_OPT_END};
+	const struct qpg_opt *const tables[] = {client, own, NULL};
+	int optind =
+	    qpg_opts_parse(argc, argv, tables, "qpgate-client [options] HOST SERVERNAME", 2);
 	o.host = argv[optind];
 	o.servername = argv[optind + 1];
 	load_size_client(&o, &lo);

@@ -1,7 +1,6 @@
 /* qpgate-perf: N concurrent secure clients from one event loop, with
  * connection, per-phase, latency, throughput and resource figures, as a
  * perftest-style table, JSON (--json) and CSV (--csv). */
-#include <getopt.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,6 +11,7 @@
 
 #include "cli.h"
 #include "load.h"
+#include "opts.h"
 #include "resources.h"
 
 struct samples {
@@ -193,30 +193,6 @@ static void print_resources(const struct samples *s, const struct load_result *r
 		printf(" server memory per connected client: %.1f kB\n", pkb);
 }
 
-static void usage(FILE *f)
-{
-	fprintf(
-	    f,
-	    "usage: qpgate-perf -c N [options] HOST SERVERNAME\n" QPG_CLI_CLIENT_HELP
-	    "  -c, --clients N       concurrent clients (default 10)\n"
-	    "      --ramp R          new connections per second (default: as fast as --window "
-	    "allows)\n"
-	    "      --window N        handshakes in progress at once (default 64)\n"
-	    "      --inflight N      echoes in flight over all clients (default 1024; 0: one per\n"
-	    "                        client, all at once)\n"
-	    "  -s, --size BYTES      message size (default 64)\n"
-	    "  -n, --iters N         messages per client (default 10)\n"
-	    "  -D, --duration S      send for S seconds instead of -n\n"
-	    "      --stop-file FILE  stop sending once FILE exists (as if -D had ended)\n"
-	    "      --hold MS         once all are connected, wait MS before traffic\n"
-	    "      --timeout MS      give up on the whole run after MS (default 600000)\n"
-	    "      --server-pid PID  also report the server's CPU, RSS, threads, fds\n"
-	    "      --json FILE       results as JSON (test_info + results)\n"
-	    "      --csv FILE        results as one CSV row with a header\n"
-	    "      --psn-log FILE    append 'LOCAL_PSN PEER_PSN' per rdma connection (PSN "
-	    "audits)\n");
-}
-
 int main(int argc, char **argv)
 {
 	struct qpg_client_opts co;
@@ -227,99 +203,43 @@ int main(int argc, char **argv)
 	lo.nconns = 10;
 	lo.msgs = 10;
 	lo.timeout_ms = 600000;
-	const char *json_path = NULL, *csv_path = NULL;
-	enum {
-		O_RAMP = 256,
-		O_WINDOW,
-		O_INFLIGHT,
-		O_PSNLOG,
-		O_HOLD,
-		O_TIMEOUT,
-		O_SPID,
-		O_JSON,
-		O_CSV,
-		O_STOPFILE
-	};
-	static const struct option opts[] = {
-	    QPG_CLI_CLIENT_LONGOPTS,
-	    {"clients", 1, 0, 'c'},
-	    {"ramp", 1, 0, O_RAMP},
-	    {"window", 1, 0, O_WINDOW},
-	    {"inflight", 1, 0, O_INFLIGHT},
-	    {"size", 1, 0, 's'},
-	    {"iters", 1, 0, 'n'},
-	    {"duration", 1, 0, 'D'},
-	    {"hold", 1, 0, O_HOLD},
-	    {"timeout", 1, 0, O_TIMEOUT},
-	    {"server-pid", 1, 0, O_SPID},
-	    {"json", 1, 0, O_JSON},
-	    {"csv", 1, 0, O_CSV},
-	    {"psn-log", 1, 0, O_PSNLOG},
-	    {"stop-file", 1, 0, O_STOPFILE},
-	    {"help", 0, 0, 'h'},
-	    {0, 0, 0, 0},
-	};
-	int ch;
-	while ((ch = getopt_long(argc, argv, QPG_CLI_CLIENT_SHORTOPTS "c:s:n:D:h", opts, NULL)) !=
-	       -1) {
-		if (qpg_cli_client_opt(ch, optarg, &co))
-			continue;
-		switch (ch) {
-		case 'c':
-			lo.nconns = (int)qpg_cli_int(optarg, 1, 10000000, "--clients");
-			break;
-		case O_RAMP:
-			lo.ramp = qpg_cli_double(optarg, 0.001, 1e9, "--ramp");
-			break;
-		case O_INFLIGHT:
-			lo.inflight = qpg_cli_int(optarg, 0, 100000000, "--inflight");
-			break;
-		case O_WINDOW:
-			lo.window = qpg_cli_int(optarg, 1, 10000000, "--window");
-			break;
-		case 's':
-			lo.size = (uint32_t)qpg_cli_int(optarg, 1, QPG_WIRE_MAX_MSG, "--size");
-			break;
-		case 'n':
-			lo.msgs = qpg_cli_int(optarg, 0, 1000000000, "--iters");
-			break;
-		case 'D':
-			lo.duration_s = qpg_cli_double(optarg, 0.001, 86400, "--duration");
-			break;
-		case O_HOLD:
-			lo.hold_ms = qpg_cli_int(optarg, 0, 86400000, "--hold");
-			break;
-		case O_TIMEOUT:
-			lo.timeout_ms = qpg_cli_int(optarg, 1, 86400000, "--timeout");
-			break;
-		case O_SPID:
-			s.server_pid = (pid_t)qpg_cli_int(optarg, 1, 1 << 30, "--server-pid");
-			break;
-		case O_JSON:
-			json_path = optarg;
-			break;
-		case O_CSV:
-			csv_path = optarg;
-			break;
-		case O_STOPFILE:
-			lo.stop_file = optarg;
-			break;
-		case O_PSNLOG:
-			if (!(s.psn_log = fopen(optarg, "a"))) {
-				fprintf(stderr, "qpgate-perf: cannot open %s\n", optarg);
-				return 2;
-			}
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (argc - optind != 2) {
-		usage(stderr);
+	const char *json_path = NULL, *csv_path = NULL, *psn_log = NULL;
+	int server_pid = 0;
+	const struct qpg_opt client[] = {QPG_OPTS_CLIENT(&co), QPG_OPT_END};
+	const struct qpg_opt own[] = {
+	    {"clients", 'c', OPT_INT, &lo.nconns, 1, 10000000, "N",
+	     "concurrent clients (default 10)"},
+	    {"ramp", 0, OPT_DOUBLE, &lo.ramp, 0.001, 1e9, "R",
+	     "new connections per second (default: as fast as --window allows)"},
+	    {"window", 0, OPT_LONG, &lo.window, 1, 10000000, "N",
+	     "handshakes in progress at once (default 64)"},
+	    {"inflight", 0, OPT_LONG, &lo.inflight, 0, 100000000, "N",
+	     "echoes in flight over all clients (default 1024; 0: one per client)"},
+	    {"size", 's', OPT_U32, &lo.size, 1, QPG_WIRE_MAX_MSG, "BYTES",
+	     "message size (default 64)"},
+	    {"iters", 'n', OPT_LONG, &lo.msgs, 0, 1000000000, "N",
+	     "messages per client (default 10)"},
+	    {"duration", 'D', OPT_DOUBLE, &lo.duration_s, 0.001, 86400, "S",
+	     "send for S seconds instead of -n"},
+	    {"stop-file", 0, OPT_STR, &lo.stop_file, 0, 0, "FILE",
+	     "stop sending once FILE exists (as if -D had ended)"},
+	    {"hold", 0, OPT_LONG, &lo.hold_ms, 0, 86400000, "MS",
+	     "once all are connected, wait MS before traffic"},
+	    {"timeout", 0, OPT_LONG, &lo.timeout_ms, 1, 86400000, "MS",
+	     "give up on the whole run after MS (default 600000)"},
+	    {"server-pid", 0, OPT_INT, &server_pid, 1, 1 << 30, "PID",
+	     "also report the server's CPU, RSS, threads, fds"},
+	    {"json", 0, OPT_STR, &json_path, 0, 0, "FILE", "results as JSON (test_info + results)"},
+	    {"csv", 0, OPT_STR, &csv_path, 0, 0, "FILE", "results as one CSV row with a header"},
+	    {"psn-log", 0, OPT_STR, &psn_log, 0, 0, "FILE",
+	     "append 'LOCAL_PSN PEER_PSN' per rdma connection (PSN audits)"},
+	    QPG_OPT_END};
+	const struct qpg_opt *const tables[] = {client, own, NULL};
+	int optind =
+	    qpg_opts_parse(argc, argv, tables, "qpgate-perf -c N [options] HOST SERVERNAME", 2);
+	s.server_pid = (pid_t)server_pid;
+	if (psn_log && !(s.psn_log = fopen(psn_log, "a"))) {
+		fprintf(stderr, "qpgate-perf: cannot open %s\n", psn_log);
 		return 2;
 	}
 	co.host = argv[optind];

@@ -1,5 +1,4 @@
 /* qpgate-server: the secure multi-client RDMA (or TCP) echo server. */
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +6,7 @@
 
 #include "cli.h"
 #include "metrics_http.h"
+#include "opts.h"
 #include "qpgate/kv.h"
 #include "qpgate/kv_server.h"
 #include "qpgate/server.h"
@@ -19,56 +19,29 @@ static void on_signal(int sig)
 		qpg_server_stop(g_server);
 }
 
-static void usage(FILE *f)
+/* --service echo|kv */
+static void parse_service(const char *arg, void *dst)
 {
-	fprintf(
-	    f,
-	    "usage: qpgate-server --cert FILE --key FILE [options]\n"
-	    "  -p, --port N             TCP port for the TLS control channel (default 7471; 0: "
-	    "any)\n"
-	    "      --bind ADDR          address to listen on (default 127.0.0.1)\n"
-	    "      --cert FILE          server certificate chain (PEM)\n"
-	    "      --key FILE           server private key (PEM)\n"
-	    "      --client-ca FILE     require client certificates signed by this CA (mTLS)\n"
-	    "      --max-clients N      admitted clients at once (default 100000)\n"
-	    "      --threads N          event-loop threads (default: number of cores)\n"
-	    "      --transport rdma|tcp data path (default rdma)\n"
-	    "  -d, --ib-dev DEV         RDMA device (default: the first)\n"
-	    "  -i, --ib-port N          device port (default 1)\n"
-	    "  -x, --gid-index N        GID index (default: the IPv4-mapped RoCE v2 GID)\n"
-	    "      --handshake-timeout MS  deadline for TCP+TLS+bootstrap (default 5000)\n"
-	    "      --progress-timeout MS   close a client whose sends do not complete for MS\n"
-	    "                           (it stopped reading; default 15000, 0: never)\n"
-	    "      --idle-timeout MS    close a client with no traffic for MS (default 0: never)\n"
-	    "      --max-pending N      unfinished handshakes, whole server (default 4096)\n"
-	    "      --max-pending-per-peer N  unfinished handshakes per peer address, IPv6 per\n"
-	    "                           /64 (default 1024)\n"
-	    "      --max-conns-per-peer N    connections per peer address, IPv6 per /64\n"
-	    "                           (default 16384; 0: no limit)\n"
-	    "      --handshake-rate N[,BURST]  new handshakes per second per peer address\n"
-	    "                           (IPv6 per /64), BURST at once (default 500,1000;\n"
-	    "                           0: no limit); refused at accept, before TLS\n"
-	    "      --allow-no-auth      accept clients that turn per-message auth off\n"
-	    "      --allow-any-gid      rdma: accept a HELLO whose GID is not the address its\n"
-	    "                           control connection came from (RoCE and control on\n"
-	    "                           different networks; off by default: reflection)\n"
-	    "  -s, --max-msg BYTES      largest message (default 4096)\n"
-	    "      --service echo|kv    what the server offers (default echo)\n"
-	    "      --kv-capacity BYTES  KV store size, e.g. 256M (default 256M, at most 4G)\n"
-	    "      --kv-max-value BYTES largest KV value, e.g. 1M (default 1M)\n"
-	    "      --kv-grant-ttl MS    a grant not RELEASEd by then is revoked (default 10000)\n"
-	    "      --kv-put-timeout MS  a PUT whose next chunk is this late drops its space\n"
-	    "                           (default 10000)\n"
-	    "      --kv-grant-min BYTES rdma: values from this size go by RDMA READ unless\n"
-	    "                           the client asks otherwise (default 32K)\n"
-	    "      --srq-depth N        receives posted per thread (default 4096)\n"
-	    "      --qp-timeout N       RC ACK timeout 4.096 us * 2^N, 7 tries (default 18 = "
-	    "1.07 s)\n"
-	    "      --port-file FILE     write the bound port (and the metrics port) here once "
-	    "listening\n"
-	    "      --metrics HOST:PORT  serve Prometheus metrics at /metrics (e.g. "
-	    "127.0.0.1:9471)\n"
-	    "  -v, --verbose            log every connection\n");
+	if (strcmp(arg, "echo") && strcmp(arg, "kv")) {
+		fprintf(stderr, "error: --service is 'echo' or 'kv', not '%s'\n", arg);
+		exit(2);
+	}
+	*(bool *)dst = strcmp(arg, "kv") == 0;
+}
+
+/* --handshake-rate RATE[,BURST] */
+static void parse_rate(const char *arg, void *dst)
+{
+	struct qpg_server_opts *o = dst;
+	char rate[32];
+	snprintf(rate, sizeof(rate), "%s", arg);
+	char *comma = strchr(rate, ',');
+	if (comma)
+		*comma = 0;
+	o->handshake_rate = (unsigned)qpg_cli_int(rate, 0, 10000000, "--handshake-rate");
+	o->handshake_burst =
+	    comma ? (unsigned)qpg_cli_int(comma + 1, 1, 10000000, "--handshake-rate (burst)")
+		  : (o->handshake_rate ? o->handshake_rate : 1);
 }
 
 static void print_stats(struct qpg_server *s)
@@ -100,208 +73,70 @@ int main(int argc, char **argv)
 	qpg_kv_server_opts_default(&kvo);
 	bool kv = false;
 	const char *port_file = NULL, *metrics_addr = NULL;
-	enum {
-		O_BIND = 256,
-		O_CERT,
-		O_KEY,
-		O_CA,
-		O_MAX,
-		O_THREADS,
-		O_TRANSPORT,
-		O_HTO,
-		O_MP,
-		O_MPP,
-		O_MCP,
-		O_NOAUTH,
-		O_SRQ,
-		O_PORTFILE,
-		O_METRICS,
-		O_QPTO,
-		O_SERVICE,
-		O_KVCAP,
-		O_KVMAX,
-		O_KVGRANT,
-		O_PROGRESS,
-		O_IDLE,
-		O_ANYGID,
-		O_KVTTL,
-		O_KVPUTTO,
-		O_RATE
-	};
-	static const struct option lo[] = {
-	    {"port", 1, 0, 'p'},
-	    {"bind", 1, 0, O_BIND},
-	    {"cert", 1, 0, O_CERT},
-	    {"key", 1, 0, O_KEY},
-	    {"client-ca", 1, 0, O_CA},
-	    {"max-clients", 1, 0, O_MAX},
-	    {"threads", 1, 0, O_THREADS},
-	    {"transport", 1, 0, O_TRANSPORT},
-	    {"ib-dev", 1, 0, 'd'},
-	    {"ib-port", 1, 0, 'i'},
-	    {"gid-index", 1, 0, 'x'},
-	    {"handshake-timeout", 1, 0, O_HTO},
-	    {"progress-timeout", 1, 0, O_PROGRESS},
-	    {"allow-any-gid", 0, 0, O_ANYGID},
-	    {"idle-timeout", 1, 0, O_IDLE},
-	    {"max-pending", 1, 0, O_MP},
-	    {"max-pending-per-peer", 1, 0, O_MPP},
-	    {"max-conns-per-peer", 1, 0, O_MCP},
-	    {"handshake-rate", 1, 0, O_RATE},
-	    {"allow-no-auth", 0, 0, O_NOAUTH},
-	    {"max-msg", 1, 0, 's'},
-	    {"srq-depth", 1, 0, O_SRQ},
-	    {"qp-timeout", 1, 0, O_QPTO},
-	    {"service", 1, 0, O_SERVICE},
-	    {"kv-capacity", 1, 0, O_KVCAP},
-	    {"kv-max-value", 1, 0, O_KVMAX},
-	    {"kv-grant-min", 1, 0, O_KVGRANT},
-	    {"kv-grant-ttl", 1, 0, O_KVTTL},
-	    {"kv-put-timeout", 1, 0, O_KVPUTTO},
-	    {"port-file", 1, 0, O_PORTFILE},
-	    {"metrics", 1, 0, O_METRICS},
-	    {"verbose", 0, 0, 'v'},
-	    {"help", 0, 0, 'h'},
-	    {0, 0, 0, 0},
-	};
-	int ch;
-	while ((ch = getopt_long(argc, argv, "p:d:i:x:s:vh", lo, NULL)) != -1) {
-		switch (ch) {
-		case 'p':
-			o.port = (uint16_t)qpg_cli_int(optarg, 0, 65535, "--port");
-			break;
-		case O_BIND:
-			o.bind_addr = optarg;
-			break;
-		case O_SERVICE:
-			if (!strcmp(optarg, "echo"))
-				kv = false;
-			else if (!strcmp(optarg, "kv"))
-				kv = true;
-			else {
-				fprintf(stderr, "error: --service is 'echo' or 'kv', not '%s'\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case O_KVCAP:
-			kvo.capacity =
-			    (size_t)qpg_cli_size(optarg, 4096, 4ull << 30, "--kv-capacity");
-			break;
-		case O_KVMAX:
-			kvo.max_value =
-			    (uint32_t)qpg_cli_size(optarg, 1, QPG_KV_MAX_VALUE, "--kv-max-value");
-			break;
-		case O_KVTTL:
-			kvo.grant_ttl_ms =
-			    (unsigned)qpg_cli_int(optarg, 0, 3600000, "--kv-grant-ttl");
-			break;
-		case O_KVPUTTO:
-			kvo.put_timeout_ms =
-			    (unsigned)qpg_cli_int(optarg, 0, 3600000, "--kv-put-timeout");
-			break;
-		case O_KVGRANT:
-			kvo.grant_min =
-			    (uint32_t)qpg_cli_size(optarg, 1, QPG_KV_MAX_VALUE, "--kv-grant-min");
-			break;
-		case O_CERT:
-			o.cert = optarg;
-			break;
-		case O_KEY:
-			o.key = optarg;
-			break;
-		case O_CA:
-			o.client_ca = optarg;
-			break;
-		case O_MAX:
-			o.max_clients = (unsigned)qpg_cli_int(optarg, 1, 10000000, "--max-clients");
-			break;
-		case O_THREADS:
-			o.threads = (unsigned)qpg_cli_int(optarg, 1, 256, "--threads");
-			break;
-		case O_TRANSPORT:
-			o.transport = qpg_cli_transport(optarg);
-			break;
-		case 'd':
-			o.ib_dev = optarg;
-			break;
-		case 'i':
-			o.ib_port = (int)qpg_cli_int(optarg, 1, 255, "--ib-port");
-			break;
-		case 'x':
-			o.gid_index = (int)qpg_cli_int(optarg, 0, 255, "--gid-index");
-			break;
-		case O_ANYGID:
-			o.allow_any_gid = true;
-			break;
-		case O_PROGRESS:
-			o.progress_timeout_ms =
-			    (unsigned)qpg_cli_int(optarg, 0, 3600000, "--progress-timeout");
-			break;
-		case O_IDLE:
-			o.idle_timeout_ms =
-			    (unsigned)qpg_cli_int(optarg, 0, 86400000, "--idle-timeout");
-			break;
-		case O_HTO:
-			o.handshake_timeout_ms =
-			    (unsigned)qpg_cli_int(optarg, 10, 3600000, "--handshake-timeout");
-			break;
-		case O_MP:
-			o.max_pending = (unsigned)qpg_cli_int(optarg, 1, 10000000, "--max-pending");
-			break;
-		case O_MPP:
-			o.max_pending_per_peer =
-			    (unsigned)qpg_cli_int(optarg, 1, 10000000, "--max-pending-per-peer");
-			break;
-		case O_MCP:
-			o.max_conns_per_peer =
-			    (unsigned)qpg_cli_int(optarg, 0, 10000000, "--max-conns-per-peer");
-			break;
-		case O_RATE: {
-			char *comma = strchr(optarg, ',');
-			if (comma)
-				*comma = 0;
-			o.handshake_rate =
-			    (unsigned)qpg_cli_int(optarg, 0, 10000000, "--handshake-rate");
-			o.handshake_burst = comma
-						? (unsigned)qpg_cli_int(comma + 1, 1, 10000000,
-									"--handshake-rate (burst)")
-						: (o.handshake_rate ? o.handshake_rate : 1);
-			break;
-		}
-		case O_NOAUTH:
-			o.allow_no_auth = true;
-			break;
-		case 's':
-			o.max_msg = (uint32_t)qpg_cli_int(optarg, 1, QPG_WIRE_MAX_MSG, "--max-msg");
-			break;
-		case O_QPTO:
-			o.qp_timeout = (uint8_t)qpg_cli_int(optarg, 1, 31, "--qp-timeout");
-			break;
-		case O_SRQ:
-			o.srq_depth = (uint32_t)qpg_cli_int(optarg, 16, 1 << 20, "--srq-depth");
-			break;
-		case O_PORTFILE:
-			port_file = optarg;
-			break;
-		case O_METRICS:
-			metrics_addr = optarg;
-			break;
-		case 'v':
-			o.verbose = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind != argc) {
-		usage(stderr);
-		return 2;
-	}
+	const struct qpg_opt opts[] = {
+	    {"port", 'p', OPT_U16, &o.port, 0, 65535, "N",
+	     "TCP port for the TLS control channel (default 7471; 0: any)"},
+	    {"bind", 0, OPT_STR, &o.bind_addr, 0, 0, "ADDR",
+	     "address to listen on (default 127.0.0.1)"},
+	    {"cert", 0, OPT_STR, &o.cert, 0, 0, "FILE", "server certificate chain (PEM)"},
+	    {"key", 0, OPT_STR, &o.key, 0, 0, "FILE", "server private key (PEM)"},
+	    {"client-ca", 0, OPT_STR, &o.client_ca, 0, 0, "FILE",
+	     "require client certificates signed by this CA (mTLS)"},
+	    {"max-clients", 0, OPT_UINT, &o.max_clients, 1, 10000000, "N",
+	     "admitted clients at once (default 100000)"},
+	    {"threads", 0, OPT_UINT, &o.threads, 1, 256, "N",
+	     "event-loop threads (default: number of cores)"},
+	    {"transport", 0, OPT_TRANSPORT, &o.transport, 0, 0, "rdma|tcp",
+	     "data path (default rdma)"},
+	    {"ib-dev", 'd', OPT_STR, &o.ib_dev, 0, 0, "DEV", "RDMA device (default: the first)"},
+	    {"ib-port", 'i', OPT_INT, &o.ib_port, 1, 255, "N", "device port (default 1)"},
+	    {"gid-index", 'x', OPT_INT, &o.gid_index, 0, 255, "N",
+	     "GID index (default: the IPv4-mapped RoCE v2 GID)"},
+	    {"handshake-timeout", 0, OPT_UINT, &o.handshake_timeout_ms, 10, 3600000, "MS",
+	     "deadline for TCP+TLS+bootstrap (default 5000)"},
+	    {"progress-timeout", 0, OPT_UINT, &o.progress_timeout_ms, 0, 3600000, "MS",
+	     "close a client whose sends do not complete for MS (default 15000, 0: never)"},
+	    {"idle-timeout", 0, OPT_UINT, &o.idle_timeout_ms, 0, 86400000, "MS",
+	     "close a client with no traffic for MS (default 0: never)"},
+	    {"max-pending", 0, OPT_UINT, &o.max_pending, 1, 10000000, "N",
+	     "unfinished handshakes, whole server (default 4096)"},
+	    {"max-pending-per-peer", 0, OPT_UINT, &o.max_pending_per_peer, 1, 10000000, "N",
+	     "unfinished handshakes per address, IPv6 per /64 (default 1024)"},
+	    {"max-conns-per-peer", 0, OPT_UINT, &o.max_conns_per_peer, 0, 10000000, "N",
+	     "connections per address, IPv6 per /64 (default 16384; 0: no limit)"},
+	    {"handshake-rate", 0, OPT_CALL, &o, 0, 0, "N[,B]",
+	     "new handshakes a second per address, B at once (default 500,1000; 0: off)",
+	     parse_rate},
+	    {"allow-no-auth", 0, OPT_FLAG, &o.allow_no_auth, 0, 0, NULL,
+	     "accept clients that turn per-message auth off"},
+	    {"allow-any-gid", 0, OPT_FLAG, &o.allow_any_gid, 0, 0, NULL,
+	     "rdma: accept a HELLO GID other than the control address (off: reflection)"},
+	    {"max-msg", 's', OPT_U32, &o.max_msg, 1, QPG_WIRE_MAX_MSG, "BYTES",
+	     "largest message (default 4096)"},
+	    {"service", 0, OPT_CALL, &kv, 0, 0, "echo|kv", "what the server offers (default echo)",
+	     parse_service},
+	    {"kv-capacity", 0, OPT_SIZE, &kvo.capacity, 4096, 4.0 * (1ull << 30), "BYTES",
+	     "KV store size, e.g. 256M (default 256M, at most 4G)"},
+	    {"kv-max-value", 0, OPT_SIZE32, &kvo.max_value, 1, QPG_KV_MAX_VALUE, "BYTES",
+	     "largest KV value, e.g. 1M (default 1M)"},
+	    {"kv-grant-ttl", 0, OPT_UINT, &kvo.grant_ttl_ms, 0, 3600000, "MS",
+	     "a grant not RELEASEd by then is revoked (default 10000)"},
+	    {"kv-put-timeout", 0, OPT_UINT, &kvo.put_timeout_ms, 0, 3600000, "MS",
+	     "a PUT whose next chunk is this late drops its space (default 10000)"},
+	    {"kv-grant-min", 0, OPT_SIZE32, &kvo.grant_min, 1, QPG_KV_MAX_VALUE, "BYTES",
+	     "rdma: values from this size go by RDMA READ unless asked otherwise (32K)"},
+	    {"srq-depth", 0, OPT_U32, &o.srq_depth, 16, 1 << 20, "N",
+	     "receives posted per thread (default 4096)"},
+	    {"qp-timeout", 0, OPT_U8, &o.qp_timeout, 1, 31, "N",
+	     "RC ACK timeout 4.096 us * 2^N, 7 tries (default 18 = 1.07 s)"},
+	    {"port-file", 0, OPT_STR, &port_file, 0, 0, "FILE",
+	     "write the bound port (and the metrics port) here once listening"},
+	    {"metrics", 0, OPT_STR, &metrics_addr, 0, 0, "HOST:PORT",
+	     "serve Prometheus metrics at /metrics (e.g. 127.0.0.1:9471)"},
+	    {"verbose", 'v', OPT_COUNT, &o.verbose, 0, 0, NULL, "log every connection"},
+	    QPG_OPT_END};
+	const struct qpg_opt *const tables[] = {opts, NULL};
+	qpg_opts_parse(argc, argv, tables, "qpgate-server --cert FILE --key FILE [options]", 0);
 	if (!o.cert || !o.key) {
 		fprintf(stderr, "error: --cert and --key are required (development certificates: "
 				"'make certs')\n");

@@ -1,0 +1,92 @@
+/* One option parser for every tool: each tool describes its flags in a
+ * table (name, perftest's letter where there is one, kind, where the value
+ * goes, its range, help), the shared client flags are one more table, and
+ * the parser checks every value against its range, prints the usage from
+ * the same tables, and exits 2 on bad input with a clear error. */
+#ifndef QPG_OPTS_H
+#define QPG_OPTS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "qpgate/client.h"
+
+enum qpg_opt_kind {
+	OPT_END,
+	OPT_FLAG,      /* bool = true */
+	OPT_FLAG_OFF,  /* bool = false */
+	OPT_COUNT,     /* int += 1 (-v -v) */
+	OPT_STR,       /* const char * */
+	OPT_INT,       /* int in [min, max] */
+	OPT_LONG,      /* long */
+	OPT_U8,	       /* uint8_t */
+	OPT_U16,       /* uint16_t */
+	OPT_U32,       /* uint32_t */
+	OPT_UINT,      /* unsigned */
+	OPT_DOUBLE,    /* double */
+	OPT_SIZE,      /* size_t, K/M/G suffixes */
+	OPT_SIZE32,    /* uint32_t, K/M/G suffixes */
+	OPT_TRANSPORT, /* int: rdma | tcp */
+	OPT_CALL,      /* call(arg, dst): the tool's own parsing */
+};
+
+struct qpg_opt {
+	const char *name; /* long name, without -- */
+	int letter;	  /* short option, 0: none */
+	enum qpg_opt_kind kind;
+	void *dst;
+	double min, max;
+	const char *arg;  /* what the value is called in the usage, e.g. "N" */
+	const char *help; /* one line; the default belongs here */
+	void (*call)(const char *arg, void *dst);
+};
+
+#define QPG_OPT_END                                                                                \
+	{                                                                                          \
+		0                                                                                  \
+	}
+
+/* Parse ARGV with TABLES (a NULL-terminated list of tables ending in
+ * QPG_OPT_END). --help prints the usage and exits 0; anything wrong prints
+ * an error and exits 2. Returns the index of the first positional
+ * argument; NPOS of them are required (-1: any number). */
+int qpg_opts_parse(int argc, char **argv, const struct qpg_opt *const *tables, const char *synopsis,
+		   int npos);
+void qpg_opts_usage(FILE *f, const struct qpg_opt *const *tables, const char *synopsis);
+
+/* The flags every client-side tool takes, into O (perftest's letters). */
+#define QPG_OPTS_CLIENT(o)                                                                           \
+	{"port", 'p', OPT_U16, &(o)->port, 1, 65535, "N", "server port (default 7471)"},             \
+	    {"ca", 0, OPT_STR, &(o)->ca, 0, 0, "FILE", "CA that signed the server certificate"},     \
+	    {"cert", 0, OPT_STR, &(o)->cert, 0, 0, "FILE", "client certificate, for mutual TLS"},    \
+	    {"key", 0, OPT_STR, &(o)->key, 0, 0, "FILE", "its private key"},                         \
+	    {"transport", 0, OPT_TRANSPORT, &(o)->transport,                                         \
+	     0,		  0, "rdma|tcp",    "data path (default rdma)"},                             \
+	    {"ib-dev", 'd', OPT_STR, &(o)->ib_dev, 0, 0, "DEV", "RDMA device (default: the first)"}, \
+	    {"ib-port", 'i', OPT_INT, &(o)->ib_port, 1, 255, "N", "device port (default 1)"},        \
+	    {"gid-index", 'x', OPT_INT, &(o)->gid_index,                                             \
+	     0,		  255, "N",	"GID index (default: the IPv4-mapped RoCE v2 GID)"},         \
+	    {"no-auth",                                                                              \
+	     0,                                                                                      \
+	     OPT_FLAG_OFF,                                                                           \
+	     &(o)->auth,                                                                             \
+	     0,                                                                                      \
+	     0,                                                                                      \
+	     NULL,                                                                                   \
+	     "turn per-message authentication off (to measure its cost)"},                           \
+	    {"handshake-timeout",                                                                    \
+	     0,                                                                                      \
+	     OPT_UINT,                                                                               \
+	     &(o)->handshake_timeout_ms,                                                             \
+	     10,                                                                                     \
+	     3600000,                                                                                \
+	     "MS",                                                                                   \
+	     "per connection (default 10000)"},                                                      \
+	    {"credits", 0,    OPT_U16, &(o)->credits,                                                \
+	     1,		1024, "N",     "requests in flight per connection (default 1)"},             \
+	{                                                                                            \
+		"qp-timeout", 0, OPT_U8, &(o)->qp_timeout, 1, 31, "N",                               \
+		    "RC ACK timeout 4.096 us * 2^N, 7 tries (default 18 = 1.07 s)"                   \
+	}
+
+#endif
