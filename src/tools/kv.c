@@ -15,7 +15,6 @@
  * One line per command ("GET k: ok, 4096 bytes in 1 chunk, ..."). Exit
  * status: 0 all ok, 1 a command got an error status or a mismatch,
  * 2 usage, 3 the connection failed. */
-#include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,6 +25,7 @@
 #include "cli.h"
 #include "kv_testing.h"
 #include "kvdata.h"
+#include "opts.h"
 #include "qpgate/kv_client.h"
 
 enum cmd_op { CMD_PUT, CMD_GET, CMD_DEL, CMD_BAD };
@@ -171,13 +171,15 @@ static int parse_cmds(int argc, char **argv, struct cmd *out)
 	return n;
 }
 
-static int parse_abuse(const char *s)
+static void parse_abuse(const char *s, void *dst)
 {
 	static const char *const names[] = {"none",	     "past-end",     "other-qp", "write",
 					    "after-release", "wrong-digest", "expired"};
 	for (int i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++)
-		if (!strcmp(s, names[i]))
-			return i;
+		if (!strcmp(s, names[i])) {
+			*(int *)dst = i;
+			return;
+		}
 	fprintf(stderr, "error: --test-abuse is past-end, other-qp, write, after-release, "
 			"wrong-digest or expired\n");
 	exit(2);
@@ -207,48 +209,30 @@ int main(int argc, char **argv)
 	qpg_kv_pool_opts_default(&po);
 	po.threads = po.conns = 1;
 	int abuse = QPG_KV_ABUSE_NONE;
-	static const struct option opts[] = {
-	    QPG_CLI_CLIENT_LONGOPTS,
-	    {"max-msg", 1, 0, 's'},
-	    {"one-sided", 0, 0, 'O'},
-	    {"two-sided", 0, 0, 'T'},
-	    {"test-abuse", 1, 0, 'A'},
-	    {"help", 0, 0, 'h'},
-	    {0, 0, 0, 0},
-	};
-	int ch;
-	while ((ch = getopt_long(argc, argv, "+" QPG_CLI_CLIENT_SHORTOPTS "s:h", opts, NULL)) !=
-	       -1) {
-		if (qpg_cli_client_opt(ch, optarg, &po.client))
-			continue;
-		if (ch == 's') {
-			po.client.max_msg =
-			    (uint32_t)qpg_cli_int(optarg, 512, 1 << 20, "--max-msg");
-			continue;
-		}
-		if (ch == 'O' || ch == 'T') {
-			po.get_mode = ch == 'O' ? QPG_KV_GET_ONE_SIDED : QPG_KV_GET_TWO_SIDED;
-			continue;
-		}
-		if (ch == 'A') {
-			abuse = parse_abuse(optarg);
-			po.get_mode = QPG_KV_GET_ONE_SIDED;
-			continue;
-		}
-		fprintf(ch == 'h' ? stdout : stderr,
-			"usage: qpgate-kv [client flags] [-s MAX_MSG] [--one-sided|--two-sided] "
-			"[--test-abuse MODE] HOST SERVERNAME COMMAND...\n"
-			"  put KEY SIZE SEED | get KEY [SIZE SEED] | del KEY | "
-			"bad\n" QPG_CLI_CLIENT_HELP);
-		return ch == 'h' ? 0 : 2;
-	}
+	bool one = false, two = false;
+	const struct qpg_opt client[] = {QPG_OPTS_CLIENT(&po.client), QPG_OPT_END};
+	const struct qpg_opt own[] = {
+	    {"max-msg", 's', OPT_U32, &po.client.max_msg, 512, 1 << 20, "BYTES",
+	     "largest message (default 8192)"},
+	    {"one-sided", 0, OPT_FLAG, &one, 0, 0, NULL, "GETs by RDMA READ of a granted window"},
+	    {"two-sided", 0, OPT_FLAG, &two, 0, 0, NULL, "GETs sent in messages"},
+	    {"test-abuse", 0, OPT_CALL, &abuse, 0, 0, "MODE",
+	     "test hook: past-end|other-qp|write|after-release|wrong-digest|expired", parse_abuse},
+	    QPG_OPT_END};
+	const struct qpg_opt *const tables[] = {client, own, NULL};
+	const char *synopsis = "qpgate-kv [options] HOST SERVERNAME COMMAND...\n"
+			       "  COMMAND: put KEY SIZE SEED | get KEY [SIZE SEED] | del KEY | bad";
+	int optind = qpg_opts_parse(argc, argv, tables, synopsis, -1);
+	if (one || two)
+		po.get_mode = one ? QPG_KV_GET_ONE_SIDED : QPG_KV_GET_TWO_SIDED;
+	if (abuse != QPG_KV_ABUSE_NONE)
+		po.get_mode = QPG_KV_GET_ONE_SIDED;
 	struct cmd *cmds = calloc((size_t)argc, sizeof(*cmds));
 	int ncmds = cmds && argc - optind >= 3
 			? parse_cmds(argc - optind - 2, argv + optind + 2, cmds)
 			: -1;
 	if (ncmds <= 0) {
-		fprintf(stderr, "usage: qpgate-kv [flags] HOST SERVERNAME COMMAND...\n"
-				"  put KEY SIZE SEED | get KEY [SIZE SEED] | del KEY | bad\n");
+		fprintf(stderr, "usage: %s\n", synopsis);
 		free(cmds);
 		return 2;
 	}

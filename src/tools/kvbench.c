@@ -11,7 +11,6 @@
  * tables for this system: workers 4..64 at 4 clients, and clients 1..1024
  * at 64 workers. */
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
@@ -26,6 +25,7 @@
 #include "cli.h"
 #include "kvbench.h"
 #include "kvdata.h"
+#include "opts.h"
 #include "qpgate/hist.h"
 #include "qpgate/kv_client.h"
 #include "resources.h"
@@ -102,26 +102,28 @@ static int run_table(struct bench *b, const struct table_spec *t, json_t *rows)
 	return rc;
 }
 
-static void usage(FILE *f)
+static void parse_dist(const char *arg, void *dst)
 {
-	fprintf(f, "usage: qpgate-kvbench [options] HOST SERVERNAME\n" QPG_CLI_CLIENT_HELP
-		   "      --threads N        pool threads (default 4)\n"
-		   "      --num-workers N    concurrent GET workers (default 16)\n"
-		   "      --num-clients N    pooled connections (default 4)\n"
-		   "      --num-keys N       keys preloaded (default 10000)\n"
-		   "      --value-size BYTES value size (default 4096)\n"
-		   "  -D, --duration S       measure for S seconds (default 10)\n"
-		   "  -n, --ops N            or: stop after N GETs\n"
-		   "      --dist uniform|zipf key popularity (default uniform; zipf s=0.99)\n"
-		   "  -s, --max-msg BYTES    frame size (default 8192)\n"
-		   "      --no-preload       the keys are already there\n"
-		   "      --get-mode MODE    auto (the server picks by size; default), two-sided\n"
-		   "                         (the server SENDs the value), one-sided (RDMA\n"
-		   "                         READ of a granted window), or compare: the same\n"
-		   "                         run each of the three ways\n"
-		   "      --scaling          the seed's tables: workers 4..64 at 4 clients,\n"
-		   "                         clients 1..1024 at 64 workers\n"
-		   "      --json FILE        results as JSON\n");
+	if (strcmp(arg, "uniform") && strcmp(arg, "zipf")) {
+		fprintf(stderr, "error: --dist is uniform or zipf, not '%s'\n", arg);
+		exit(2);
+	}
+	*(bool *)dst = !strcmp(arg, "zipf");
+}
+
+/* --get-mode: an enum qpg_kv_get_mode, or 3 for compare. */
+static void parse_get_mode(const char *arg, void *dst)
+{
+	for (int m = 0; m < 3; m++)
+		if (!strcmp(arg, mode_names[m])) {
+			*(int *)dst = m;
+			return;
+		}
+	if (strcmp(arg, "compare")) {
+		fprintf(stderr, "error: --get-mode is auto, two-sided, one-sided or compare\n");
+		exit(2);
+	}
+	*(int *)dst = 3;
 }
 
 int main(int argc, char **argv)
@@ -134,111 +136,38 @@ int main(int argc, char **argv)
 	b.duration_s = 10;
 	bool scaling = false, do_preload = true, compare = false;
 	const char *json_path = NULL;
-	enum {
-		O_THREADS = 256,
-		O_WORKERS,
-		O_CLIENTS,
-		O_KEYS,
-		O_VSIZE,
-		O_DIST,
-		O_JSON,
-		O_SCALING,
-		O_NOPRELOAD,
-		O_GETMODE
-	};
-	static const struct option opts[] = {
-	    QPG_CLI_CLIENT_LONGOPTS,
-	    {"threads", 1, 0, O_THREADS},
-	    {"num-workers", 1, 0, O_WORKERS},
-	    {"num-clients", 1, 0, O_CLIENTS},
-	    {"num-keys", 1, 0, O_KEYS},
-	    {"value-size", 1, 0, O_VSIZE},
-	    {"duration", 1, 0, 'D'},
-	    {"ops", 1, 0, 'n'},
-	    {"dist", 1, 0, O_DIST},
-	    {"max-msg", 1, 0, 's'},
-	    {"json", 1, 0, O_JSON},
-	    {"scaling", 0, 0, O_SCALING},
-	    {"no-preload", 0, 0, O_NOPRELOAD},
-	    {"get-mode", 1, 0, O_GETMODE},
-	    {"help", 0, 0, 'h'},
-	    {0, 0, 0, 0},
-	};
-	int ch;
-	while ((ch = getopt_long(argc, argv, QPG_CLI_CLIENT_SHORTOPTS "D:n:s:h", opts, NULL)) !=
-	       -1) {
-		if (qpg_cli_client_opt(ch, optarg, &b.po.client))
-			continue;
-		switch (ch) {
-		case O_THREADS:
-			b.po.threads = (unsigned)qpg_cli_int(optarg, 1, 256, "--threads");
-			break;
-		case O_WORKERS:
-			b.workers = (unsigned)qpg_cli_int(optarg, 1, 100000, "--num-workers");
-			break;
-		case O_CLIENTS:
-			b.po.conns = (unsigned)qpg_cli_int(optarg, 1, 100000, "--num-clients");
-			break;
-		case O_KEYS:
-			b.nkeys = (uint32_t)qpg_cli_int(optarg, 1, 100000000, "--num-keys");
-			break;
-		case O_VSIZE:
-			b.value_size =
-			    (uint32_t)qpg_cli_size(optarg, 1, QPG_KV_MAX_VALUE, "--value-size");
-			break;
-		case 'D':
-			b.duration_s = qpg_cli_double(optarg, 0.1, 86400, "--duration");
-			break;
-		case 'n':
-			b.max_ops = qpg_cli_int(optarg, 1, 1000000000000ll, "--ops");
-			break;
-		case 's':
-			b.po.client.max_msg =
-			    (uint32_t)qpg_cli_int(optarg, 512, 1 << 20, "--max-msg");
-			break;
-		case O_DIST:
-			if (strcmp(optarg, "uniform") && strcmp(optarg, "zipf")) {
-				fprintf(stderr, "error: --dist is uniform or zipf\n");
-				return 2;
-			}
-			b.zipf = !strcmp(optarg, "zipf");
-			break;
-		case O_JSON:
-			json_path = optarg;
-			break;
-		case O_SCALING:
-			scaling = true;
-			break;
-		case O_NOPRELOAD:
-			do_preload = false;
-			break;
-		case O_GETMODE:
-			if (!strcmp(optarg, "compare")) {
-				compare = true;
-				break;
-			}
-			for (b.po.get_mode = 0; b.po.get_mode < 3; b.po.get_mode++)
-				if (!strcmp(optarg, mode_names[b.po.get_mode]))
-					break;
-			if (b.po.get_mode == 3) {
-				fprintf(stderr,
-					"error: --get-mode is auto, two-sided, one-sided or "
-					"compare\n");
-				return 2;
-			}
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (argc - optind != 2) {
-		usage(stderr);
-		return 2;
-	}
+	int get_mode = QPG_KV_GET_AUTO;
+	const struct qpg_opt client[] = {QPG_OPTS_CLIENT(&b.po.client), QPG_OPT_END};
+	const struct qpg_opt own[] = {
+	    {"threads", 0, OPT_UINT, &b.po.threads, 1, 256, "N", "pool threads (default 4)"},
+	    {"num-workers", 0, OPT_UINT, &b.workers, 1, 100000, "N",
+	     "concurrent GET workers (default 16)"},
+	    {"num-clients", 0, OPT_UINT, &b.po.conns, 1, 100000, "N",
+	     "pooled connections (default 4)"},
+	    {"num-keys", 0, OPT_U32, &b.nkeys, 1, 100000000, "N", "keys preloaded (default 10000)"},
+	    {"value-size", 0, OPT_SIZE32, &b.value_size, 1, QPG_KV_MAX_VALUE, "BYTES",
+	     "value size (default 4096)"},
+	    {"duration", 'D', OPT_DOUBLE, &b.duration_s, 0.1, 86400, "S",
+	     "measure for S seconds (default 10)"},
+	    {"ops", 'n', OPT_LONG, &b.max_ops, 1, 1e12, "N", "or: stop after N GETs"},
+	    {"dist", 0, OPT_CALL, &b.zipf, 0, 0, "uniform|zipf",
+	     "key popularity (default uniform; zipf s=0.99)", parse_dist},
+	    {"max-msg", 's', OPT_U32, &b.po.client.max_msg, 512, 1 << 20, "BYTES",
+	     "frame size (default 8192)"},
+	    {"no-preload", 0, OPT_FLAG_OFF, &do_preload, 0, 0, NULL, "the keys are already there"},
+	    {"get-mode", 0, OPT_CALL, &get_mode, 0, 0, "MODE",
+	     "auto (the server picks by size), two-sided, one-sided, or compare all three",
+	     parse_get_mode},
+	    {"scaling", 0, OPT_FLAG, &scaling, 0, 0, NULL,
+	     "the seed's tables: workers 4..64 at 4 clients, clients 1..1024 at 64 workers"},
+	    {"json", 0, OPT_STR, &json_path, 0, 0, "FILE", "results as JSON"},
+	    QPG_OPT_END};
+	const struct qpg_opt *const opt_tables[] = {client, own, NULL};
+	int optind =
+	    qpg_opts_parse(argc, argv, opt_tables, "qpgate-kvbench [options] HOST SERVERNAME", 2);
+	compare = get_mode == 3;
+	if (!compare)
+		b.po.get_mode = (uint8_t)get_mode;
 	b.po.client.host = argv[optind];
 	b.po.client.servername = argv[optind + 1];
 	signal(SIGPIPE, SIG_IGN);

@@ -6,7 +6,6 @@
  *
  *   qpgate-sweep [options] -- [qpgate-perf flags] HOST SERVERNAME */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "opts.h"
 #include "report.h"
 #include "resources.h"
 
@@ -339,25 +339,28 @@ static int parse_steps(const char *s, int *steps, int max)
 	return n;
 }
 
-static void usage(FILE *f)
+struct steps {
+	int v[32];
+	int n;
+};
+
+static void parse_steps_opt(const char *arg, void *dst)
 {
-	fprintf(
-	    f,
-	    "usage: qpgate-sweep [options] -- [qpgate-perf flags] HOST SERVERNAME\n"
-	    "  --steps LIST        progressive client counts (default 10,100,500,1000,5000,10000)\n"
-	    "  --max N             keep doubling past the last step up to N (default: the last "
-	    "step)\n"
-	    "  --search-iters K    runs per binary search (default 8)\n"
-	    "  --resolution F      stop a search when the bracket is within F of its lower end\n"
-	    "                      (default 0.02)\n"
-	    "  --out DIR           report directory (default ./qpgate-report)\n"
-	    "  --server-args ARGS  start a fresh qpgate-server with ARGS for every run (it gets\n"
-	    "                      -p 0 --port-file; perf gets -p and --server-pid)\n"
-	    "  --server-pid PID    or: an already running server to watch\n"
-	    "  -d, --ib-dev DEV    device whose QP count must settle between runs\n"
-	    "  --settle-timeout S  longest wait for the baseline between runs (default 120)\n"
-	    "  --perf PATH         qpgate-perf to run (default: next to this program)\n"
-	    "  --title TEXT        report title\n");
+	struct steps *st = dst;
+	st->n = parse_steps(arg, st->v, 32);
+	if (st->n == 0) {
+		fprintf(stderr, "error: --steps wants a list of client counts, e.g. 10,100,1000\n");
+		exit(2);
+	}
+}
+
+/* --server-args "FLAGS": split on blanks (paths with spaces need a wrapper). */
+static void parse_server_args(const char *arg, void *dst)
+{
+	struct sweep *sw = dst;
+	for (char *t = strtok(strdup(arg), " \t"); t && sw->server_argc < 60;
+	     t = strtok(NULL, " \t"))
+		sw->server_argv[sw->server_argc++] = t;
 }
 
 /* NAME in this program's directory: the tools are installed together. */
@@ -379,7 +382,8 @@ int main(int argc, char **argv)
 	struct sweep sw = {0};
 	static struct sweep_point points[MAX_POINTS];
 	char perf_buf[PATH_MAX], server_buf[PATH_MAX];
-	int steps[32], nsteps = parse_steps("10,100,500,1000,5000,10000", steps, 32);
+	struct steps st;
+	st.n = parse_steps("10,100,500,1000,5000,10000", st.v, 32);
 	int max_clients = 0, iters = 8;
 	double resolution = 0.02;
 	sw.out_dir = "qpgate-report";
@@ -388,83 +392,38 @@ int main(int argc, char **argv)
 	sw.rep.title = "qpgate capacity sweep";
 	sw.perf_path = sibling_path(perf_buf, sizeof(perf_buf), "qpgate-perf");
 	sw.server_path = sibling_path(server_buf, sizeof(server_buf), "qpgate-server");
-	enum {
-		O_STEPS = 256,
-		O_MAX,
-		O_ITERS,
-		O_RES,
-		O_OUT,
-		O_SPID,
-		O_SETTLE,
-		O_PERF,
-		O_TITLE,
-		O_SARGS
-	};
-	static const struct option opts[] = {
-	    {"steps", 1, 0, O_STEPS},
-	    {"max", 1, 0, O_MAX},
-	    {"search-iters", 1, 0, O_ITERS},
-	    {"resolution", 1, 0, O_RES},
-	    {"out", 1, 0, O_OUT},
-	    {"server-pid", 1, 0, O_SPID},
-	    {"ib-dev", 1, 0, 'd'},
-	    {"settle-timeout", 1, 0, O_SETTLE},
-	    {"perf", 1, 0, O_PERF},
-	    {"title", 1, 0, O_TITLE},
-	    {"server-args", 1, 0, O_SARGS},
-	    {"help", 0, 0, 'h'},
-	    {0, 0, 0, 0},
-	};
-	int ch;
-	while ((ch = getopt_long(argc, argv, "+d:h", opts, NULL)) != -1) {
-		switch (ch) {
-		case O_STEPS:
-			nsteps = parse_steps(optarg, steps, 32);
-			break;
-		case O_MAX:
-			max_clients = (int)qpg_cli_int(optarg, 1, 10000000, "--max");
-			break;
-		case O_ITERS:
-			iters = (int)qpg_cli_int(optarg, 0, 40, "--search-iters");
-			break;
-		case O_RES:
-			resolution = qpg_cli_double(optarg, 0, 1, "--resolution");
-			break;
-		case O_OUT:
-			sw.out_dir = optarg;
-			break;
-		case O_SPID:
-			sw.server_pid = (pid_t)qpg_cli_int(optarg, 1, 1 << 30, "--server-pid");
-			break;
-		case 'd':
-			sw.dev_name = optarg;
-			break;
-		case O_SETTLE:
-			sw.settle_timeout_s =
-			    (int)qpg_cli_int(optarg, 0, 86400, "--settle-timeout");
-			break;
-		case O_PERF:
-			sw.perf_path = optarg;
-			break;
-		case O_TITLE:
-			sw.rep.title = optarg;
-			break;
-		case O_SARGS:
-			/* Split on blanks: certificate paths with spaces need a wrapper. */
-			for (char *t = strtok(optarg, " \t"); t && sw.server_argc < 60;
-			     t = strtok(NULL, " \t"))
-				sw.server_argv[sw.server_argc++] = t;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (argc - optind < 2 || nsteps == 0) {
-		usage(stderr);
+	int server_pid = 0;
+	const struct qpg_opt opts[] = {
+	    {"steps", 0, OPT_CALL, &st, 0, 0, "LIST",
+	     "progressive client counts (default 10,100,500,1000,5000,10000)", parse_steps_opt},
+	    {"max", 0, OPT_INT, &max_clients, 1, 10000000, "N",
+	     "keep doubling past the last step up to N (default: the last step)"},
+	    {"search-iters", 0, OPT_INT, &iters, 0, 40, "K", "runs per binary search (default 8)"},
+	    {"resolution", 0, OPT_DOUBLE, &resolution, 0, 1, "F",
+	     "stop a search within F of its lower end (default 0.02)"},
+	    {"out", 0, OPT_STR, &sw.out_dir, 0, 0, "DIR",
+	     "report directory (default ./qpgate-report)"},
+	    {"server-args", 0, OPT_CALL, &sw, 0, 0, "ARGS",
+	     "a fresh qpgate-server with ARGS for every run", parse_server_args},
+	    {"server-pid", 0, OPT_INT, &server_pid, 1, 1 << 30, "PID",
+	     "or: an already running server to watch"},
+	    {"ib-dev", 'd', OPT_STR, &sw.dev_name, 0, 0, "DEV",
+	     "device whose QP count must settle between runs"},
+	    {"settle-timeout", 0, OPT_INT, &sw.settle_timeout_s, 0, 86400, "S",
+	     "longest wait for the baseline between runs (default 120)"},
+	    {"perf", 0, OPT_STR, &sw.perf_path, 0, 0, "PATH",
+	     "qpgate-perf to run (default: next to this program)"},
+	    {"title", 0, OPT_STR, &sw.rep.title, 0, 0, "TEXT", "report title"},
+	    QPG_OPT_END};
+	const struct qpg_opt *const tables[] = {opts, NULL};
+	const char *synopsis = "qpgate-sweep [options] -- [qpgate-perf flags] HOST SERVERNAME";
+	int optind = qpg_opts_parse(argc, argv, tables, synopsis, -1);
+	sw.server_pid = (pid_t)server_pid;
+	int nsteps = st.n;
+	int *steps = st.v;
+	if (argc - optind < 2) {
+		fprintf(stderr, "error: HOST and SERVERNAME (after --) are needed\nusage: %s\n",
+			synopsis);
 		return 2;
 	}
 	sw.perf_args = argv + optind;
