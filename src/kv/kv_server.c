@@ -8,6 +8,12 @@
 #include "kv_service.h"
 #include "qpgate/kv.h"
 
+/* The store keeps a value's region as an opaque pointer. */
+static void close_region(void *region)
+{
+	qpg_region_close(region);
+}
+
 /* Serve one-sided GETs where the transport and device can scope windows
  * to one client's QP; values are then registered as they commit. */
 static int kv_start(struct qpg_server *srv, void *ctx, char *why, size_t why_len)
@@ -20,7 +26,7 @@ static int kv_start(struct qpg_server *srv, void *ctx, char *why, size_t why_len
 					   : strerror(-rc));
 		return 0; /* every GET is still served, two-sided */
 	}
-	k->store.region_close = (void (*)(void *))qpg_region_close;
+	k->store.region_close = close_region;
 	k->one_sided = true;
 	snprintf(k->one_sided_why, sizeof(k->one_sided_why),
 		 "on, by default for values of %u bytes or more (read-only type-2 memory "
