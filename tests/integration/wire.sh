@@ -151,6 +151,8 @@ loss_round() { # PERCENT
 		"$bin/qpgate-kv" --ca "$sh/kv/ca.crt" -p "$kport" --qp-timeout 14 --two-sided "$server_ip" localhost get "l1m$1" 1M 8 2>&1)
 	sed 's/^/  /' <<<"$out"
 	check "11 loss $1%: GETs of 4 KiB and 1 MiB (by READ and sent) verified" [ "$(grep -c verified <<<"$out")" -eq 3 ]
+	[ "$(grep -c verified <<<"$out")" -eq 3 ] ||
+		grep -h 'closed (' "$sh/kv/server.log" | tail -3 | sed 's/^/  kv server: /'
 	netem_both clear
 }
 
