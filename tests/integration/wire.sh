@@ -43,7 +43,11 @@ serve_a() {
 	qpg_serve "$sh/echo" --bind "$server_ip" --allow-no-auth --metrics "$server_ip:0" -s 4096 ||
 		exit 1
 	local esrv=$srv
-	qpg_serve "$sh/kv" --bind "$server_ip" --service kv --kv-capacity 64M -s 8192 || exit 1
+	# Deadlines sized for 5% loss on emulated hosts (a 1 MiB READ is ~1,000
+	# packets, each loss a retry): this checks recovery from loss; the
+	# deadlines themselves have their own tests.
+	qpg_serve "$sh/kv" --bind "$server_ip" --service kv --kv-capacity 64M -s 8192 \
+		--progress-timeout 60000 --kv-grant-ttl 60000 || exit 1
 	srv2=$srv
 	srv=$esrv
 	touch "$sh/servers-up"
