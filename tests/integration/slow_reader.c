@@ -24,6 +24,7 @@ struct slow {
 	struct qpg_client_conn *c;
 	int established, closed;
 	unsigned answered; /* GETs whose last chunk arrived */
+	int pending;	   /* GETs still unanswered when we stopped reading */
 	enum qpg_err_class err;
 };
 
@@ -102,8 +103,10 @@ int main(int argc, char **argv)
 	 * end while the server streams: a connection with every GET answered
 	 * is not a slow reader, and the server rightly leaves it open. */
 	int served = 0;
-	for (int i = 0; i < n; i++)
-		served += s[i].answered >= o.credits;
+	for (int i = 0; i < n; i++) {
+		s[i].pending = s[i].answered < o.credits; /* a slow reader from here on */
+		served += !s[i].pending;
+	}
 	printf("slow_reader: %d connected, %d GETs sent, %d connections fully answered before "
 	       "the hold; not reading for %d ms\n",
 	       n, sent, served, hold_ms);
@@ -115,7 +118,7 @@ int main(int argc, char **argv)
 		qpg_client_run(cl, 50);
 	int pending = 0, pending_open = 0;
 	for (int i = 0; i < n; i++)
-		if (s[i].answered < o.credits) {
+		if (s[i].pending) {
 			pending++;
 			pending_open += !s[i].closed;
 		}
