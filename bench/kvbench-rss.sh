@@ -27,6 +27,10 @@ rc=0
 	--num-clients $conns --num-workers 4096 --num-keys 300 --value-size 1M -D "$secs" \
 	--handshake-timeout 60000 127.0.0.1 localhost >"$work/kvb.out" 2>&1 || rc=$?
 grep -E 'GETs verified|FAILED|error' "$work/kvb.out" | head -5 | sed 's/^/ /'
+if [ $rc -ne 0 ]; then
+	grep -Ei 'fail|error|refused|closed' "$work/kvb.out" | head -8 | sed 's/^/ kvbench: /'
+	grep -h 'closed (' "$work/server.log" | head -5 | sed 's/^/ server: /'
+fi
 hwm=$(awk '/VmHWM/{print $2}' "/proc/$srv/status")
 # The README's formula, in kB: idle + store + pools + per connection (64
 # KiB, plus over tcp an output buffer of at most 2 x send depth x slot).

@@ -33,7 +33,7 @@ static int send_frame(struct kv_conn *k, struct qpg_kv_request *op, uint32_t off
 {
 	/* 0x7f: no such operation (the test hook), answered "malformed". */
 	struct qpg_kv_req r = {.op = (op->hooks & QPG__KV_HOOK_UNKNOWN_OP) ? 0x7f : op->op,
-			       .flags = op->op == QPG_KV_GET ? k->get_flags : 0,
+			       .flags = op->phase == PH_REQUEST ? k->get_flags : 0,
 			       .key_len = op->key_len,
 			       .req_id = op->req_id,
 			       .value_len = op->op == QPG_KV_PUT ? op->value_len : 0,
@@ -125,6 +125,12 @@ static void pump_unguarded(struct kv_conn *k)
 		struct qpg_kv_request *op = k->head;
 		if (!op)
 			return;
+		bool grant = op->op == QPG_KV_GET && k->get_flags;
+		if (grant && k->grants_asked >= QPG__KVC_GRANTS_MAX) {
+			if (k->get_flags & QPG_KV_F_ONE_SIDED)
+				return; /* insisted on: waits for a grant to end */
+			grant = false;	/* left to the server: this one is sent */
+		}
 		int slot = free_slot(k);
 		if (slot < 0)
 			return;
@@ -136,7 +142,8 @@ static void pump_unguarded(struct kv_conn *k)
 		op->req_id = (++k->gen << SLOT_BITS) | (uint32_t)slot;
 		op->sent = op->acked = op->got = 0;
 		op->refused = QPG_KV_OK;
-		op->phase = op->op == QPG_KV_GET && k->get_flags ? PH_REQUEST : PH_NONE;
+		op->phase = grant ? PH_REQUEST : PH_NONE;
+		k->grants_asked += grant;
 		k->slots[slot] = op;
 		if (op->op == QPG_KV_PUT) {
 			k->put_cur = op;

@@ -35,6 +35,7 @@ void qpg__kvc_fail_all(struct kv_conn *k, int status)
 	k->unsent = NULL;
 	k->rd_head = k->rd_tail = k->rel_head = k->rel_tail = NULL;
 	k->reads = 0; /* a failed connection's READs never complete */
+	k->grants_asked = 0;
 	while (k->head) {
 		struct qpg_kv_request *op = k->head;
 		k->head = op->next;
@@ -45,6 +46,8 @@ void qpg__kvc_fail_all(struct kv_conn *k, int status)
 
 void qpg__kvc_finish_slot(struct kv_conn *k, struct qpg_kv_request *op, int status, uint32_t len)
 {
+	if (op->phase != PH_NONE && k->grants_asked)
+		k->grants_asked--; /* it asked for a grant: another GET may */
 	k->slots[op->slot] = NULL;
 	if (k->put_cur == op)
 		k->put_cur = NULL;

@@ -11,6 +11,13 @@
 
 #include "qpgate/kv_client.h"
 
+/* GETs that may ask for a grant at once, per connection. A grant's window
+ * lives only --kv-grant-ttl on the server, and READs go one value after
+ * another: asking for more than are read soon lets the last expire before
+ * they are read. Past this, an auto GET is sent two-sided, a one-sided one
+ * waits. */
+#define QPG__KVC_GRANTS_MAX 2
+
 #define SLOT_BITS 11 /* up to 2048 requests in flight per connection */
 
 struct pool_thread;
@@ -40,8 +47,9 @@ struct kv_conn {
 	uint8_t get_flags; /* on each GET: whether (or when) to ask for a grant */
 	bool pumping;	   /* tcp completes sends inside the send call: no nesting */
 	uint32_t read_max;
-	unsigned reads;				    /* READs in flight */
-	unsigned index;				    /* in its thread */
+	unsigned reads;	       /* READs in flight */
+	unsigned grants_asked; /* GETs sent asking for a grant, not yet finished */
+	unsigned index;	       /* in its thread */
 	struct qpg_kv_request *rd_head, *rd_tail;   /* granted: READs to post or land */
 	struct qpg_kv_request *rel_head, *rel_tail; /* read and checked: to RELEASE */
 };

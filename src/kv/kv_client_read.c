@@ -101,6 +101,21 @@ void qpg__kvc_read_pump(struct kv_conn *k)
 		while (op->posted < op->total) {
 			if (!k->up || k->dead || k->reads >= k->credits)
 				return;
+			/* Staged from its first READ, not from its grant: READs go
+			 * in order, so a connection stages only the value or two
+			 * being read now, not every value granted. Checked whether
+			 * or not frames are authenticated: nothing read reaches the
+			 * caller before the whole value matches the digest. */
+			if (!op->stage) {
+				op->md = EVP_MD_CTX_new();
+				op->stage = malloc(op->total);
+				if (!op->md || !op->stage ||
+				    !EVP_DigestInit_ex(op->md, EVP_sha256(), NULL)) {
+					qpg__kvc_fail_conn(k, "out of memory for a one-sided GET",
+							   0);
+					return;
+				}
+			}
 			uint32_t len = op->total - op->posted;
 			if (len > k->read_max)
 				len = k->read_max;
@@ -131,14 +146,7 @@ void qpg__kvc_on_grant(struct kv_conn *k, struct qpg_kv_request *op, const struc
 	op->posted = op->got = 0;
 	op->result = QPG_KV_OK;
 	op->phase = PH_READING;
-	/* Checked whether or not frames are authenticated: nothing read
-	 * reaches the caller before the whole value matches the digest. */
-	op->md = EVP_MD_CTX_new();
-	op->stage = malloc(op->total);
-	if (!op->md || !op->stage || !EVP_DigestInit_ex(op->md, EVP_sha256(), NULL)) {
-		qpg__kvc_fail_conn(k, "out of memory for a one-sided GET", 0);
-		return;
-	}
+
 	qpg__kvc_list_push(&k->rd_head, &k->rd_tail, op);
 	qpg__kvc_read_pump(k);
 }
