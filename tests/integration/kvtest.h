@@ -74,4 +74,12 @@ static inline int kvtest_connect_all(struct qpg_client *cl, int n, int window, v
 	return *up + *closed < n ? -1 : 0;
 }
 
+/* Let every close finish (bounded), then free the client. */
+static inline void kvtest_client_done(struct qpg_client *cl)
+{
+	for (int k = 0; k < 200 && qpg_client_conn_count(cl); k++)
+		qpg_client_run(cl, 10);
+	qpg_client_destroy(cl);
+}
+
 #endif

@@ -129,9 +129,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n; i++)
 		if (!s[i].closed)
 			qpg_client_close(s[i].c);
-	for (int k = 0; k < 200 && qpg_client_conn_count(cl); k++)
-		qpg_client_run(cl, 10);
-	qpg_client_destroy(cl);
+	kvtest_client_done(cl);
 	free(s);
 	return 0;
 }
