@@ -59,14 +59,17 @@ echo "server peak RSS ${hwm} kB; formula bound ${bound_kb} kB (idle ${rss0} + st
 check "slow clients connected and sent their GETs (exit $slowrc)" [ $slowrc -eq 0 ]
 check "bystanders: 4000 GETs, every one verified, no errors (exit $byrc)" \
 	grep -q '4000 GETs verified, 0 mismatches, 0 errors' "$work/by.out"
-# The short turn that lets the GETs leave also reads, and a connection can
-# be read to its end there (seen: 0-4 of 100 over tcp): nothing is then
-# pending for it and the server rightly keeps it. Every connection left
-# with unanswered GETs must be closed; and at least 90 must be left so,
-# or the test would not be testing slow readers.
-pending=$(sed -n 's/.*left with unanswered GETs: \([0-9]*\);.*/\1/p' "$work/slow.out")
+# The short turn that lets the GETs leave also reads, and one callback
+# reads as long as the server sends: some connections are read to their
+# end there (seen: 0-14 of 100 over tcp), and a connection whose last
+# unanswered bytes fit in the kernel's buffers (1 MiB each side here) has
+# had every send complete. A slow reader is one left with 3+ of its 1 MiB
+# GETs unanswered: the server must still hold some of that, so it must
+# close every one of them; at least 50 must be left so, or the test would
+# not be testing slow readers.
+pending=$(sed -n 's/.*left with 3+ GETs unanswered: \([0-9]*\);.*/\1/p' "$work/slow.out")
 pending_open=$(sed -n 's/.*of those still open: \([0-9]*\).*/\1/p' "$work/slow.out")
-check "${pending:-0} of $nslow clients were left with unanswered GETs (at least 90)" [ "${pending:-0}" -ge 90 ]
+check "${pending:-0} of $nslow clients were left with 3+ GETs unanswered (at least 50)" [ "${pending:-0}" -ge 50 ]
 check "the server closed every one of them (${pending_open:-?} still open)" [ "${pending_open:-1}" = 0 ]
 need=${pending:-$nslow}
 reason=$([ "$transport" = tcp ] && echo "no progress" || echo "RNR retry|no progress")
