@@ -78,7 +78,6 @@ int qpg_kv_service_create(struct qpg_kv_service **out, const struct qpg_kv_serve
 		free(k);
 		return rc;
 	}
-	k->o = *o;
 	k->grant_min = o->grant_min;
 	k->grant_ttl_ns = (uint64_t)o->grant_ttl_ms * 1000000ull;
 	k->put_timeout_ns = (uint64_t)o->put_timeout_ms * 1000000ull;

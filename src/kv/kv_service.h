@@ -12,7 +12,6 @@
 
 struct qpg_kv_service {
 	struct qpg__kv_store store;
-	struct qpg_kv_server_opts o;
 	char one_sided_why[160]; /* whether one-sided GETs are served, and why not */
 	bool one_sided;		 /* values are registered as they commit, for windows */
 	uint32_t grant_min;	 /* QPG_KV_F_GRANT_LARGE: grant values from this size */
