@@ -19,21 +19,9 @@ while getopts "s:c:C:n:" o; do
 	*) echo "usage: $0 [-s SIZE] [-c CLIENTS] [-C CONNECT_CLIENTS] [-n ITERS]" >&2; exit 2 ;;
 	esac
 done
-repo=$(cd "$(dirname "$0")/.." && pwd -P)
-if [ -z "${QPG_ANCHORS_INNER:-}" ]; then
-	QPG_ANCHORS_INNER=1 QPG_LAB_MEM=${QPG_LAB_MEM:-6144} QPG_LAB_TIMEOUT=${QPG_LAB_TIMEOUT:-2400} \
-		exec "$repo/tests/lab-run" "$0" "$@"
-fi
-bin=${QPG_BIN:-$repo/build/bin}
-out=${QPG_BENCH_OUT:-$repo/build/bench}
-mkdir -p "$out"
-work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-anchors.XXXXXX")
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	rm -rf "$work"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/lib.sh"
+qpg_bench_in_lab 6144 2400 "$@"
+qpg_bench_setup anchors
 dev=$(ibv_devices | awk 'NR==3{print $1}')
 log() { echo "anchors: $*" >&2; }
 
@@ -97,8 +85,6 @@ rdma link delete qpgrxe1 || true
 ip link delete qpgdummy0 || true
 
 # ---- qpgate on the same lo-backed device ----------------------------------
-. "$repo/scripts/serve.sh"
-"$repo/scripts/make-certs" "$work" localhost 2>/dev/null
 qpg_serve "$work" --handshake-timeout 120000 --allow-no-auth --max-pending 100000 --max-pending-per-peer 100000 \
 	-s "$((size > 4096 ? size : 4096))"
 pids+=("$srv")

@@ -18,18 +18,10 @@ while [ $# -gt 0 ]; do
 	*) echo "usage: $0 [-t MINUTES] [-c CLIENTS] [--transport rdma|tcp]" >&2; exit 2 ;;
 	esac
 done
-repo=$(cd "$(dirname "$0")/.." && pwd -P)
-if [ "$transport" = rdma ] && [ -z "${QPG_CHURN_INNER:-}" ]; then
-	QPG_CHURN_INNER=1 QPG_LAB_MEM=${QPG_LAB_MEM:-4096} \
-		QPG_LAB_TIMEOUT=$((minutes * 60 + 600)) \
-		exec "$repo/tests/lab-run" "$0" -t "$minutes" -c "$clients" --transport "$transport"
-fi
-bin=${QPG_BIN:-$repo/build/bin}
-work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-churn.XXXXXX")
-srv=""
-trap 'if [ -n "$srv" ]; then kill "$srv" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
-. "$repo/scripts/serve.sh"
-"$repo/scripts/make-certs" "$work" localhost 2>/dev/null
+. "$(dirname "$0")/lib.sh"
+[ "$transport" = rdma ] &&
+	qpg_bench_in_lab 4096 $((minutes * 60 + 600)) -t "$minutes" -c "$clients" --transport "$transport"
+qpg_bench_setup churn
 qpg_serve "$work" --handshake-timeout 120000 --transport "$transport"
 
 dev_count() { # KIND: qp | cq | mr

@@ -7,17 +7,9 @@
 set -euo pipefail
 transport=${1:-tcp}
 secs=${2:-60}
-repo=$(cd "$(dirname "$0")/.." && pwd -P)
-if [ "$transport" = rdma ] && [ -z "${QPG_KVR_INNER:-}" ]; then
-	QPG_KVR_INNER=1 QPG_LAB_MEM=${QPG_LAB_MEM:-8192} QPG_LAB_TIMEOUT=${QPG_LAB_TIMEOUT:-2400} \
-		exec "$repo/tests/lab-run" "$0" "$@"
-fi
-bin=${QPG_BIN:-$repo/build/bin}
-work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-kvrss.XXXXXX")
-srv=""
-trap 'if [ -n "$srv" ]; then kill "$srv" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
-. "$repo/scripts/serve.sh"
-"$repo/scripts/make-certs" "$work" localhost 2>/dev/null
+. "$(dirname "$0")/lib.sh"
+[ "$transport" = rdma ] && qpg_bench_in_lab 8192 2400 "$@"
+qpg_bench_setup kvrss
 threads=2 maxmsg=4096 cap_mb=1024 conns=64 credits=64
 qpg_serve "$work" --transport "$transport" --service kv --kv-capacity ${cap_mb}M --threads $threads \
 	-s $maxmsg --handshake-timeout 60000

@@ -6,15 +6,8 @@
 set -euo pipefail
 clients=${1:?usage: perf-lab.sh CLIENTS [flags]}
 shift
-repo=$(cd "$(dirname "$0")/.." && pwd -P)
-bin=${QPG_BIN:-$repo/build/bin}
-out=${QPG_BENCH_OUT:-$repo/build/bench}
-mkdir -p "$out"
-work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-bench.XXXXXX")
-srv=""
-trap 'if [ -n "$srv" ]; then kill "$srv" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
-. "$repo/scripts/serve.sh"
-"$repo/scripts/make-certs" "$work" localhost 2>/dev/null
+. "$(dirname "$0")/lib.sh"
+qpg_bench_setup bench
 qpg_serve "$work" --handshake-timeout 120000 --max-pending 100000 --max-pending-per-peer 100000 ${QPG_SERVER_ARGS:-}
 rc=0
 "$bin/qpgate-perf" --ca "$work/ca.crt" -p "$port" -c "$clients" --server-pid "$srv" \

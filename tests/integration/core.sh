@@ -2,15 +2,13 @@
 # Integration scenarios for the secure connection core, over real processes.
 #   core.sh TRANSPORT SCENARIO      (rdma runs inside the lab via tests/lab-run)
 # Every check prints PASS/FAIL with what it saw; any FAIL fails the test.
-set -u
 transport=$1
 scenario=$2
-here=$(cd "$(dirname "$0")/../.." && pwd -P)
+. "$(dirname "$0")/lib.sh"
 bin=${QPG_BIN:-$here/build/bin}
 work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-core.XXXXXX")
 certs=$work/certs
 "$here/scripts/make-certs" "$certs" localhost >/dev/null 2>&1 || { echo "FAIL cannot make certs"; exit 1; }
-. "$here/tests/integration/lib.sh"
 srv_pid=""
 
 cleanup() {
@@ -216,6 +214,8 @@ metrics)
 	check "qpgate_connected_clients 5" metric qpgate_connected_clients 5
 	check "qpgate_handshakes_total ok 5" metric 'qpgate_handshakes_total{result="ok"}' 5
 	check "qpgate_qps $qps" metric qpgate_qps $qps
+	check "bucket bounds are plain decimals (le=\"0.000002\", no exponent)" \
+		bash -c "grep -q 'le=\"0.000002\"' '$work/metrics.txt' && ! grep -q 'le=\"[0-9.]*e' '$work/metrics.txt'"
 	check "Content-Type is Prometheus text 0.0.4" \
 		bash -c "curl -fsSI 'http://127.0.0.1:$mport/metrics' | grep -qi 'content-type: text/plain; version=0.0.4'"
 	client -c 1 -n 1 --expect-error server_full >/dev/null 2>&1

@@ -2,13 +2,11 @@
 # examples/ against an installed qpgate, as an application would build
 # them: cmake --install into a fresh prefix, then the examples built once
 # with pkg-config and once with find_package(qpgate), and run over tcp.
-set -u
-here=$(cd "$(dirname "$0")/../.." && pwd -P)
+. "$(dirname "$0")/lib.sh"
 build=${QPG_BUILD:-$here/build}
 work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-examples.XXXXXX")
 srv="" esrv=""
 trap 'kill -9 $srv $esrv 2>/dev/null; rm -rf "$work"' EXIT
-. "$here/tests/integration/lib.sh"
 prefix=$work/prefix
 cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1
 check "cmake --install into a fresh prefix" [ -f "$prefix/lib/libqpgate.a" ]

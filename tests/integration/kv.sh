@@ -4,10 +4,8 @@
 # error statuses (missing key, oversize value, full store, malformed
 # request) without losing the connection, and concurrent clients.
 #   kv.sh TRANSPORT
-set -u
 transport=$1
-here=$(cd "$(dirname "$0")/../.." && pwd -P)
-. "$here/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 qpg_test_setup kv
 qp0=$(qps)
 # 4 MiB of store, values up to 1 MiB: sixteen 256 KiB values fill it.

@@ -3,11 +3,9 @@
 # connections, 10,000 keys of 4 KiB) preloads, then every GET is verified
 # against the checksum of what was stored; its JSON must agree.
 #   kvbench.sh TRANSPORT [OPS]
-set -u
 transport=$1
 ops=${2:-20000}
-here=$(cd "$(dirname "$0")/../.." && pwd -P)
-. "$here/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 qpg_test_setup kvb
 qpg_serve "$work" --transport "$transport" --service kv --kv-capacity 128M -s 8192
 "$bin/qpgate-kvbench" --transport "$transport" --ca "$work/ca.crt" -p "$port" -n "$ops" \

@@ -1,4 +1,7 @@
-# Shared by the integration scripts: one way to report a check.
+# Shared by the integration scripts, sourced first: . "$(dirname "$0")/lib.sh"
+# Sets -u and $here (the checkout); one way to report a check.
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
 # check DESCRIPTION COMMAND...: runs COMMAND, prints PASS/FAIL, counts the failures.
 qpg_check_fails=0
 check() {

@@ -2,11 +2,9 @@
 # qpgate-perf end to end: its JSON must be valid, complete, and agree with
 # what the run did. Timings are reported, never asserted.
 #   perf.sh TRANSPORT [CLIENTS]
-set -u
 transport=$1
 n=${2:-200}
-here=$(cd "$(dirname "$0")/../.." && pwd -P)
-. "$here/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 qpg_test_setup perf
 qpg_serve "$work" --transport "$transport" --handshake-timeout 60000
 "$bin/qpgate-perf" --transport "$transport" --ca "$work/ca.crt" -p "$port" -c "$n" -n 5 -s 300 \

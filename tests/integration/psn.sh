@@ -4,11 +4,9 @@
 # statistical tests at a fixed significance level check that they are
 # uniform 24-bit values and independent of each other.
 #   psn.sh [CLIENTS] [ROUNDS]
-set -u
 n=${1:-1250}
 rounds=${2:-4}
-here=$(cd "$(dirname "$0")/../.." && pwd -P)
-. "$here/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 qpg_test_setup psn
 qpg_serve "$work" --handshake-timeout 60000
 for r in $(seq 1 "$rounds"); do # every round reconnects from scratch

@@ -6,7 +6,6 @@
 # retry over rdma), the bystanders verify every value, and connections,
 # fds and pool slots come back to where they started.
 #   slow.sh TRANSPORT
-set -u
 transport=$1
 # Over tcp, a client that stops reading is found once the kernel's buffers
 # are full, and loopback lets a receive buffer grow to 32 MiB here: run in
@@ -17,8 +16,7 @@ if [ "$transport" = tcp ] && [ -z "${QPG_SLOW_NETNS:-}" ]; then
 		sysctl -qw net.ipv4.tcp_rmem="4096 131072 1048576" net.ipv4.tcp_wmem="4096 16384 1048576" &&
 		exec "$0" "$@"' "$0" "$@"
 fi
-here=$(cd "$(dirname "$0")/../.." && pwd -P)
-. "$here/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 qpg_test_setup slow
 nslow=100 credits=16 nby=20 threads=2 maxmsg=8192 cap_mb=64
 progress_ms=${QPG_SLOW_PROGRESS_MS:-3000} # 0 switches the deadline off (it must then fail)

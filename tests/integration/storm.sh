@@ -10,13 +10,11 @@
 #                                       the bystanders verify every echo, and
 #                                       QPs, fds, connections and RSS return to
 #                                       baseline after every round.
-set -u
 transport=$1
 mode=$2
 n=$3
 rounds=${4:-1}
-here=$(cd "$(dirname "$0")/../.." && pwd -P)
-. "$here/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 qpg_test_setup storm
 qp0=$(qps)
 # Under ASan, freed memory waits in a quarantine of up to 256 MiB, which

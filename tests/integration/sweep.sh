@@ -4,11 +4,9 @@
 # report directory must hold valid JSON, the Markdown table and an HTML page
 # with its four charts. Timings are reported, never asserted.
 #   sweep.sh TRANSPORT [LIMIT]
-set -u
 transport=$1
 limit=${2:-60}
-here=$(cd "$(dirname "$0")/../.." && pwd -P)
-. "$here/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 qpg_test_setup sweep
 "$bin/qpgate-sweep" --steps 10,40,80 --resolution 0 --out "$work/rep" \
 	--server-args "--transport $transport --cert $work/server.crt --key $work/server.key --max-clients $limit" \

@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
 # A short server/client session under valgrind memcheck (tcp transport, on
 # the host): no invalid access, no uninitialised use, no leak, in either.
-set -u
-here=$(cd "$(dirname "$0")/../.." && pwd -P)
-. "$here/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 qpg_test_setup vg
 # Valgrind cannot run a sanitizer build (make asan / make tsan): skipped
 # there (ctest's SKIP_RETURN_CODE), not failed.

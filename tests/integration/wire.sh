@@ -9,10 +9,8 @@
 #   tag (and accepted without it), 4 replay not executed again,
 #   11 loss of 1% and 5%: every echo and GET verified; 100%: a clear error
 #   in bounded time, and the server reclaims everything.
-set -u
-here=$(cd "$(dirname "$0")/../.." && pwd -P)
+. "$(dirname "$0")/lib.sh"
 bin=${QPG_BIN:-$here/build/bin}
-. "$here/tests/integration/lib.sh"
 [ -n "${QPG_LAB_HOST:-}" ] || { echo "wire.sh runs under scripts/rxe-vm --hosts 2"; exit 2; }
 sh=$QPG_LAB_SHARED
 parts=${*:-inject loss dead}

@@ -1,0 +1,31 @@
+# Shared by the bench scripts. Source it with the script's own "$@":
+#   . "$(dirname "$0")/lib.sh"
+# It sets $repo (the checkout), $bin (QPG_BIN or build/bin) and $out
+# (QPG_BENCH_OUT or build/bench, created).
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+bin=${QPG_BIN:-$repo/build/bin}
+out=${QPG_BENCH_OUT:-$repo/build/bench}
+. "$repo/scripts/serve.sh"
+
+# qpg_bench_in_lab MEM_MB TIMEOUT_S ARGS...: unless already inside the lab
+# (QPG_BENCH_INNER set), run this script there with ARGS and do not come
+# back. QPG_LAB_MEM and QPG_LAB_TIMEOUT override the two sizes.
+qpg_bench_in_lab() {
+	local mem=$1 timeout=$2
+	shift 2
+	[ -n "${QPG_BENCH_INNER:-}" ] && return 0
+	QPG_BENCH_INNER=1 QPG_LAB_MEM=${QPG_LAB_MEM:-$mem} QPG_LAB_TIMEOUT=${QPG_LAB_TIMEOUT:-$timeout} \
+		exec "$repo/tests/lab-run" "$0" "$@"
+}
+
+# qpg_bench_setup NAME: $work (a temporary directory with certificates for
+# localhost, removed at exit) and $srv (a server started there with
+# qpg_serve is stopped at exit, as is anything in the $pids array).
+qpg_bench_setup() {
+	mkdir -p "$out"
+	work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-$1.XXXXXX")
+	srv=""
+	pids=()
+	trap 'for p in $srv "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"' EXIT
+	"$repo/scripts/make-certs" "$work" localhost 2>/dev/null
+}
