@@ -30,6 +30,10 @@ struct qpg_service {
 	uint8_t id;	  /* the HELLO's service id (1 echo, 2 KV; 128-255 private) */
 	const char *name; /* for logs */
 	uint32_t min_msg; /* smallest agreed message size it can work with (0: any) */
+	/* If set, the only frame type a client may send: any other closes the
+	 * connection (a protocol error) before on_message sees it. 0: the
+	 * service checks types itself. */
+	uint8_t request_type;
 	/* Optional: once, after the server is set up and before it runs;
 	 * negative errno fails qpg_server_create with WHY. */
 	int (*start)(struct qpg_server *s, void *ctx, char *why, size_t why_len);

@@ -39,6 +39,7 @@ static const struct qpg_service kv_ops = {
     .id = QPG_SERVICE_KV,
     .name = "kv",
     .min_msg = QPG_KV_MIN_MSG, /* a reply header, a key and a useful piece of value */
+    .request_type = QPG_FRAME_KV_REQ,
     .start = kv_start,
     .on_message = qpg__kv_message,
     .on_sent = qpg__kv_sent,

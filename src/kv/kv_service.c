@@ -407,11 +407,6 @@ static void handle_release(struct qpg_conn *c, struct kv_conn *kc, const struct 
 void qpg__kv_message(struct qpg_conn *c, uint8_t type, uint16_t flags, struct qpg_buf *b,
 		     uint32_t len)
 {
-	if (type != QPG_FRAME_KV_REQ) {
-		qpg_conn_buf_put(c, b);
-		qpg_conn_close(c, QPG_ERR_PROTOCOL, "unexpected frame type %u for kv", type);
-		return;
-	}
 	struct kv_conn *kc = kv_conn_of(c);
 	if (!kc) {
 		qpg_conn_buf_put(c, b);

@@ -51,11 +51,6 @@ static void echo_pump(struct qpg_conn *c)
 static void echo_message(struct qpg_conn *c, uint8_t type, uint16_t flags, struct qpg_buf *b,
 			 uint32_t len)
 {
-	if (type != QPG_FRAME_ECHO_REQ) {
-		qpg_conn_buf_put(c, b);
-		qpg_conn_close(c, QPG_ERR_PROTOCOL, "unexpected frame type %u for echo", type);
-		return;
-	}
 	struct echo_conn *e = qpg_conn_data(c);
 	if ((!e || e->n == 0) && qpg_conn_send_room(c) > 0) {
 		qpg_conn_send(c, b, QPG_FRAME_ECHO_REPLY, 0, len);
@@ -85,6 +80,7 @@ static void echo_close(struct qpg_conn *c)
 const struct qpg_service qpg_service_echo = {
     .id = QPG_SERVICE_ECHO,
     .name = "echo",
+    .request_type = QPG_FRAME_ECHO_REQ,
     .on_message = echo_message,
     .on_sent = echo_pump,
     .on_close = echo_close,

@@ -136,6 +136,13 @@ static void srv_established(struct qpg__conn *c)
 static void srv_message(struct qpg__conn *c, const struct qpg_frame_hdr *h, struct qpg_buf *b)
 {
 	struct qpg_server *s = ((struct worker *)c->ep)->srv;
+	uint8_t want = s->service->request_type;
+	if (want && h->type != want) {
+		qpg_pool_put(&c->ep->pool, b);
+		qpg__conn_close(c, QPG_ERR_PROTOCOL, "unexpected frame type %u for %s", h->type,
+				s->service->name);
+		return;
+	}
 	s->service->on_message(pub(c), h->type, h->flags, b, h->len);
 }
 

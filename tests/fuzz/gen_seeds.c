@@ -7,6 +7,7 @@
 
 #include "qpgate/kv.h"
 #include "qpgate/wire.h"
+#include "wire_sample.h"
 
 static void put(const char *dir, const char *name, const uint8_t *b, size_t n)
 {
@@ -30,18 +31,7 @@ int main(int argc, char **argv)
 	mkdir(frame, 0755);
 
 	uint8_t b[256];
-	struct qpg_wire_params p = {.transport = QPG_TRANSPORT_RDMA,
-				    .flags = QPG_WIRE_FLAG_AUTH,
-				    .service = QPG_SERVICE_ECHO,
-				    .mtu = 5,
-				    .qpn = 0x11,
-				    .psn = 0xabcdef,
-				    .port = 1,
-				    .max_msg = 4096,
-				    .credits = 1};
-	p.gid[10] = p.gid[11] = 0xff;
-	p.gid[12] = 127;
-	p.gid[15] = 1;
+	struct qpg_wire_params p = qpg_test_wire_sample();
 	int n = qpg_wire_encode_params(b, sizeof(b), QPG_WIRE_HELLO, &p);
 	put(boot, "hello-rdma", b, (size_t)n);
 	p.conn_id = 42;

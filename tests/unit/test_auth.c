@@ -1,11 +1,7 @@
 #include <errno.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "auth.h"
 
@@ -39,10 +35,5 @@ static void test_tag_verifies_and_binds_seq_and_bytes(void **state)
 	qpg__auth_free(&rx);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_tag_verifies_and_binds_seq_and_bytes),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+QPG_UNIT_MAIN(NULL, NULL,
+	      cmocka_unit_test(test_tag_verifies_and_binds_seq_and_bytes))

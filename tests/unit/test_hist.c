@@ -1,9 +1,5 @@
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "qpgate/hist.h"
 
@@ -64,13 +60,8 @@ static void test_empty(void **state)
 	assert_true(qpg_hist_mean(&h) == 0.0);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_bucket_bounds_are_monotonic_and_contain_value),
-	    cmocka_unit_test(test_quantiles_within_relative_error),
-	    cmocka_unit_test(test_merge_equals_single),
-	    cmocka_unit_test(test_empty),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+QPG_UNIT_MAIN(NULL, NULL,
+	      cmocka_unit_test(test_bucket_bounds_are_monotonic_and_contain_value),
+	      cmocka_unit_test(test_quantiles_within_relative_error),
+	      cmocka_unit_test(test_merge_equals_single),
+	      cmocka_unit_test(test_empty))

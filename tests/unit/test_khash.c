@@ -2,13 +2,9 @@
  * different under another (a table's key is drawn at random, so a client
  * cannot know which keys collide), and SipHash-2-4 itself (the reference
  * vector for key 00..0f and the empty message). */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "khash.h"
 
@@ -52,12 +48,7 @@ static void siphash_reference_vector(void **state)
 	qpg__khash_fini(&h);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(stable_under_one_key),
-	    cmocka_unit_test(tables_have_their_own_keys),
-	    cmocka_unit_test(siphash_reference_vector),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+QPG_UNIT_MAIN(NULL, NULL,
+	      cmocka_unit_test(stable_under_one_key),
+	      cmocka_unit_test(tables_have_their_own_keys),
+	      cmocka_unit_test(siphash_reference_vector))

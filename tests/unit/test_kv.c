@@ -1,13 +1,9 @@
 /* The KV wire format and store: every malformed request is refused with
  * its reason, and the store's accounting holds across put/replace/delete. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include <openssl/evp.h>
 
@@ -284,18 +280,13 @@ static void test_store_reader_keeps_value(void **st)
 	qpg__kv_store_fini(&s);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_req_round_trip),
-	    cmocka_unit_test(test_req_refusals),
-	    cmocka_unit_test(test_reply_round_trip),
-	    cmocka_unit_test(test_one_sided_wire),
-	    cmocka_unit_test(test_store_basics),
-	    cmocka_unit_test(test_store_limits),
-	    cmocka_unit_test(test_store_no_fragmentation),
-	    cmocka_unit_test(test_store_reader_keeps_value),
-	    cmocka_unit_test(test_store_digest),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+QPG_UNIT_MAIN(NULL, NULL,
+	      cmocka_unit_test(test_req_round_trip),
+	      cmocka_unit_test(test_req_refusals),
+	      cmocka_unit_test(test_reply_round_trip),
+	      cmocka_unit_test(test_one_sided_wire),
+	      cmocka_unit_test(test_store_basics),
+	      cmocka_unit_test(test_store_limits),
+	      cmocka_unit_test(test_store_no_fragmentation),
+	      cmocka_unit_test(test_store_reader_keeps_value),
+	      cmocka_unit_test(test_store_digest))

@@ -9,17 +9,13 @@
  * - a connect that fails reaches the closed callback with its user
  *   pointer, and the connection is counted until then. */
 #include <pthread.h>
-#include <setjmp.h>
 #include <signal.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "qpgate/client.h"
 #include "qpgate/server.h"
@@ -38,6 +34,9 @@ static void *serve(void *arg)
 
 static int start(void **state)
 {
+	/* As every qpgate program: a peer that closed first must not kill us
+	 * while we write (the server here shares our process). */
+	signal(SIGPIPE, SIG_IGN);
 	snprintf(certs, sizeof(certs), "/tmp/qpg-lifetime.XXXXXX");
 	if (!mkdtemp(certs))
 		return -1;
@@ -245,17 +244,30 @@ static void failed_connect_reaches_closed_with_user(void **state)
 	failed_connect("127.255.255.255");
 }
 
-int main(void)
+/* The service takes one request type: a frame of another type closes that
+ * connection, before the service sees it, and no other. */
+static void wrong_frame_type_closes_only_its_connection(void **state)
 {
-	/* As every qpgate program: a peer that closed first must not kill us
-	 * while we write (the server here shares our process). */
-	signal(SIGPIPE, SIG_IGN);
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(close_self_inside_reply),
-	    cmocka_unit_test(close_other_in_same_batch),
-	    cmocka_unit_test(failed_connect_reaches_closed_with_user),
-	};
-	if (getenv("QPG_TEST_FILTER")) /* one case at a time, e.g. under ASan */
-		cmocka_set_test_filter(getenv("QPG_TEST_FILTER"));
-	return cmocka_run_group_tests(tests, start, stop);
+	struct qpg_client *cl = client(srv_port);
+	struct conn bad = {0}, good = {0};
+	assert_int_equal(qpg_client_connect(cl, &bad, &bad.c), 0);
+	assert_int_equal(qpg_client_connect(cl, &good, &good.c), 0);
+	RUN_UNTIL(cl, bad.up && good.up);
+	assert_int_equal(qpg_client_send(bad.c, QPG_FRAME_ECHO_REPLY, "hello", 5), 0);
+	RUN_UNTIL(cl, bad.closed);
+	assert_int_equal(bad.closed, 1);
+	assert_int_equal(bad.replies, 0);
+	assert_int_equal(qpg_client_send(good.c, QPG_FRAME_ECHO_REQ, "hello", 5), 0);
+	RUN_UNTIL(cl, good.replies);
+	assert_int_equal(good.replies, 1);
+	assert_int_equal(good.closed, 0);
+	qpg_client_close(good.c);
+	RUN_UNTIL(cl, qpg_client_conn_count(cl) == 0);
+	qpg_client_destroy(cl);
 }
+
+QPG_UNIT_MAIN(start, stop,
+	      cmocka_unit_test(close_self_inside_reply),
+	      cmocka_unit_test(close_other_in_same_batch),
+	      cmocka_unit_test(failed_connect_reaches_closed_with_user),
+	      cmocka_unit_test(wrong_frame_type_closes_only_its_connection))

@@ -1,14 +1,10 @@
 /* The event loop's deferred calls: a handler that stops with work left is
  * called again after the batch, without waiting for an event. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "common.h"
 #include "loop.h"
@@ -108,12 +104,7 @@ static void test_deleted_io_is_not_called(void **state)
 	qpg__loop_fini(&l);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_deferred_io_runs_without_an_event),
-	    cmocka_unit_test(test_deferring_again_waits_for_the_next_batch),
-	    cmocka_unit_test(test_deleted_io_is_not_called),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+QPG_UNIT_MAIN(NULL, NULL,
+	      cmocka_unit_test(test_deferred_io_runs_without_an_event),
+	      cmocka_unit_test(test_deferring_again_waits_for_the_next_batch),
+	      cmocka_unit_test(test_deleted_io_is_not_called))

@@ -1,13 +1,9 @@
 /* Per-address accounting: IPv4 per address, IPv6 per /64 (one host holds
  * a whole /64), loopback and v4-mapped IPv6 per address. */
 #include <arpa/inet.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "peers.h"
 
@@ -130,13 +126,8 @@ static void spent_tokens_outlive_the_connections(void **state)
 	qpg__peers_fini(&p);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(ipv6_counted_per_64),
-	    cmocka_unit_test(ipv4_and_mapped_per_address),
-	    cmocka_unit_test(rate_limited_per_address),
-	    cmocka_unit_test(spent_tokens_outlive_the_connections),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+QPG_UNIT_MAIN(NULL, NULL,
+	      cmocka_unit_test(ipv6_counted_per_64),
+	      cmocka_unit_test(ipv4_and_mapped_per_address),
+	      cmocka_unit_test(rate_limited_per_address),
+	      cmocka_unit_test(spent_tokens_outlive_the_connections))

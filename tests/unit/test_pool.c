@@ -1,10 +1,6 @@
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "qpgate/verbs.h"
 
@@ -58,12 +54,7 @@ static void test_psn_is_24_bit(void **state)
 	assert_int_equal(or_all, 0xffffff);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_pool_grows_by_chunks_and_caps),
-	    cmocka_unit_test(test_pool_rejects_bad_sizes),
-	    cmocka_unit_test(test_psn_is_24_bit),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+QPG_UNIT_MAIN(NULL, NULL,
+	      cmocka_unit_test(test_pool_grows_by_chunks_and_caps),
+	      cmocka_unit_test(test_pool_rejects_bad_sizes),
+	      cmocka_unit_test(test_psn_is_24_bit))

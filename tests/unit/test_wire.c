@@ -1,31 +1,14 @@
 #include <errno.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <string.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "qpgate/wire.h"
+#include "wire_sample.h"
 
 static struct qpg_wire_params good(void)
 {
-	struct qpg_wire_params p = {.transport = QPG_TRANSPORT_RDMA,
-				    .flags = QPG_WIRE_FLAG_AUTH,
-				    .service = QPG_SERVICE_ECHO,
-				    .mtu = 5,
-				    .qpn = 0x123456,
-				    .psn = 0xabcdef,
-				    .lid = 0,
-				    .port = 1,
-				    .max_msg = 4096,
-				    .credits = 4,
-				    .conn_id = 77};
-	p.gid[10] = p.gid[11] = 0xff;
-	p.gid[12] = 127;
-	p.gid[15] = 1;
-	return p;
+	return qpg_test_wire_sample();
 }
 
 static void test_roundtrip(void **state)
@@ -130,14 +113,9 @@ static void test_frame_header(void **state)
 	assert_int_equal(qpg_frame_hdr_decode(buf, 64, 1, 4096, &o), -EPROTO);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_roundtrip),
-	    cmocka_unit_test(test_every_field_validated),
-	    cmocka_unit_test(test_truncated_and_garbage),
-	    cmocka_unit_test(test_reject_roundtrip_and_sanitized),
-	    cmocka_unit_test(test_frame_header),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+QPG_UNIT_MAIN(NULL, NULL,
+	      cmocka_unit_test(test_roundtrip),
+	      cmocka_unit_test(test_every_field_validated),
+	      cmocka_unit_test(test_truncated_and_garbage),
+	      cmocka_unit_test(test_reject_roundtrip_and_sanitized),
+	      cmocka_unit_test(test_frame_header))
