@@ -99,11 +99,7 @@ static int queue_job(struct kv_conn *kc, uint8_t kind, uint16_t grant, uint8_t o
 			     .value_len = value_len,
 			     .off = off,
 			     .v = v};
-	if (kc->tail)
-		kc->tail->next = j;
-	else
-		kc->head = j;
-	kc->tail = j;
+	QPG__QUEUE_APPEND(kc->head, kc->tail, j, next);
 	kc->queued++;
 	return 0;
 }

@@ -38,11 +38,7 @@ struct qpg__conn *qpg__conn_new(struct qpg__endpoint *ep, int fd, bool is_server
 	c->deadline_ns = c->started_ns + ep->handshake_timeout_ns;
 	c->phase_start_ns = c->started_ns;
 	c->prev = ep->tail;
-	if (ep->tail)
-		ep->tail->next = c;
-	else
-		ep->head = c;
-	ep->tail = c;
+	QPG__QUEUE_APPEND(ep->head, ep->tail, c, next);
 	ep->nconns++;
 	atomic_fetch_add_explicit(&ep->stats.handshaking, 1, memory_order_relaxed);
 	return c;
@@ -102,11 +98,7 @@ void qpg__conn_close(struct qpg__conn *c, enum qpg_err_class err, const char *fm
 	 * connection, several frames deep) may still touch C and its service
 	 * state. The closed callback runs after the batch. */
 	c->next_dead = NULL;
-	if (ep->closing_tail)
-		ep->closing_tail->next_dead = c;
-	else
-		ep->closing = c;
-	ep->closing_tail = c;
+	QPG__QUEUE_APPEND(ep->closing, ep->closing_tail, c, next_dead);
 	ep->nclosing++;
 }
 

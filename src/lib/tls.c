@@ -185,24 +185,30 @@ enum qpg__tls_io qpg__tls_handshake(SSL *ssl, char *why, size_t why_len)
 	return r;
 }
 
-enum qpg__tls_io qpg__tls_read(SSL *ssl, void *buf, size_t len, size_t *n, char *why,
-			       size_t why_len)
+/* One read or write with a clean error queue, classified as the rest. */
+static enum qpg__tls_io io(SSL *ssl, int ok_or_not, char *why, size_t why_len)
+{
+	return ok_or_not == 1 ? QPG_TLS_DONE : classify(ssl, 0, why, why_len);
+}
+
+static void io_start(void)
 {
 	ERR_clear_error();
 	errno = 0;
-	if (SSL_read_ex(ssl, buf, len, n) == 1)
-		return QPG_TLS_DONE;
-	return classify(ssl, 0, why, why_len);
+}
+
+enum qpg__tls_io qpg__tls_read(SSL *ssl, void *buf, size_t len, size_t *n, char *why,
+			       size_t why_len)
+{
+	io_start();
+	return io(ssl, SSL_read_ex(ssl, buf, len, n), why, why_len);
 }
 
 enum qpg__tls_io qpg__tls_write(SSL *ssl, const void *buf, size_t len, size_t *n, char *why,
 				size_t why_len)
 {
-	ERR_clear_error();
-	errno = 0;
-	if (SSL_write_ex(ssl, buf, len, n) == 1)
-		return QPG_TLS_DONE;
-	return classify(ssl, 0, why, why_len);
+	io_start();
+	return io(ssl, SSL_write_ex(ssl, buf, len, n), why, why_len);
 }
 
 bool qpg__tls_peer_sent_nothing(const SSL *ssl)

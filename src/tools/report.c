@@ -99,6 +99,22 @@ static void bound_text(char *buf, size_t len, const struct sweep_bound *b)
 		snprintf(buf, len, "at least %d (nothing failed)", b->n);
 }
 
+/* A run's measured figures as table cells ("-" where it measured none). */
+struct point_cells {
+	char c50[32], c99[32], kb[32], qps[32], rate[32], l50[32], l99[32];
+};
+
+static void point_cells(const struct sweep_point *p, struct point_cells *t)
+{
+	fmt_or_dash(t->c50, sizeof(t->c50), 1, p->connect_p50_ms);
+	fmt_or_dash(t->c99, sizeof(t->c99), 1, p->connect_p99_ms);
+	fmt_or_dash(t->kb, sizeof(t->kb), 1, p->kb_per_client);
+	fmt_or_dash(t->qps, sizeof(t->qps), 2, p->dev_qps_per_client);
+	fmt_or_dash(t->rate, sizeof(t->rate), 0, p->msgs_per_s);
+	fmt_or_dash(t->l50, sizeof(t->l50), 0, p->lat_p50_us);
+	fmt_or_dash(t->l99, sizeof(t->l99), 0, p->lat_p99_us);
+}
+
 static int write_md(const struct sweep_report *rep, const char *path)
 {
 	FILE *f = fopen(path, "w");
@@ -119,18 +135,13 @@ static int write_md(const struct sweep_report *rep, const char *path)
 	fprintf(f, "|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---|\n");
 	for (int i = 0; i < rep->npoints; i++) {
 		const struct sweep_point *p = &rep->points[i];
-		char c50[32], c99[32], kb[32], rate[32], l50[32], l99[32];
-		fmt_or_dash(c50, sizeof(c50), 1, p->connect_p50_ms);
-		fmt_or_dash(c99, sizeof(c99), 1, p->connect_p99_ms);
-		fmt_or_dash(kb, sizeof(kb), 1, p->kb_per_client);
-		fmt_or_dash(rate, sizeof(rate), 0, p->msgs_per_s);
-		fmt_or_dash(l50, sizeof(l50), 0, p->lat_p50_us);
-		fmt_or_dash(l99, sizeof(l99), 0, p->lat_p99_us);
+		struct point_cells t;
+		point_cells(p, &t);
 		fprintf(f,
 			"| %d | %s | %d | %.2f%% | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			p->clients, sweep_stage_name(p->stage), p->connected, 100 * p->success,
-			p->all_verified ? "all verified" : "NOT all verified", c50, c99, kb, rate,
-			l50, l99, p->settled ? "yes" : "NO", p->failures[0] ? p->failures : "-");
+			p->all_verified ? "all verified" : "NOT all verified", t.c50, t.c99, t.kb,
+			t.rate, t.l50, t.l99, p->settled ? "yes" : "NO", p->failures[0] ? p->failures : "-");
 	}
 	fprintf(f, "\n## Seed prototype (published, seeds 002/003)\n\n| clients | connected | "
 		   "success |\n|---:|---:|---:|\n");
@@ -390,14 +401,8 @@ static int write_html(const struct sweep_report *rep, const char *path)
 	      f);
 	for (int i = 0; i < n; i++) {
 		const struct sweep_point *q = &p[i];
-		char a[32], b[32], c[32], d[32], e[32], g[32], h[32];
-		fmt_or_dash(a, sizeof(a), 1, q->connect_p50_ms);
-		fmt_or_dash(b, sizeof(b), 1, q->connect_p99_ms);
-		fmt_or_dash(c, sizeof(c), 1, q->kb_per_client);
-		fmt_or_dash(d, sizeof(d), 2, q->dev_qps_per_client);
-		fmt_or_dash(e, sizeof(e), 0, q->msgs_per_s);
-		fmt_or_dash(g, sizeof(g), 0, q->lat_p50_us);
-		fmt_or_dash(h, sizeof(h), 0, q->lat_p99_us);
+		struct point_cells t;
+		point_cells(q, &t);
 		fprintf(f,
 			"<tr><td>%d</td><td class=\"l\">%s</td><td>%d</td><td class=\"%s\">"
 			"%.2f%%</td><td class=\"l %s\">%s</td><td>%s</td><td>%s</td><td>%s</td>"
@@ -406,7 +411,7 @@ static int write_html(const struct sweep_report *rep, const char *path)
 			q->clients, sweep_stage_name(q->stage), q->connected,
 			q->success >= 1 ? "ok" : "bad", 100 * q->success,
 			q->all_verified ? "ok" : "bad",
-			q->all_verified ? "all verified" : "NOT all", a, b, c, d, e, g, h,
+			q->all_verified ? "all verified" : "NOT all", t.c50, t.c99, t.kb, t.qps, t.rate, t.l50, t.l99,
 			q->settled ? "ok" : "bad", q->settled ? "yes" : "NO");
 		svg_escape(f, q->failures[0] ? q->failures : "-");
 		fputs("</td></tr>\n", f);

@@ -14,6 +14,17 @@
 #define QPG_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define QPG_MAX(a, b) ((a) > (b) ? (a) : (b))
 
+/* Append E to the singly linked queue HEAD..TAIL through E's field NEXT
+ * (E->NEXT must already be NULL). */
+#define QPG__QUEUE_APPEND(head, tail, e, next)                                                    \
+	do {                                                                                       \
+		if (tail)                                                                          \
+			(tail)->next = (e);                                                        \
+		else                                                                               \
+			(head) = (e);                                                              \
+		(tail) = (e);                                                                      \
+	} while (0)
+
 uint64_t qpg__now_ns(void);
 
 #endif

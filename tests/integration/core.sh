@@ -74,6 +74,18 @@ wait_qps() { # wait until the device's QP count is back to $1
 	return 1
 }
 
+# release_held PID OUT WHAT: end the --hold of the clients PID started
+# (--release-file $work/release), check they all verified (OUT's last lines
+# are shown) and that the device's QPs are back to $baseline.
+release_held() {
+	local rc
+	touch "$work/release"
+	wait "$1"; rc=$?
+	tail -3 "$2" | sed 's/^/  /'
+	check "$3 (exit $rc)" [ $rc -eq 0 ]
+	check "device QP count back to baseline $baseline" wait_qps "$baseline"
+}
+
 # RNR NAKs the device has sent: a receive was missing when a message came.
 rnr_naks() {
 	if [ "$transport" = rdma ]; then
@@ -118,11 +130,7 @@ max_clients)
 	echo "$out" | grep -E 'failed|server'
 	check "client 101 refused with server_full" [ $rc -eq 0 ]
 	check "the refusal says 'server full (100 of 100)'" grep -q 'server full (100 of 100)' <<<"$out"
-	touch "$work/release"
-	wait "$first"; rc=$?
-	tail -3 "$work/first100.out"
-	check "the first 100 kept working after the refusal (exit $rc)" [ $rc -eq 0 ]
-	check "device QP count back to baseline" wait_qps "$baseline"
+	release_held "$first" "$work/first100.out" "the first 100 kept working after the refusal"
 	stop_server
 	check "server counted exactly one server_full rejection" [ "$(stat server_full)" = 1 ]
 	check "server created 100 QPs, not 101 ($(stat qps_created))" \
@@ -187,11 +195,7 @@ bad_input)
 	check "corrupted tag: server logged the authentication failure" \
 		log_has 'message 5 failed authentication (bad tag)'
 
-	touch "$work/release"
-	wait "$healthy"; rc=$?
-	tail -3 "$work/healthy.out"
-	check "healthy client verified all 500 echoes after the bad input (exit $rc)" [ $rc -eq 0 ]
-	check "device QP count back to baseline" wait_qps "$baseline"
+	release_held "$healthy" "$work/healthy.out" "healthy client verified all 500 echoes after the bad input"
 	stop_server
 	check "server: connected=0, nothing leaked" [ "$(stat connected)" = 0 ]
 	check "server: auth_failures=1" [ "$(stat auth_failures)" = 1 ]
@@ -309,11 +313,8 @@ containment)
 	else
 		check "server: the frame was refused as malformed" log_has 'malformed frame'
 	fi
-	touch "$work/release" # the 20 stayed connected through it; now their traffic
-	wait "$good"; rc=$?
-	tail -2 "$work/good.out" | sed 's/^/  /'
-	check "20 other clients, connected throughout, then verified all 2000 echoes (exit $rc)" [ $rc -eq 0 ]
-	check "device QP count back to baseline $baseline" wait_qps "$baseline"
+	# The 20 stayed connected through it; now their traffic.
+	release_held "$good" "$work/good.out" "20 other clients, connected throughout, then verified all 2000 echoes"
 	stop_server
 	check "server: QPs created ($(stat qps_created)) == destroyed ($(stat qps_destroyed))" \
 		[ "$(stat qps_created)" = "$(stat qps_destroyed)" ]

@@ -12,9 +12,7 @@ qpg_serve "$work" --transport "$transport" --service kv --kv-capacity 128M -s 81
 	--json "$work/r.json" 127.0.0.1 localhost >"$work/out" 2>&1
 rc=$?
 cat "$work/out"
-j() { jq -e "$1" "$work/r.json" >/dev/null; }
-check "qpgate-kvbench exit 0" [ $rc -eq 0 ]
-check "JSON parses with jq" j '.'
+check_json_run qpgate-kvbench $rc "$work/r.json"
 check "default shape: 16 workers, 4 clients, 4 threads, 10,000 keys of 4 KiB" \
 	j '.results[0].workers == 16 and .results[0].clients == 4 and .results[0].threads == 4 and .test_info.num_keys == 10000 and .test_info.value_size == 4096'
 check "all $ops GETs verified, no mismatch, no error" \

@@ -9,6 +9,14 @@ check() {
 	shift
 	if "$@"; then echo "PASS $what"; else echo "FAIL $what"; qpg_check_fails=$((qpg_check_fails + 1)); fi
 }
+# check_json_run TOOL RC FILE: TOOL exited RC and wrote the JSON FILE;
+# checks both, and defines j EXPR (jq -e EXPR on FILE) for the checks after.
+check_json_run() {
+	qpg_json_file=$3
+	check "$1 exit 0" [ "$2" -eq 0 ]
+	check "$(basename "$3") parses with jq" j '.'
+}
+j() { jq -e "$1" "$qpg_json_file" >/dev/null; }
 finish_checks() {
 	[ $qpg_check_fails -eq 0 ] && echo "all checks passed" || echo "$qpg_check_fails check(s) failed"
 	exit $((qpg_check_fails > 0))

@@ -11,9 +11,7 @@ qpg_serve "$work" --transport "$transport" --handshake-timeout 60000
 	--server-pid "$srv" --json "$work/r.json" --csv "$work/r.csv" 127.0.0.1 localhost >"$work/out" 2>&1
 rc=$?
 cat "$work/out"
-j() { jq -e "$1" "$work/r.json" >/dev/null; }
-check "qpgate-perf exit 0" [ $rc -eq 0 ]
-check "JSON parses with jq" j '.'
+check_json_run qpgate-perf $rc "$work/r.json"
 check "test_info names the run" j ".test_info.clients == $n and .test_info.transport == \"$transport\" and .test_info.size == 300"
 check "100% success" j ".results.connections.success_rate == 1 and .results.connections.succeeded == $n"
 check "every message verified" j ".results.data.verified == $((n * 5)) and .results.data.mismatches == 0"

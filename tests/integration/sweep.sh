@@ -13,9 +13,7 @@ qpg_test_setup sweep
 	-- --transport "$transport" --ca "$work/ca.crt" -n 3 -s 128 127.0.0.1 localhost >"$work/out" 2>"$work/err"
 rc=$?
 cat "$work/out"
-j() { jq -e "$1" "$work/rep/report.json" >/dev/null; }
-check "qpgate-sweep exit 0" [ $rc -eq 0 ]
-check "report.json parses with jq" j '.'
+check_json_run qpgate-sweep $rc "$work/rep/report.json"
 check "progressive steps 10, 40, 80 ran first" j '[.points[] | select(.stage == "step") | .clients] == [10, 40, 80]'
 check "10 and 40 at 100% with every echo verified" j '[.points[] | select(.clients <= 40) | .success_rate == 1 and .all_verified] | all'
 check "80 refused beyond the limit ($limit of 80)" j ".points[] | select(.clients == 80) | .connected == $limit and .success_rate < 1"

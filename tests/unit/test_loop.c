@@ -42,6 +42,15 @@ static int probe_add(struct qpg__loop *l, struct probe *p)
 	return fd;
 }
 
+/* One pass of the loop (waiting up to TIMEOUT_MS) ran RAN batches, and P
+ * has been called CALLS times in all. */
+static void run_expect(struct qpg__loop *l, int timeout_ms, int ran, const struct probe *p,
+		       int calls)
+{
+	assert_int_equal(qpg__loop_run_once(l, timeout_ms), ran);
+	assert_int_equal(p->calls, calls);
+}
+
 static void test_deferred_io_runs_without_an_event(void **state)
 {
 	struct qpg__loop l;
@@ -52,11 +61,9 @@ static void test_deferred_io_runs_without_an_event(void **state)
 	qpg__loop_defer(&l, &p.io); /* twice is once */
 	/* A timeout of 10 s: returning at once shows a deferred call does not
 	 * wait for an event that will not come. */
-	assert_int_equal(qpg__loop_run_once(&l, 10000), 1);
-	assert_int_equal(p.calls, 1);
+	run_expect(&l, 10000, 1, &p, 1);
 	assert_int_equal(p.zero_event_calls, 1);
-	assert_int_equal(qpg__loop_run_once(&l, 0), 0);
-	assert_int_equal(p.calls, 1);
+	run_expect(&l, 0, 0, &p, 1);
 	close(fd);
 	qpg__loop_fini(&l);
 }
@@ -68,14 +75,9 @@ static void test_deferring_again_waits_for_the_next_batch(void **state)
 	assert_int_equal(qpg__loop_init(&l, 0), 0);
 	int fd = probe_add(&l, &p);
 	qpg__loop_defer(&l, &p.io);
-	assert_int_equal(qpg__loop_run_once(&l, 0), 1);
-	assert_int_equal(p.calls, 1);
-	assert_int_equal(qpg__loop_run_once(&l, 0), 1);
-	assert_int_equal(p.calls, 2);
-	assert_int_equal(qpg__loop_run_once(&l, 0), 1);
-	assert_int_equal(p.calls, 3);
-	assert_int_equal(qpg__loop_run_once(&l, 0), 0);
-	assert_int_equal(p.calls, 3);
+	for (int k = 1; k <= 3; k++) /* once per batch */
+		run_expect(&l, 0, 1, &p, k);
+	run_expect(&l, 0, 0, &p, 3);
 	close(fd);
 	qpg__loop_fini(&l);
 }
