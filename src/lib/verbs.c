@@ -126,28 +126,31 @@ bool qpg_rdma_gid_is_local(const struct qpg_rdma_dev *dev, const uint8_t gid[16]
 
 void qpg_qp_opts_default(struct qpg_qp_opts *o)
 {
-	memset(o, 0, sizeof(*o));
-	o->max_send_wr = 16;
-	o->max_recv_wr = 16;
-	o->max_inline = 0;
-	/* 4.096 us * 2^18 = 1.07 s per try, 7 tries: a dead peer shows up as a
-	 * retry-exceeded completion within about 8 s instead of hanging. Shorter
-	 * timeouts (14 = 67 ms is common on hardware) turn a loaded software
-	 * device into a retransmission storm: with thousands of QPs each waiting
-	 * longer than 67 ms for its ACK under load, every QP resends at once and
-	 * the load that caused the delay doubles. */
-	o->timeout = 18;
-	/* 6, not 7: rxe takes a retry count of 7 as "retry forever" (the
-	 * spec's meaning for the RNR count only), and on a dead wire the QP
-	 * never failed; seen in the two-VM lab with 100% loss. */
-	o->retry_cnt = 6;
-	/* Finite: 7 would retry RNR forever, and a peer that stops posting
-	 * receives (alive, its control channel open) would pin our send queue
-	 * and the pool slots behind it for good. Receives are kept posted for
-	 * every credit granted, so an honest peer does not RNR; the receiver's
-	 * min_rnr_timer (qpg_qp_to_rtr) makes these 7 tries last ~70 ms. */
-	o->rnr_retry = 6;
-	o->rd_atomic = 1;
+	static const struct qpg_qp_opts defaults = {
+	    .max_send_wr = 16,
+	    .max_recv_wr = 16,
+	    .max_inline = 0,
+	    /* 4.096 us * 2^18 = 1.07 s per try, 7 tries: a dead peer shows up as
+	     * a retry-exceeded completion within about 8 s instead of hanging.
+	     * Shorter timeouts (14 = 67 ms is common on hardware) turn a loaded
+	     * software device into a retransmission storm: with thousands of QPs
+	     * each waiting longer than 67 ms for its ACK under load, every QP
+	     * resends at once and the load that caused the delay doubles. */
+	    .timeout = 18,
+	    /* 6, not 7: rxe takes a retry count of 7 as "retry forever" (the
+	     * spec's meaning for the RNR count only), and on a dead wire the QP
+	     * never failed; seen in the two-VM lab with 100% loss. */
+	    .retry_cnt = 6,
+	    /* Finite: 7 would retry RNR forever, and a peer that stops posting
+	     * receives (alive, its control channel open) would pin our send
+	     * queue and the pool slots behind it for good. Receives are kept
+	     * posted for every credit granted, so an honest peer does not RNR;
+	     * the receiver's min_rnr_timer (qpg_qp_to_rtr) makes these 7 tries
+	     * last ~70 ms. */
+	    .rnr_retry = 6,
+	    .rd_atomic = 1,
+	};
+	*o = defaults;
 }
 
 /* What the device allows, and never 0 (the verbs minimum is 1). */

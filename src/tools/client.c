@@ -39,18 +39,7 @@ int main(int argc, char **argv)
 	const char *expect = NULL;
 	const struct qpg_opt client[] = {QPG_OPTS_CLIENT(&o), QPG_OPT_END};
 	const struct qpg_opt own[] = {
-	    {"conns", 'c', OPT_INT, &lo.nconns, 1, 1000000, "N",
-	     "concurrent connections (default 1)"},
-	    {"iters", 'n', OPT_LONG, &lo.msgs, 0, 1000000000, "N",
-	     "messages per connection (default 100)"},
-	    {"size", 's', OPT_U32, &lo.size, 1, QPG_WIRE_MAX_MSG, "BYTES",
-	     "message size (default 64)"},
-	    {"timeout", 0, OPT_LONG, &lo.timeout_ms, 1, 86400000, "MS",
-	     "give up on the whole run after MS (default 120000)"},
-	    {"window", 0, OPT_LONG, &lo.window, 1, 1000000, "N",
-	     "handshakes in progress at once (default 64)"},
-	    {"hold", 0, OPT_LONG, &lo.hold_ms, 0, 86400000, "MS",
-	     "once all are connected, wait MS before traffic"},
+	    QPG_OPTS_LOAD(&lo),
 	    {"ready-file", 0, OPT_STR, &lo.ready_file, 0, 0, "F", "create F once all are up"},
 	    {"release-file", 0, OPT_STR, &lo.release_file, 0, 0, "F", "end --hold once F exists"},
 	    {"expect-error", 0, OPT_STR, &expect, 0, 0, "CLASS",

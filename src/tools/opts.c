@@ -72,6 +72,41 @@ static void store(const struct qpg_opt *o, const char *arg, const char *flag)
 	}
 }
 
+/* The value DST holds now, which at --help time is the tool's default;
+ * false for kinds without a number. */
+static bool current_value(const struct qpg_opt *o, char *buf, size_t len)
+{
+	switch (o->kind) {
+	case OPT_INT:
+		snprintf(buf, len, "%d", *(int *)o->dst);
+		return true;
+	case OPT_LONG:
+		snprintf(buf, len, "%ld", *(long *)o->dst);
+		return true;
+	case OPT_U8:
+		snprintf(buf, len, "%u", *(uint8_t *)o->dst);
+		return true;
+	case OPT_U16:
+		snprintf(buf, len, "%u", *(uint16_t *)o->dst);
+		return true;
+	case OPT_U32:
+	case OPT_SIZE32:
+		snprintf(buf, len, "%u", *(uint32_t *)o->dst);
+		return true;
+	case OPT_UINT:
+		snprintf(buf, len, "%u", *(unsigned *)o->dst);
+		return true;
+	case OPT_SIZE:
+		snprintf(buf, len, "%zu", *(size_t *)o->dst);
+		return true;
+	case OPT_DOUBLE:
+		snprintf(buf, len, "%g", *(double *)o->dst);
+		return true;
+	default:
+		return false;
+	}
+}
+
 void qpg_opts_usage(FILE *f, const struct qpg_opt *const *tables, const char *synopsis)
 {
 	fprintf(f, "usage: %s\n", synopsis);
@@ -82,7 +117,14 @@ void qpg_opts_usage(FILE *f, const struct qpg_opt *const *tables, const char *sy
 			    snprintf(left, sizeof(left), "  %c%c%s--%s%s%s", o->letter ? '-' : ' ',
 				     o->letter ? o->letter : ' ', o->letter ? ", " : "  ", o->name,
 				     o->arg ? " " : "", o->arg ? o->arg : "");
-			fprintf(f, "%s%*s%s\n", left, n < 32 ? 32 - n : 1, "", o->help);
+			/* A help text that does not name its default gets the
+			 * tool's own, so rows shared between tools stay true. */
+			char def[48] = "";
+			char v[32];
+			if (!strstr(o->help, "default") && current_value(o, v, sizeof(v)) &&
+			    strcmp(v, "0") != 0)
+				snprintf(def, sizeof(def), " (default %s)", v);
+			fprintf(f, "%s%*s%s%s\n", left, n < 32 ? 32 - n : 1, "", o->help, def);
 		}
 	fprintf(f, "  -h, --help                    this text\n");
 }

@@ -89,4 +89,20 @@ void qpg_opts_usage(FILE *f, const struct qpg_opt *const *tables, const char *sy
 		    "RC ACK timeout 4.096 us * 2^N, 7 tries (default 18 = 1.07 s)"                   \
 	}
 
+/* The flags of the tools that drive load.c (qpgate-client, qpgate-perf),
+ * into LO (a struct load_opts); each tool's own defaults are printed. */
+#define QPG_OPTS_LOAD(lo)                                                                          \
+	{"clients", 'c', OPT_INT, &(lo)->nconns, 1, 10000000, "N",                                 \
+	 "concurrent clients, one connection each"},                                               \
+	    {"iters", 'n', OPT_LONG, &(lo)->msgs, 0, 1000000000, "N", "messages per client"},      \
+	    {"size", 's', OPT_U32, &(lo)->size, 1, QPG_WIRE_MAX_MSG, "BYTES", "message size"},     \
+	    {"window", 0, OPT_LONG, &(lo)->window, 1, 10000000, "N",                               \
+	     "handshakes in progress at once"},                                                    \
+	    {"hold", 0, OPT_LONG, &(lo)->hold_ms, 0, 86400000, "MS",                               \
+	     "once all are connected, wait MS before traffic"},                                    \
+	{                                                                                          \
+		"timeout", 0, OPT_LONG, &(lo)->timeout_ms, 1, 86400000, "MS",                      \
+		    "give up on the whole run after MS"                                            \
+	}
+
 #endif
