@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+#include "qpgate/version.h"
 #include "qpgate/wire.h"
 
 /* Setup phases, timed per connection (cmtime-style: an enum and a name table). */

@@ -68,3 +68,8 @@ const char *qpg_strerror(int err)
 	const char *d = strerrordesc_np(err < 0 ? -err : err);
 	return d ? d : "unknown error";
 }
+
+const char *qpg_version(void)
+{
+	return QPG_VERSION;
+}

@@ -93,6 +93,8 @@ int qpg_server_prometheus(struct qpg_server *s, char **out, size_t *len)
 		header(f, plain[i].name, plain[i].type, plain[i].help);
 		fprintf(f, "%s %lld\n", plain[i].name, plain[i].value);
 	}
+	header(f, "qpgate_build_info", "gauge", "Always 1; the library's version is a label.");
+	fprintf(f, "qpgate_build_info{version=\"%s\"} 1\n", qpg_version());
 	header(f, "qpgate_handshakes_total", "counter", "Finished handshakes by result.");
 	fprintf(f, "qpgate_handshakes_total{result=\"ok\"} %llu\n", st.handshakes_ok);
 	fprintf(f, "qpgate_handshakes_total{result=\"failed\"} %llu\n", st.handshakes_failed);

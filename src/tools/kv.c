@@ -2,25 +2,34 @@
  * the pooled KV client (one connection).
  *
  *   qpgate-kv [client flags] HOST SERVERNAME COMMAND...
+ *     put KEY FILE        store FILE's bytes (-: standard input)
+ *     get KEY [-o FILE]   write the value to standard output, or to FILE
+ *     del KEY
+ *   With --synthetic, for tests, values are generated instead:
  *     put KEY SIZE SEED   store SIZE bytes generated from SEED
  *     get KEY [SIZE SEED] fetch; with SIZE SEED, verify every byte
- *     del KEY
  *     bad                 send a request with an unknown operation
  *
+ * A value is written out only once all of it has arrived and checked: a
+ * GET that fails writes nothing (and -o FILE is not created).
  * GETs leave it to the server whether a value comes by RDMA READ of a window
  * it grants (large values) or is sent; --one-sided or --two-sided insist.
  * --test-abuse MODE misuses each grant (past-end, other-qp, write, expired,
  * after-release) and reports whether the server let any misuse through.
  *
- * One line per command ("GET k: ok, 4096 bytes in 1 chunk, ..."). Exit
- * status: 0 all ok, 1 a command got an error status or a mismatch,
- * 2 usage, 3 the connection failed. */
+ * One line per command on standard error ("GET k: ok, 4096 bytes in 1
+ * chunk, ..."); standard output carries values only. Exit status: 0 all ok,
+ * 1 a command got an error status or a mismatch, 2 usage or a file that
+ * cannot be read or written, 3 the connection failed. */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "kv_testing.h"
@@ -33,9 +42,10 @@ enum cmd_op { CMD_PUT, CMD_GET, CMD_DEL, CMD_BAD };
 struct cmd {
 	enum cmd_op op;
 	const char *key;
-	uint32_t size; /* put; get: expected (with seed) */
+	uint32_t size; /* synthetic put; get: expected (with seed) */
 	uint32_t seed;
 	bool verify;
+	const char *file; /* put: its source; get: its destination (NULL: stdout) */
 };
 
 /* One request in flight at a time; its callbacks run on the pool thread. */
@@ -50,6 +60,9 @@ struct pending {
 	int chunks;
 	uint64_t fnv;
 	bool mismatch;
+	uint8_t *value; /* a GET's value as it arrives (real bytes, not synthetic) */
+	uint32_t value_cap;
+	bool too_big;
 };
 
 static void on_chunk(struct qpg_kv_request *r, const uint8_t *data, uint32_t len, uint32_t off,
@@ -58,6 +71,16 @@ static void on_chunk(struct qpg_kv_request *r, const uint8_t *data, uint32_t len
 	struct pending *p = r->user;
 	p->chunks++;
 	p->fnv = kv_fnv_step(p->fnv, data, len);
+	if (p->cmd->op == CMD_GET && !p->cmd->verify) {
+		if (!p->value && total > 0) {
+			p->value = malloc(total);
+			p->value_cap = p->value ? total : 0;
+		}
+		if ((uint64_t)off + len > p->value_cap)
+			p->too_big = true;
+		else if (len)
+			memcpy(p->value + off, data, len);
+	}
 	for (uint32_t i = 0; p->cmd->verify && i < len; i++)
 		if (data[i] != kv_value_byte(p->cmd->seed, off + i))
 			p->mismatch = true;
@@ -74,20 +97,109 @@ static void on_done(struct qpg_kv_request *r, int status, uint32_t value_len)
 	pthread_mutex_unlock(&p->lock);
 }
 
-/* Returns 0 ok, 1 an error status or mismatch, 3 the connection failed. */
+/* All of FD into *OUT (at most MAX bytes). 0, or -errno (-EFBIG: larger). */
+static int read_all(int fd, uint32_t max, uint8_t **out, uint32_t *len)
+{
+	size_t cap = 65536, n = 0;
+	uint8_t *b = malloc(cap);
+	while (b) {
+		if (n == cap) {
+			if (cap > max) {
+				free(b);
+				return -EFBIG;
+			}
+			uint8_t *nb = realloc(b, cap * 2);
+			if (!nb)
+				break;
+			b = nb;
+			cap *= 2;
+		}
+		ssize_t r = read(fd, b + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = -errno;
+			free(b);
+			return e;
+		}
+		if (r == 0) {
+			if (n > max) {
+				free(b);
+				return -EFBIG;
+			}
+			*out = b;
+			*len = (uint32_t)n;
+			return 0;
+		}
+		n += (size_t)r;
+	}
+	free(b);
+	return -ENOMEM;
+}
+
+/* A PUT's value: generated (synthetic) or read from its file. 0, or 2. */
+static int put_value(const struct cmd *c, uint32_t max, uint8_t **value, uint32_t *len)
+{
+	if (!c->file) {
+		*value = malloc(c->size ? c->size : 1);
+		if (!*value)
+			return 2;
+		for (uint32_t i = 0; i < c->size; i++)
+			(*value)[i] = kv_value_byte(c->seed, i);
+		*len = c->size;
+		return 0;
+	}
+	bool in = !strcmp(c->file, "-");
+	int fd = in ? STDIN_FILENO : open(c->file, O_RDONLY | O_CLOEXEC);
+	int rc = fd < 0 ? -errno : read_all(fd, max, value, len);
+	if (!in && fd >= 0)
+		close(fd);
+	if (rc == -EFBIG)
+		fprintf(stderr, "qpgate-kv: %s: larger than a value may be (%u bytes)\n",
+			in ? "standard input" : c->file, max);
+	else if (rc)
+		fprintf(stderr, "qpgate-kv: %s: %s\n", in ? "standard input" : c->file,
+			strerror(-rc));
+	return rc ? 2 : 0;
+}
+
+/* Write a GET's whole value to its file (created only now) or stdout. */
+static int write_value(const struct cmd *c, const uint8_t *v, uint32_t len)
+{
+	int fd = c->file ? open(c->file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)
+			 : STDOUT_FILENO;
+	size_t done = 0;
+	while (fd >= 0 && done < len) {
+		ssize_t w = write(fd, v + done, len - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			break;
+		done += (size_t)w;
+	}
+	int e = done == len ? 0 : errno;
+	if (c->file && fd >= 0 && close(fd) && !e)
+		e = errno;
+	if (fd < 0 || e) {
+		fprintf(stderr, "qpgate-kv: %s: %s\n", c->file ? c->file : "standard output",
+			strerror(fd < 0 ? errno : e));
+		return 2;
+	}
+	return 0;
+}
+
+/* Returns 0 ok, 1 an error status or mismatch, 2 a file, 3 the connection failed. */
 static int run_cmd(struct qpg_kv_pool *pool, const struct cmd *c, struct pending *p, uint8_t abuse)
 {
 	static const char *const names[] = {"PUT", "GET", "DEL", "BAD"};
 	uint8_t *value = NULL;
-	if (c->op == CMD_PUT) {
-		value = malloc(c->size ? c->size : 1);
-		if (!value)
-			return 3;
-		for (uint32_t i = 0; i < c->size; i++)
-			value[i] = kv_value_byte(c->seed, i);
-	}
+	uint32_t value_len = 0;
+	if (c->op == CMD_PUT && put_value(c, QPG_KV_MAX_VALUE, &value, &value_len))
+		return 2;
 	p->cmd = c;
-	p->done = p->mismatch = false;
+	p->done = p->mismatch = p->too_big = false;
+	p->value = NULL;
+	p->value_cap = 0;
 	p->chunks = 0;
 	p->fnv = KV_FNV_INIT;
 	p->req = (struct qpg_kv_request){
@@ -97,7 +209,7 @@ static int run_cmd(struct qpg_kv_pool *pool, const struct cmd *c, struct pending
 	    .key = c->key,
 	    .key_len = (uint16_t)strlen(c->key),
 	    .value = value,
-	    .value_len = c->size,
+	    .value_len = value_len,
 	    .chunk = on_chunk,
 	    .done = on_done,
 	    .user = p,
@@ -112,39 +224,66 @@ static int run_cmd(struct qpg_kv_pool *pool, const struct cmd *c, struct pending
 	if (rc || p->status < 0) {
 		struct qpg_kv_pool_info info;
 		qpg_kv_pool_info(pool, &info);
-		printf("%s %s: connection failed: %s\n", names[c->op], c->key, info.last_error);
+		fprintf(stderr, "%s %s: connection failed: %s\n", names[c->op], c->key,
+			info.last_error);
+		free(p->value);
 		return 3;
 	}
 	bool ok = p->status == QPG_KV_OK;
-	printf("%s %s: %s", names[c->op], c->op == CMD_BAD ? "(unknown op)" : c->key,
-	       ok ? "ok" : qpg_kv_status_name((uint8_t)p->status));
+	fprintf(stderr, "%s %s: %s", names[c->op], c->op == CMD_BAD ? "(unknown op)" : c->key,
+		ok ? "ok" : qpg_kv_status_name((uint8_t)p->status));
 	if (c->op == CMD_PUT && ok)
-		printf(", %u bytes", c->size);
+		fprintf(stderr, ", %u bytes", value_len);
 	if (c->op == CMD_GET && !ok) /* how much of a failed value reached us */
-		printf(", %d chunk%s delivered", p->chunks, p->chunks == 1 ? "" : "s");
+		fprintf(stderr, ", %d chunk%s delivered", p->chunks, p->chunks == 1 ? "" : "s");
+	int wrc = 0;
 	if (c->op == CMD_GET && ok) {
-		printf(", %u bytes in %d chunk%s, fnv64 %016llx", p->value_len, p->chunks,
-		       p->chunks == 1 ? "" : "s", (unsigned long long)p->fnv);
+		fprintf(stderr, ", %u bytes in %d chunk%s, fnv64 %016llx", p->value_len, p->chunks,
+			p->chunks == 1 ? "" : "s", (unsigned long long)p->fnv);
 		if (c->verify) {
 			bool bad = p->mismatch || p->value_len != c->size;
-			printf(", %s", bad ? "MISMATCH" : "verified");
+			fprintf(stderr, ", %s", bad ? "MISMATCH" : "verified");
 			ok = !bad;
+		} else if (p->too_big || (p->value_len && !p->value)) {
+			fprintf(stderr, ", NOT written (%s)",
+				p->too_big ? "more bytes than announced" : "out of memory");
+			ok = false;
+		} else {
+			wrc = write_value(c, p->value, p->value_len);
 		}
 	}
-	printf("\n");
-	fflush(stdout);
+	fprintf(stderr, "\n");
+	free(p->value);
+	p->value = NULL;
 	if (c->op == CMD_BAD) /* the server must call it malformed */
 		return p->status == QPG_KV_MALFORMED ? 0 : 1;
-	return ok ? 0 : 1;
+	return wrc ? wrc : ok ? 0 : 1;
 }
 
-static int parse_cmds(int argc, char **argv, struct cmd *out)
+static int parse_cmds(int argc, char **argv, bool synthetic, struct cmd *out)
 {
 	int n = 0;
 	for (int i = 0; i < argc;) {
 		struct cmd c = {0};
 		const char *w = argv[i++];
-		if (!strcmp(w, "bad")) {
+		if (!synthetic && i < argc && !strcmp(w, "put")) {
+			c.op = CMD_PUT;
+			c.key = argv[i++];
+			if (i >= argc || strlen(c.key) == 0 || strlen(c.key) > QPG_KV_MAX_KEY)
+				return -1;
+			c.file = argv[i++];
+		} else if (!synthetic && i < argc && !strcmp(w, "get")) {
+			c.op = CMD_GET;
+			c.key = argv[i++];
+			if (strlen(c.key) == 0 || strlen(c.key) > QPG_KV_MAX_KEY)
+				return -1;
+			if (i + 1 < argc && !strcmp(argv[i], "-o")) {
+				c.file = argv[i + 1];
+				i += 2;
+			}
+		} else if (!synthetic && !strcmp(w, "bad")) {
+			return -1;
+		} else if (!strcmp(w, "bad")) {
 			c.op = CMD_BAD;
 			c.key = "k";
 		} else if (i < argc &&
@@ -209,19 +348,22 @@ int main(int argc, char **argv)
 	qpg_kv_pool_opts_default(&po);
 	po.threads = po.conns = 1;
 	int abuse = QPG_KV_ABUSE_NONE;
-	bool one = false, two = false;
+	bool one = false, two = false, synthetic = false;
 	const struct qpg_opt client[] = {QPG_OPTS_CLIENT(&po.client), QPG_OPT_END};
 	const struct qpg_opt own[] = {
 	    {"max-msg", 's', OPT_U32, &po.client.max_msg, 512, 1 << 20, "BYTES",
 	     "largest message (default 8192)"},
 	    {"one-sided", 0, OPT_FLAG, &one, 0, 0, NULL, "GETs by RDMA READ of a granted window"},
 	    {"two-sided", 0, OPT_FLAG, &two, 0, 0, NULL, "GETs sent in messages"},
+	    {"synthetic", 0, OPT_FLAG, &synthetic, 0, 0, NULL,
+	     "for tests: put KEY SIZE SEED, get KEY [SIZE SEED] (verify), bad"},
 	    {"test-abuse", 0, OPT_CALL, &abuse, 0, 0, "MODE",
 	     "test hook: past-end|other-qp|write|after-release|wrong-digest|expired", parse_abuse},
 	    QPG_OPT_END};
 	const struct qpg_opt *const tables[] = {client, own, NULL};
 	const char *synopsis = "qpgate-kv [options] HOST SERVERNAME COMMAND...\n"
-			       "  COMMAND: put KEY SIZE SEED | get KEY [SIZE SEED] | del KEY | bad";
+			       "  COMMAND: put KEY FILE|- | get KEY [-o FILE] | del KEY\n"
+			       "  --synthetic: put KEY SIZE SEED | get KEY [SIZE SEED] | del KEY | bad";
 	int optind = qpg_opts_parse(argc, argv, tables, synopsis, -1);
 	if (one || two)
 		po.get_mode = one ? QPG_KV_GET_ONE_SIDED : QPG_KV_GET_TWO_SIDED;
@@ -229,7 +371,7 @@ int main(int argc, char **argv)
 		po.get_mode = QPG_KV_GET_ONE_SIDED;
 	struct cmd *cmds = calloc((size_t)argc, sizeof(*cmds));
 	int ncmds = cmds && argc - optind >= 3
-			? parse_cmds(argc - optind - 2, argv + optind + 2, cmds)
+			? parse_cmds(argc - optind - 2, argv + optind + 2, synthetic, cmds)
 			: -1;
 	if (ncmds <= 0) {
 		fprintf(stderr, "usage: %s\n", synopsis);
@@ -252,7 +394,7 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&p.lock, NULL);
 	pthread_cond_init(&p.cv, NULL);
 	int rc = 0;
-	for (int i = 0; i < ncmds && rc != 3; i++) {
+	for (int i = 0; i < ncmds && rc < 2; i++) {
 		int r = run_cmd(pool, &cmds[i], &p, (uint8_t)abuse);
 		rc = r > rc ? r : rc;
 	}

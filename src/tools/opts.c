@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "qpgate/version.h"
 
 static int count(const struct qpg_opt *const *tables)
 {
@@ -127,13 +128,14 @@ void qpg_opts_usage(FILE *f, const struct qpg_opt *const *tables, const char *sy
 			fprintf(f, "%s%*s%s%s\n", left, n < 32 ? 32 - n : 1, "", o->help, def);
 		}
 	fprintf(f, "  -h, --help                    this text\n");
+	fprintf(f, "  -V, --version                 the version (%s)\n", qpg_version());
 }
 
 int qpg_opts_parse(int argc, char **argv, const struct qpg_opt *const *tables, const char *synopsis,
 		   int npos)
 {
 	int n = count(tables);
-	struct option *lo = calloc((size_t)n + 2, sizeof(*lo));
+	struct option *lo = calloc((size_t)n + 3, sizeof(*lo));
 	const struct qpg_opt **by_index = calloc((size_t)n + 1, sizeof(*by_index));
 	char shorts[2 * 128 + 3] = "";
 	size_t ns = 0;
@@ -157,12 +159,19 @@ int qpg_opts_parse(int argc, char **argv, const struct qpg_opt *const *tables, c
 			}
 		}
 	lo[i] = (struct option){"help", 0, NULL, 'h'};
+	lo[i + 1] = (struct option){"version", 0, NULL, 'V'};
 	shorts[ns++] = 'h';
+	shorts[ns++] = 'V';
 	shorts[ns] = 0;
 	int ch;
 	while ((ch = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
 		if (ch == 'h') {
 			qpg_opts_usage(stdout, tables, synopsis);
+			exit(0);
+		}
+		if (ch == 'V') { /* "qpgate-perf (qpgate) 0.1.0", as GNU tools */
+			printf("%.*s (qpgate) %s\n", (int)strcspn(synopsis, " "), synopsis,
+			       qpg_version());
 			exit(0);
 		}
 		const struct qpg_opt *o = NULL;

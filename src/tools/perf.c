@@ -130,7 +130,7 @@ static json_t *build_json(const struct qpg_client_opts *co, const struct load_op
 	    " s:{s:{s:i, s:i, s:i, s:f, s:o, s:o, s:o, s:f},"
 	    "    s:{s:I, s:I, s:I, s:o, s:f, s:f, s:f},"
 	    "    s:{s:o, s:o}}}",
-	    "test_info", "tool", "qpgate-perf", "version", "0.1.0", "date", date, "transport",
+	    "test_info", "tool", "qpgate-perf", "version", QPG_VERSION, "date", date, "transport",
 	    co->transport == QPG_KIND_RDMA ? "rdma" : "tcp", "host", co->host, "port", co->port,
 	    "clients", lo->nconns, "msgs_per_client",
 	    (json_int_t)(lo->duration_s > 0 ? 0 : lo->msgs), "duration_s", lo->duration_s, "auth",

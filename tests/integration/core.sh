@@ -218,6 +218,8 @@ metrics)
 	check "qpgate_connected_clients 5" metric qpgate_connected_clients 5
 	check "qpgate_handshakes_total ok 5" metric 'qpgate_handshakes_total{result="ok"}' 5
 	check "qpgate_qps $qps" metric qpgate_qps $qps
+	check "qpgate_build_info names the version the tools print" \
+		metric "qpgate_build_info{version=\"$("$bin/qpgate-server" --version | awk '{print $3}')\"}" 1
 	check "bucket bounds are plain decimals (le=\"0.000002\", no exponent)" \
 		bash -c "grep -q 'le=\"0.000002\"' '$work/metrics.txt' && ! grep -q 'le=\"[0-9.]*e' '$work/metrics.txt'"
 	check "Content-Type is Prometheus text 0.0.4" \

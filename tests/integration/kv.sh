@@ -13,13 +13,13 @@ qp0=$(qps)
 # one-sided digests are checked without message auth too.
 qpg_serve "$work" --transport "$transport" --service kv --kv-capacity 4M --kv-max-value 1M -s 8192 \
 	--kv-grant-ttl 2000 --allow-no-auth
-kv() { "$bin/qpgate-kv" --transport "$transport" --ca "$work/ca.crt" -p "$port" 127.0.0.1 localhost "$@"; }
+kv() { "$bin/qpgate-kv" --synthetic --transport "$transport" --ca "$work/ca.crt" -p "$port" 127.0.0.1 localhost "$@"; }
 # kvf FLAG... -- COMMAND...: the same with client flags.
 kvf() {
 	local f=()
 	while [ "$1" != -- ]; do f+=("$1"); shift; done
 	shift
-	"$bin/qpgate-kv" --transport "$transport" --ca "$work/ca.crt" -p "$port" "${f[@]}" 127.0.0.1 localhost "$@"
+	"$bin/qpgate-kv" --synthetic --transport "$transport" --ca "$work/ca.crt" -p "$port" "${f[@]}" 127.0.0.1 localhost "$@"
 }
 
 out=$(kv put blk 4096 11 get blk 4096 11 put big 1M 12 get big 1M 12 del blk get blk get nope 2>&1)
@@ -40,7 +40,7 @@ sed 's/^/  /' <<<"$out"
 check "malformed request refused with its reason" grep -q '^BAD (unknown op): malformed request' <<<"$out"
 check "oversize value refused (value too large)" grep -q '^PUT huge: value too large' <<<"$out"
 check "the connection survived both: next GET verified" grep -q '^GET big: ok, .*verified' <<<"$out"
-check "a wrong seed is caught (the check can fail)" sh -c "'$bin/qpgate-kv' --transport $transport --ca '$work/ca.crt' -p $port 127.0.0.1 localhost get big 1M 13 | grep -q MISMATCH"
+check "a wrong seed is caught (the check can fail)" sh -c "'$bin/qpgate-kv' --synthetic --transport $transport --ca '$work/ca.crt' -p $port 127.0.0.1 localhost get big 1M 13 2>&1 | grep -q MISMATCH"
 
 cmds=()
 for i in $(seq 1 16); do cmds+=(put "fill$i" 256K "$i"); done
@@ -126,6 +126,35 @@ else
 	sed 's/^/  /' <<<"$out"
 	check "one-sided GET over tcp: refused as unsupported" grep -q 'one-sided access unsupported' <<<"$out"
 fi
+
+# Real bytes: a binary file through standard input and output, and
+# through files, byte for byte (over rdma large values come by READ).
+kvr() { "$bin/qpgate-kv" --transport "$transport" --ca "$work/ca.crt" -p "$port" 127.0.0.1 localhost "$@"; }
+head -c 700000 /dev/urandom >"$work/blob"
+kvr put blob - <"$work/blob" 2>"$work/put.err"
+rc=$?
+sed 's/^/  /' "$work/put.err"
+check "put KEY - stored 700000 bytes from standard input (exit $rc)" grep -q '^PUT blob: ok, 700000 bytes' "$work/put.err"
+kvr get blob >"$work/blob.out" 2>"$work/get.err"
+rc=$?
+sed 's/^/  /' "$work/get.err"
+check "get KEY wrote the value to standard output, byte for byte (exit $rc)" cmp -s "$work/blob" "$work/blob.out"
+head -c 4097 /dev/urandom >"$work/small"
+kvr put small "$work/small" get small -o "$work/small.out" >"$work/stdout" 2>"$work/err"
+rc=$?
+check "put KEY FILE and get KEY -o FILE round-trip 4097 bytes, stdout left empty (exit $rc)" \
+	eval 'cmp -s "$work/small" "$work/small.out" && [ ! -s "$work/stdout" ] && [ $rc -eq 0 ]'
+kvr get never-stored -o "$work/none.out" 2>"$work/err"
+rc=$?
+check "a GET that fails writes no file and exits 1 (exit $rc)" eval '[ $rc -eq 1 ] && [ ! -e "$work/none.out" ]'
+kvr put x "$work/no-such-file" 2>"$work/err"
+rc=$?
+check "an unreadable file: a clear error, exit 2 (exit $rc)" \
+	eval '[ $rc -eq 2 ] && grep -q "no-such-file: No such file or directory" "$work/err"'
+kvr put x 4096 1 2>"$work/err"
+rc=$?
+check "the synthetic form without --synthetic is a usage error (exit $rc)" [ $rc -eq 2 ]
+kvr del blob del small >/dev/null 2>&1
 
 kill -TERM "$srv"; wait "$srv"; src=$?; srv=""
 stats=$(grep 'stats:' "$work/server.log")

@@ -139,7 +139,7 @@ inject_checks() {
 }
 
 kv() {
-	"$bin/qpgate-kv" --ca "$sh/kv/ca.crt" -p "$kport" --qp-timeout 14 "$server_ip" localhost "$@"
+	"$bin/qpgate-kv" --synthetic --ca "$sh/kv/ca.crt" -p "$kport" --qp-timeout 14 "$server_ip" localhost "$@"
 }
 
 loss_round() { # PERCENT
@@ -150,7 +150,7 @@ loss_round() { # PERCENT
 	grep -E '^ [0-9]|failed:|->' <<<"$out" | sed 's/^/  /'
 	check "11 loss $1%: 20 clients x 50 echoes, every one verified, none lost or duplicated ($((SECONDS - t0)) s)" [ $rc -eq 0 ]
 	out=$(kv put "l4k$1" 4096 7 put "l1m$1" 1M 8 get "l4k$1" 4096 7 get "l1m$1" 1M 8 2>&1;
-		"$bin/qpgate-kv" --ca "$sh/kv/ca.crt" -p "$kport" --qp-timeout 14 --two-sided "$server_ip" localhost get "l1m$1" 1M 8 2>&1)
+		"$bin/qpgate-kv" --synthetic --ca "$sh/kv/ca.crt" -p "$kport" --qp-timeout 14 --two-sided "$server_ip" localhost get "l1m$1" 1M 8 2>&1)
 	sed 's/^/  /' <<<"$out"
 	check "11 loss $1%: GETs of 4 KiB and 1 MiB (by READ and sent) verified" [ "$(grep -c verified <<<"$out")" -eq 3 ]
 	[ "$(grep -c verified <<<"$out")" -eq 3 ] ||
