@@ -10,11 +10,16 @@ trap 'kill -9 $srv $esrv 2>/dev/null; rm -rf "$work"' EXIT
 prefix=$work/prefix
 cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1
 check "cmake --install into a fresh prefix" [ -f "$prefix/lib/libqpgate.a" ]
-for f in include/qpgate/service.h lib/pkgconfig/qpgate.pc lib/pkgconfig/qpgate-kv.pc \
-	lib/cmake/qpgate/qpgateConfig.cmake lib/libqpgate-kv.a bin/qpgate-server; do
+for f in include/qpgate/service.h include/qpgate/version.h lib/pkgconfig/qpgate.pc \
+	lib/pkgconfig/qpgate-kv.pc lib/cmake/qpgate/qpgateConfig.cmake lib/libqpgate-kv.a \
+	lib/libqpgate.so.0 lib/libqpgate-kv.so.0 bin/qpgate-server; do
 	check "installed: $f" [ -f "$prefix/$f" ]
 done
+check "libqpgate.so has its SONAME" bash -c "readelf -d '$prefix/lib/libqpgate.so' | grep -q 'SONAME.*libqpgate.so.0'"
+check "libqpgate.so exports no internal qpg__ name but the client's test hooks" \
+	bash -c "! nm -D --defined-only '$prefix/lib/libqpgate.so' | awk '{print \$3}' | grep '^qpg__' | grep -v '^qpg__client_'"
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+export LD_LIBRARY_PATH=$prefix/lib
 # A sanitizer build's libraries need the same flags in what links them.
 san=$(sed -n 's/^QPG_SANITIZE:STRING=//p' "$build/CMakeCache.txt" 2>/dev/null)
 sanflags=""
@@ -30,6 +35,7 @@ cc -std=c11 -Wall -Werror $sanflags -o "$work/pc/kv_putget" "$here/examples/kv_p
 	$(pkg-config --cflags --libs qpgate-kv) >>"$work/cc.log" 2>&1 || ok=0
 [ $ok = 1 ] || sed 's/^/  /' "$work/cc.log"
 check "the examples build with pkg-config qpgate / qpgate-kv" [ $ok = 1 ]
+check "and link the shared library" bash -c "ldd '$work/pc/echo_client' | grep -q '$prefix/lib/libqpgate.so.0'"
 cmake -S "$here/examples" -B "$work/cm" -DCMAKE_PREFIX_PATH="$prefix" \
 	-DCMAKE_C_FLAGS="$sanflags" -DCMAKE_EXE_LINKER_FLAGS="$sanflags" >"$work/cm.log" 2>&1 &&
 	cmake --build "$work/cm" >>"$work/cm.log" 2>&1
