@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Thin wrapper around CMake. `make test` is what CI runs.
 BUILD      ?= build
 BUILD_TYPE ?= RelWithDebInfo

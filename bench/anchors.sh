@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Anchors side by side: perftest, rdma_cm's cmtime and qpgate on the same rxe
 # device in one lab VM, printed as ratios (absolute times under qemu TCG are
 # inflated; ratios between runs in the same VM are what carry over).

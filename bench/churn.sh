@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Churn soak: one server, clients connecting and disconnecting for MINUTES,
 # with the server's RSS and fds and the device's QP/CQ/MR counts sampled
 # after every round. Prints a table and the drift between the first and

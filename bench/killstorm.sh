@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The kill -9 storm at full size: 1,000 client processes per round, SIGKILLed
 # at random points of TLS, bootstrap, QP bring-up and data, 10 rounds, while
 # bystanders echo; prints the server's RSS, fds and QPs after every round.

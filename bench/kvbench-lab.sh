@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # qpgate-kvbench against a fresh KV server on one rxe device, in the lab.
 #   bench/kvbench-lab.sh [qpgate-kvbench flags]      e.g. --scaling -D 5
 # Boots the lab unless it already runs on an RDMA device. Writes

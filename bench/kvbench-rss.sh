@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The KV load that once grew the server to 17.7 GB: 64 clients of 64
 # credits, 4,096 workers, 300 keys of 1 MiB, every GET verified. Prints the
 # server's peak RSS (VmHWM) beside the README's memory formula.

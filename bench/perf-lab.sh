@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # One qpgate-perf run against a fresh server on one rxe device, in the lab.
 #   bench/perf-lab.sh CLIENTS [extra qpgate-perf flags...]
 # Run it through the lab: scripts/rxe-vm --mem 8192 -- bench/perf-lab.sh 10000

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* N messages to an echo_server, one at a time; every reply is checked.
  *   echo_client HOST PORT CA N [tcp|rdma] */
 #include <qpgate/client.h>

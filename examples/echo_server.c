@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A server that runs its own service through qpgate/service.h: every
  * message comes back, in the registered buffer it arrived in.
  *   echo_server PORT CERT KEY [tcp|rdma] */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Store a value in a qpgate KV server and read it back through a pool.
  *   kv_putget HOST PORT CA KEY VALUE [tcp|rdma] */
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* One valid set of bootstrap parameters (RDMA, auth on, GID
  * ::ffff:127.0.0.1), shared by the wire unit test and the fuzzers' seeds. */
 #ifndef QPG_TESTS_WIRE_SAMPLE_H

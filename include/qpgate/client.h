@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* qpgate client library: many connections on one event loop, each a
  * TLS-bootstrapped RC QP (or TCP) with authenticated messages. One
  * qpg_client is used from one thread.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A small mergeable log-linear histogram for latencies in nanoseconds.
  *
  * Values are grouped by power of two, and each power of two is split into

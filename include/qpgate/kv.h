@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The KV service's messages: fixed-layout, network byte order, carried as
  * the payload of QPG_FRAME_KV_REQ / QPG_FRAME_KV_REPLY data frames (so they
  * get the frame's version, sequence number and authentication tag).

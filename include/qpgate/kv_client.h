@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A pooled, thread-safe KV client: THREADS event-loop threads share CONNS
  * secure connections to one server. Any thread may submit operations;
  * each connection pipelines up to its credits, and every completion is

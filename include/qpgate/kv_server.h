@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The KV cache as a qpgate service (libqpgate-kv): PUT, GET and DEL of
  * binary keys, values in one store shared by the server's threads, GETs
  * sent in chunks or granted for one-sided READ. Run it by handing its ops

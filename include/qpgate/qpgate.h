@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* qpgate public API: shared enums and helpers. Errors are negative errno. */
 #ifndef QPGATE_H
 #define QPGATE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* qpgate server: N event-loop threads, each with its own listener
  * (SO_REUSEPORT), endpoint and shared RDMA resources.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Services: what a qpgate server offers above its connections.
  *
  * A service is a table of callbacks and a bootstrap service id. A client

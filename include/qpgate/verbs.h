@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Thin, errno-returning layer over IB verbs: device, registered pool, and the
  * manual RESET->INIT->RTR->RTS bring-up qpgate uses instead of rdma_cm.
  *

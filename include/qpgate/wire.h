@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* qpgate wire formats. Fixed layout, versioned, network byte order, and
  * length-checked on receipt.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The pooled KV client. Each pool thread owns a qpg_client (its own event
  * loop) and a share of the connections; nothing of a thread's loop state is
  * touched by another thread. Submitters put operations in the owning

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* How the pooled KV client ends requests: a request's completion (its
  * done callback), a connection's failure (every request on it), and the
  * queues requests wait in. Below the pool (kv_client.c) and the one-sided

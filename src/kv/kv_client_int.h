@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The pooled KV client's structures, shared by kv_client.c (the pool, its
  * threads, requests and replies) and kv_client_read.c (one-sided GETs:
  * grants, READs, digests, RELEASEs). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* One-sided GETs in the pooled KV client: the server's grant, the READs
  * that fetch the value into registered buffers (pipelined up to the
  * credits), the digest check before any of it is delivered, and the

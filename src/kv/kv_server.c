@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The KV service as a whole: its options, its store, the ops table a
  * server runs it by, and whether one-sided GETs are served. */
 #include <errno.h>

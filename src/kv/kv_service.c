@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The KV service: PUT, GET and DEL of binary keys over any transport.
  *
  * Requests arrive as authenticated frames. Each connection has a queue of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The KV service's shared state (kv_server.c makes it, one per server)
  * and the callbacks with which kv_service.c answers each connection. */
 #ifndef QPG_KV_SERVICE_H

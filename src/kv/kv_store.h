@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The KV service's store: one contiguous arena, a chained hash table of
  * keys, and power-of-two size classes for the values. It knows nothing of
  * the wire or of RDMA: a value may carry a region (opaque; the service

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Per-message authentication with keys exported from the TLS session.
  *
  * Each direction has its own AES-128-GCM key and 4-byte salt. A frame's tag

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 #include "qpgate/client.h"
 
 #include "client_testing.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The control connection: TCP + TLS 1.3 and the bootstrap exchange (HELLO,
  * ACCEPT or REJECT), then the stream the tcp transport carries its frames
  * on. Identical for every transport: the transport supplies the data path

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The control connection (control.c): TCP + TLS 1.3 and the bootstrap
  * exchange, and the byte stream that follows it. */
 #ifndef QPG_CONTROL_H

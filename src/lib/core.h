@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Endpoints, connections and the transport ops table.
  *
  * An endpoint is one event loop plus the transport's per-loop resources (for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The echo service: every request comes back as a reply, in the same
  * registered buffer it arrived in (no copy, no extra memory per client).
  * Written against qpgate/service.h alone, like any application's service.

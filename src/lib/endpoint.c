@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Endpoints: one event loop with the transport's per-loop resources and a
  * message pool, set up and torn down here, and the deadlines its tick
  * enforces on every connection (handshake, progress, idle, the service's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Frames: every message is version|type|flags|len|seq + payload + a
  * 16-byte tag (auth.c), sent through the transport's ops table and checked
  * on arrival (sequence, tag, flags) before the service sees it. One-sided

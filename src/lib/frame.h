@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Authenticated frames (frame.c): the send path down to the transport, and
  * what the transport hands back up (frames, completions). */
 #ifndef QPG_FRAME_H

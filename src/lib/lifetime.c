@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The lifetime of a connection: creation and accounting, and the deferred
  * close (as libuv's uv_close and Redis's scheduled close): a close only
  * stops the data path and unlinks; the closed callback runs after the

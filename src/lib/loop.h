@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* One epoll loop per thread. Anything that waits on an fd embeds a
  * struct qpg__io and gets its callback when the fd is ready. Other threads
  * never touch a loop's state: they queue work and call qpg__loop_wake(). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* u32 -> pointer map (open addressing, linear probing, backward-shift
  * deletion). Keys must be non-zero: QPNs 0 and 1 are never RC QPs. */
 #ifndef QPG_MAP_H

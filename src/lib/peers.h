@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Per-peer-address accounting for admission (pending handshakes and live
  * connections per IP). Shared by the server's threads, so it has a lock. */
 #ifndef QPG_PEERS_H

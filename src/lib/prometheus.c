@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The server's counters in the Prometheus text exposition format 0.0.4. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The RDMA transport's own structures, shared by transport_rdma.c (QPs, the
  * CQ and SRQ, sends and receives) and rdma_windows.c (one-sided access). */
 #ifndef QPG_RDMA_H

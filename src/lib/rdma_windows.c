@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* One-sided access for the RDMA transport: type-2 memory windows, each
  * bound to one connection's QP by a work request. A window's rkey is useless
  * on any other QP, covers exactly the bytes granted, is read-only, and gets

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The public service API (qpgate/service.h) over the connection core: a
  * struct qpg_conn is the core's connection, seen through these calls only. */
 #include "qpgate/service.h"

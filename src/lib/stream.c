@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The control channel as a byte stream: what is queued on it (the
  * bootstrap, and over the tcp transport every frame), flushed through TLS
  * as the socket takes it, and whether it is read. Below the bootstrap and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The control channel's byte stream (stream.c). */
 #ifndef QPG_STREAM_H
 #define QPG_STREAM_H

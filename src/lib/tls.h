@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* TLS 1.3 for the control channel, isolated here as curl isolates its TLS
  * backends. Nothing outside this file and auth.c calls OpenSSL's SSL API. */
 #ifndef QPG_TLS_H

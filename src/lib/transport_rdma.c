@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* RDMA transport: RC QPs on one shared CQ (with a completion channel in the
  * endpoint's epoll loop) and one SRQ per endpoint, fed from the endpoint's
  * registered pool. The pool is registered for local access only: receive

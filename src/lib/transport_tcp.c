@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* TCP transport: the same bootstrap and the same authenticated frames, with
  * the frames carried on the TLS control connection itself. For hosts
  * without RDMA; it moves real bytes, never sleeps to pretend.

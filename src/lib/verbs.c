@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* IB verbs boundary: every verbs call in qpgate goes through here, and every
  * error comes out as a negative errno. */
 #include "qpgate/verbs.h"

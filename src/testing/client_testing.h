@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Test hooks of the client library, for qpgate's own tests and the
  * --test-* flags of its tools; not installed. */
 #ifndef QPG_CLIENT_TESTING_H

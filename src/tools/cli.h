@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Small helpers the command-line tools share. */
 #ifndef QPG_CLI_H
 #define QPG_CLI_H

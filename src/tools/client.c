@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* qpgate-client: connect over TLS-bootstrapped RC QPs (or TCP), echo
  * messages, verify every byte, and report setup phases and latency. With -c
  * it opens many connections at once from one event loop. */

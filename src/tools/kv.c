@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* qpgate-kv: run KV commands against a qpgate server, in order, through
  * the pooled KV client (one connection).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* qpgate-kvbench: many logical workers doing GETs through a small pool of
  * secure connections (the seed's kv-bench, on the qpgate KV service).
  *

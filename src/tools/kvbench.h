@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* qpgate-kvbench's load: logical workers issuing GETs through a KV pool,
  * each value checked against the checksum of what was stored. The tool
  * (kvbench.c) sets a bench up, runs it at each point, and reports. */

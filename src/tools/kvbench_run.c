@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The load behind qpgate-kvbench: preload the keys, then workers that each
  * keep one GET in flight, pick keys (uniform or zipf), check every value
  * against the checksum of what was stored, and time each GET. */

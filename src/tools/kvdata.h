@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Test values the KV tools write and verify: every byte depends on a seed
  * (the key's number) and its offset, so a misplaced, stale or corrupted
  * chunk shows; FNV-1a 64 is the running checksum. */

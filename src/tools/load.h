@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The load engine behind qpgate-client and qpgate-perf: open N connections
  * from one event loop (at most WINDOW handshakes at a time, optionally
  * RAMP per second), hold them all open together, then echo and verify

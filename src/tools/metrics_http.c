@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 #include "metrics_http.h"
 
 #include <arpa/inet.h>

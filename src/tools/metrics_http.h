@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* qpgate-server --metrics: Prometheus scrape endpoint (libmicrohttpd). */
 #ifndef QPG_METRICS_HTTP_H
 #define QPG_METRICS_HTTP_H

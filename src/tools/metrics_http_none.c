@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* qpgate-server built without libmicrohttpd: --metrics says so. */
 #include "metrics_http.h"
 

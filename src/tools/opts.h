@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* One option parser for every tool: each tool describes its flags in a
  * table (name, perftest's letter where there is one, kind, where the value
  * goes, its range, help), the shared client flags are one more table, and

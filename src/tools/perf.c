@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* qpgate-perf: N concurrent secure clients from one event loop, with
  * connection, per-phase, latency, throughput and resource figures, as a
  * perftest-style table, JSON (--json) and CSV (--csv). */

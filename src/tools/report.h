@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The capacity sweep's report: report.json, report.md and a self-contained
  * report.html with SVG charts, from the points the sweep measured. */
 #ifndef QPG_REPORT_H

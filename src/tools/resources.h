@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Resource readings for reports: a process from /proc, and an RDMA
  * device's object counts from `rdma res` (iproute2). */
 #ifndef QPG_RESOURCES_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* qpgate-server: the secure multi-client RDMA (or TCP) echo server. */
 #include <signal.h>
 #include <stdio.h>

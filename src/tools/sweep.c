@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* qpgate-sweep: capacity sweep. Runs qpgate-perf at progressive client
  * counts (a fresh process per run, so every run starts clean), waits for the
  * server and device to settle back to their baseline between runs, then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Big-endian (network order) field access for the fixed-layout wire
  * formats (bootstrap, frames, KV). */
 #ifndef QPG_BYTES_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Small helpers shared by every libqpgate source file. */
 #ifndef QPG_COMMON_H
 #define QPG_COMMON_H

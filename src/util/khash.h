@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Keyed hashing for tables whose keys a client chooses (the KV index, the
  * per-address peer table): SipHash-2-4 from OpenSSL's EVP_MAC under a
  * random key drawn for each table, so nobody outside the process can build

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libFuzzer harness for the bootstrap parser: whatever arrives on the TLS
  * channel before a QP exists. Properties checked, beyond "no crash":
  *  - qpg_wire_peek never asks for more than the largest bootstrap message;

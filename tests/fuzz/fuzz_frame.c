@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libFuzzer harness for data-frame handling: header decoding and message
  * authentication, as a receiver applies them to each frame.
  *  - Arbitrary bytes: the header decoder must bound len by what arrived,

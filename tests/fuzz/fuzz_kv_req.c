@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* libFuzzer harness for the KV request decoder, as the server applies it to
  * every authenticated KV frame.
  *  - Whatever it accepts lies inside the input: the key and the PUT chunk

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Writes the seed corpus for the fuzzers: valid HELLO/ACCEPT/REJECT
  * messages, each invalid variant the server names, and valid frames.
  *   gen_seeds DIR   (creates DIR/bootstrap and DIR/frame) */

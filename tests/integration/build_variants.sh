@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The lean build a packager may want: -DBUILD_TESTING=OFF (no cmocka, no
 # tests) and -DQPG_METRICS=OFF (no libmicrohttpd) still builds the
 # libraries and every tool, and --metrics then fails with a clear reason.

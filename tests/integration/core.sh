@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Integration scenarios for the secure connection core, over real processes.
 #   core.sh TRANSPORT SCENARIO      (rdma runs inside the lab via tests/lab-run)
 # Every check prints PASS/FAIL with what it saw; any FAIL fails the test.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # examples/ against an installed qpgate, as an application would build
 # them: cmake --install into a fresh prefix, then the examples built once
 # with pkg-config and once with find_package(qpgate), and run over tcp.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The KV service end to end, over real processes (rdma in the lab, or tcp):
 # PUT/GET/DEL with every byte verified, values streamed in chunks, the
 # error statuses (missing key, oversize value, full store, malformed

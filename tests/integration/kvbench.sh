@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # qpgate-kvbench end to end: the default shape (16 workers on 4 pooled
 # connections, 10,000 keys of 4 KiB) preloads, then every GET is verified
 # against the checksum of what was stored; its JSON must agree.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* What the raw KV test clients (slow_reader, stall_put) share: their
  * client options, a clock, and bringing N connections up. Each keeps its
  * per-connection state in an array of structs whose first member is the

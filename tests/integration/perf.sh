@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # qpgate-perf end to end: its JSON must be valid, complete, and agree with
 # what the run did. Timings are reported, never asserted.
 #   perf.sh TRANSPORT [CLIENTS]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # PSN quality over real connections and reconnects (rdma, in the lab):
 # ROUNDS runs of CLIENTS connections each log both sides' PSNs, then simple
 # statistical tests at a fixed significance level check that they are

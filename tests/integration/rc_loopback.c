@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Two RC QPs on one real RDMA device, brought up RESET->INIT->RTR->RTS by hand
  * with CSPRNG PSNs, exchanging data through a shared CQ and an SRQ; and the
  * pool's memory (every receive buffer) refusing RDMA READ and WRITE from a

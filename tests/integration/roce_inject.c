@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* roce_inject: an off-path RoCE v2 packet injector for the two-VM lab.
  *
  *   roce_inject IFACE SERVER_IP MODE QUIET_FILE [SECONDS]

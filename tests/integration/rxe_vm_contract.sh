@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The lab's contract: it shows the device, passes exit codes through, and
 # never hangs. Each step prints what it saw; any mismatch fails the test.
 set -u

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # 100 clients ask a KV server for 16 x 1 MiB each and then stop reading
 # (tcp) or posting receives (rdma), while 20 bystanders GET and verify.
 # The server's memory stays inside the README's formula, it closes every

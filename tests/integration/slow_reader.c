@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A fleet of clients that ask for a lot and then stop reading.
  *
  *   slow_reader TRANSPORT PORT CA NCONNS CREDITS KEY HOLD_MS

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A slowloris attacker for the connection-limit test: opens N TCP
  * connections from SRC to HOST:PORT; every other one also sends the first
  * bytes of a TLS ClientHello and then stalls. It holds them all and reports

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Clients that begin a PUT and never finish it.
  *
  *   stall_put TRANSPORT PORT CA NCONNS VALUE_BYTES HOLD_MS

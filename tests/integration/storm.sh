@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Many client processes against one default server.
 #   storm.sh TRANSPORT burst N          N client processes started at once: the
 #                                       server survives; each client completes

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # qpgate-sweep end to end: against servers limited to LIMIT clients, the
 # progressive steps and the binary search must find exactly LIMIT, and the
 # report directory must hold valid JSON, the Markdown table and an HTML page

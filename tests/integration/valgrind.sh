@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # A short server/client session under valgrind memcheck (tcp transport, on
 # the host): no invalid access, no uninitialised use, no leak, in either.
 . "$(dirname "$0")/lib.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Attacks and faults on a real wire: runs on both VMs of
 # `scripts/rxe-vm --hosts 2` (host a serves at 10.77.0.1, host b attacks
 # and measures from 10.77.0.2). RoCE v2 crosses between two kernels, so an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The keyed hash of the KV index and the peer table: stable under one key,
  * different under another (a table's key is drawn at random, so a client
  * cannot know which keys collide), and SipHash-2-4 itself (the reference

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The KV wire format and store: every malformed request is refused with
  * its reason, and the store's accounting holds across put/replace/delete. */
 #include <stdio.h>

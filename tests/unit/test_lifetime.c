@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Connection lifetime: a close requested inside a callback is scheduled,
  * never done under the caller (as libuv's uv_close). Real connections over
  * the tcp transport to a real echo server on loopback; run under ASan

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The event loop's deferred calls: a handler that stops with work left is
  * called again after the batch, without waiting for an event. */
 #include <sys/epoll.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Per-address accounting: IPv4 per address, IPv6 per /64 (one host holds
  * a whole /64), loopback and v4-mapped IPv6 per address. */
 #include <arpa/inet.h>

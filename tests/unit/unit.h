@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* What every unit test shares: cmocka and its prerequisites, and one main.
  *   QPG_UNIT_MAIN(setup, teardown, cmocka_unit_test(a), cmocka_unit_test(b))
  * QPG_TEST_FILTER=PATTERN in the environment runs only the matching cases
