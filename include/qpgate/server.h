@@ -58,6 +58,12 @@ uint16_t qpg_server_port(const struct qpg_server *s);
 int qpg_server_run(struct qpg_server *s);
 /* Async-signal-safe. */
 void qpg_server_stop(struct qpg_server *s);
+/* Read the certificate, key and client CA again from the files the options
+ * name; new handshakes use them, established connections stay as they are.
+ * Thread-safe (not async-signal-safe: call it from a thread, e.g. on
+ * SIGHUP). On failure the server keeps what it had: negative errno and the
+ * reason in ERR. */
+int qpg_server_reload_tls(struct qpg_server *s, char *err, size_t err_len);
 void qpg_server_destroy(struct qpg_server *s);
 
 struct qpg_server_stats {

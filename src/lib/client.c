@@ -26,6 +26,7 @@ struct qpg_client {
 	char host[256], servername[256];
 	void (*wake_cb)(void *arg);
 	void *wake_arg;
+	struct qpg__tls_slot tls;
 };
 
 struct client_user {
@@ -169,13 +170,15 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 		return rc;
 	}
 	struct qpg__tls_files tf = {o->cert, o->key, o->ca};
-	cl->ep.ssl_ctx = qpg__tls_client_ctx(&tf, err, err_len);
-	if (!cl->ep.ssl_ctx) {
+	SSL_CTX *ctx = qpg__tls_client_ctx(&tf, err, err_len);
+	if (!ctx) {
 		qpg__endpoint_fini(&cl->ep);
 		qpg_rdma_dev_close(&cl->dev);
 		free(cl);
 		return -EINVAL;
 	}
+	qpg__tls_slot_init(&cl->tls, ctx);
+	cl->ep.tls = &cl->tls;
 	cl->ep.service = o->service;
 	cl->ep.handshake_timeout_ns = (uint64_t)o->handshake_timeout_ms * 1000000ull;
 	cl->ep.cbs = (struct qpg__endpoint_cbs){
@@ -213,7 +216,7 @@ void qpg_client_destroy(struct qpg_client *cl)
 	if (!cl)
 		return;
 	qpg__endpoint_fini(&cl->ep);
-	qpg__tls_ctx_free(cl->ep.ssl_ctx);
+	qpg__tls_slot_fini(&cl->tls);
 	qpg_rdma_dev_close(&cl->dev);
 	free(cl);
 }

@@ -46,7 +46,7 @@ int qpg__conn_accept(struct qpg__endpoint *ep, int fd, const struct sockaddr_sto
 	c->peer_addr = *peer;
 	set_sockopts(fd);
 	c->state = QPG_CONN_TLS;
-	c->ssl = qpg__tls_session(ep->ssl_ctx, fd, 1, NULL);
+	c->ssl = qpg__tls_slot_session(ep->tls, fd, 1, NULL);
 	if (!c->ssl || qpg__loop_add(&ep->loop, &c->io, fd, EPOLLIN, ctrl_cb) < 0)
 		qpg__conn_close(c, QPG_ERR_LOCAL, "cannot set up TLS session");
 	return 0;
@@ -71,7 +71,7 @@ int qpg__conn_connect(struct qpg__endpoint *ep, const struct qpg__client_params 
 	c->local.service = p->service;
 	c->local.flags = p->auth ? QPG_WIRE_FLAG_AUTH : 0;
 	c->state = QPG_CONN_CONNECTING;
-	c->ssl = qpg__tls_session(ep->ssl_ctx, fd, 0, p->servername);
+	c->ssl = qpg__tls_slot_session(ep->tls, fd, 0, p->servername);
 	if (!c->ssl) {
 		qpg__conn_close(c, QPG_ERR_LOCAL, "cannot create TLS session");
 		*out = c;

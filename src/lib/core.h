@@ -205,7 +205,7 @@ struct qpg__endpoint {
 	uint8_t qp_timeout;
 	uint8_t rd_atomic; /* RDMA READs in flight per QP (as reader and as target) */
 	bool grants_reads; /* peers may READ through windows granted to them */
-	SSL_CTX *ssl_ctx;
+	struct qpg__tls_slot *tls; /* the owner's (server: one for all its threads) */
 	bool is_server;
 	bool auth_required; /* server: refuse HELLOs without the auth flag */
 	bool allow_any_gid; /* server: skip check_peer (control and RoCE on other networks) */

@@ -33,7 +33,8 @@ struct qpg_server {
 	struct qpg_server_opts o;
 	const struct qpg_service *service;
 	struct qpg_rdma_dev dev;
-	SSL_CTX *ssl_ctx;
+	struct qpg__tls_slot tls;
+	bool tls_ready;
 	struct qpg__peers peers;
 	struct worker *workers;
 	unsigned nworkers;
@@ -353,9 +354,11 @@ int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, 
 			goto fail;
 	}
 	struct qpg__tls_files tf = {s->o.cert, s->o.key, s->o.client_ca};
-	s->ssl_ctx = qpg__tls_server_ctx(&tf, err, err_len);
-	if (!s->ssl_ctx)
+	SSL_CTX *ctx = qpg__tls_server_ctx(&tf, err, err_len);
+	if (!ctx)
 		goto fail; /* a certificate or key that does not load: -EINVAL */
+	qpg__tls_slot_init(&s->tls, ctx);
+	s->tls_ready = true;
 	rc = -ENOMEM;
 	if (qpg__peers_init(&s->peers, 4099)) {
 		snprintf(err, err_len, "out of memory");
@@ -389,7 +392,7 @@ int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, 
 		}
 		s->nworkers++;
 		w->ep.is_server = true;
-		w->ep.ssl_ctx = s->ssl_ctx;
+		w->ep.tls = &s->tls;
 		w->ep.service = s->service->id;
 		w->ep.service_ctx = s->o.service_ctx;
 		w->ep.min_msg = s->service->min_msg ? s->service->min_msg : 1;
@@ -459,6 +462,16 @@ int qpg_server_run(struct qpg_server *s)
 	return 0;
 }
 
+int qpg_server_reload_tls(struct qpg_server *s, char *err, size_t err_len)
+{
+	struct qpg__tls_files tf = {s->o.cert, s->o.key, s->o.client_ca};
+	SSL_CTX *ctx = qpg__tls_server_ctx(&tf, err, err_len);
+	if (!ctx)
+		return -EINVAL;
+	qpg__tls_slot_replace(&s->tls, ctx);
+	return 0;
+}
+
 void qpg_server_stop(struct qpg_server *s)
 {
 	atomic_store(&s->stop, 1);
@@ -480,7 +493,8 @@ void qpg_server_destroy(struct qpg_server *s)
 	}
 	free(s->workers);
 	qpg__peers_fini(&s->peers);
-	qpg__tls_ctx_free(s->ssl_ctx);
+	if (s->tls_ready)
+		qpg__tls_slot_fini(&s->tls);
 	qpg_rdma_dev_close(&s->dev);
 	free(s);
 }

@@ -237,3 +237,34 @@ void qpg__tls_ctx_free(SSL_CTX *ctx)
 {
 	SSL_CTX_free(ctx);
 }
+
+void qpg__tls_slot_init(struct qpg__tls_slot *s, SSL_CTX *ctx)
+{
+	pthread_mutex_init(&s->lock, NULL);
+	s->ctx = ctx;
+}
+
+SSL *qpg__tls_slot_session(struct qpg__tls_slot *s, int fd, int is_server,
+			   const char *servername)
+{
+	pthread_mutex_lock(&s->lock);
+	SSL *ssl = qpg__tls_session(s->ctx, fd, is_server, servername); /* SSL_new refs ctx */
+	pthread_mutex_unlock(&s->lock);
+	return ssl;
+}
+
+void qpg__tls_slot_replace(struct qpg__tls_slot *s, SSL_CTX *ctx)
+{
+	pthread_mutex_lock(&s->lock);
+	SSL_CTX *old = s->ctx;
+	s->ctx = ctx;
+	pthread_mutex_unlock(&s->lock);
+	SSL_CTX_free(old);
+}
+
+void qpg__tls_slot_fini(struct qpg__tls_slot *s)
+{
+	SSL_CTX_free(s->ctx);
+	s->ctx = NULL;
+	pthread_mutex_destroy(&s->lock);
+}

@@ -5,6 +5,7 @@
 #define QPG_TLS_H
 
 #include <openssl/ssl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -21,6 +22,21 @@ SSL_CTX *qpg__tls_client_ctx(const struct qpg__tls_files *f, char *err, size_t e
 /* A non-blocking session on FD. SERVERNAME (client only) is checked against
  * the server certificate and sent as SNI. */
 SSL *qpg__tls_session(SSL_CTX *ctx, int fd, int is_server, const char *servername);
+
+/* The context an endpoint makes its sessions from, replaceable while they
+ * are being made (a server reloading its certificate): a session is made
+ * under the lock and holds its own reference to the context, so an old
+ * context lives on exactly as long as the sessions made from it. */
+struct qpg__tls_slot {
+	pthread_mutex_t lock;
+	SSL_CTX *ctx;
+};
+void qpg__tls_slot_init(struct qpg__tls_slot *s, SSL_CTX *ctx);
+SSL *qpg__tls_slot_session(struct qpg__tls_slot *s, int fd, int is_server,
+			   const char *servername);
+/* Sessions from now on use CTX (the slot takes it); the old one is let go. */
+void qpg__tls_slot_replace(struct qpg__tls_slot *s, SSL_CTX *ctx);
+void qpg__tls_slot_fini(struct qpg__tls_slot *s);
 
 enum qpg__tls_io {
 	QPG_TLS_DONE = 1,

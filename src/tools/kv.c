@@ -362,9 +362,13 @@ int main(int argc, char **argv)
 	     "test hook: past-end|other-qp|write|after-release|wrong-digest|expired", parse_abuse},
 	    QPG_OPT_END};
 	const struct qpg_opt *const tables[] = {client, own, NULL};
-	const char *synopsis = "qpgate-kv [options] HOST SERVERNAME COMMAND...\n"
-			       "  COMMAND: put KEY FILE|- | get KEY [-o FILE] | del KEY\n"
-			       "  --synthetic: put KEY SIZE SEED | get KEY [SIZE SEED] | del KEY | bad";
+	const char *synopsis =
+	    "qpgate-kv [options] HOST SERVERNAME COMMAND...\n\n"
+	    "Commands, run in order:\n"
+	    "  put KEY FILE|-                store FILE's bytes (-: standard input)\n"
+	    "  get KEY [-o FILE]             the value to standard output, or to FILE\n"
+	    "  del KEY                       delete it\n"
+	    "  --synthetic, for tests:       put KEY SIZE SEED, get KEY [SIZE SEED], bad";
 	int optind = qpg_opts_parse(argc, argv, tables, synopsis, -1);
 	if (one || two)
 		po.get_mode = one ? QPG_KV_GET_ONE_SIDED : QPG_KV_GET_TWO_SIDED;

@@ -111,7 +111,7 @@ static bool current_value(const struct qpg_opt *o, char *buf, size_t len)
 
 void qpg_opts_usage(FILE *f, const struct qpg_opt *const *tables, const char *synopsis)
 {
-	fprintf(f, "usage: %s\n", synopsis);
+	fprintf(f, "Usage: %s\n\nOptions:\n", synopsis);
 	for (int t = 0; tables[t]; t++)
 		for (const struct qpg_opt *o = tables[t]; o->kind != OPT_END; o++) {
 			char left[64];

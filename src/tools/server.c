@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* qpgate-server: the secure multi-client RDMA (or TCP) echo server. */
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "metrics_http.h"
+#include "notify.h"
 #include "opts.h"
 #include "qpgate/kv.h"
 #include "qpgate/kv_server.h"
@@ -18,6 +21,38 @@ static void on_signal(int sig)
 {
 	if (g_server)
 		qpg_server_stop(g_server);
+}
+
+/* SIGHUP reloads the certificate, key and client CA. The signal is
+ * blocked in every thread and taken here with sigwait, so the reload runs
+ * on an ordinary thread, never inside a signal handler. */
+struct reloader {
+	pthread_t thread;
+	struct qpg_server *s;
+	atomic_bool quit;
+};
+
+static void *reload_thread(void *arg)
+{
+	struct reloader *r = arg;
+	sigset_t hup;
+	sigemptyset(&hup);
+	sigaddset(&hup, SIGHUP);
+	for (;;) {
+		int sig;
+		if (sigwait(&hup, &sig) || atomic_load(&r->quit))
+			return NULL;
+		svc_notify("RELOADING=1");
+		char err[512];
+		if (qpg_server_reload_tls(r->s, err, sizeof(err)) == 0)
+			fprintf(stderr, "qpgate-server: SIGHUP: certificate, key and client CA "
+					"reloaded; new handshakes use them\n");
+		else
+			fprintf(stderr, "qpgate-server: SIGHUP: reload failed, still using the "
+					"previous certificate: %s\n",
+				err);
+		svc_notify("READY=1");
+	}
 }
 
 /* --service echo|kv */
@@ -125,7 +160,7 @@ int main(int argc, char **argv)
 	    {"kv-put-timeout", 0, OPT_UINT, &kvo.put_timeout_ms, 0, 3600000, "MS",
 	     "a PUT whose next chunk is this late drops its space (default 10000)"},
 	    {"kv-grant-min", 0, OPT_SIZE32, &kvo.grant_min, 1, QPG_KV_MAX_VALUE, "BYTES",
-	     "rdma: values from this size go by RDMA READ unless asked otherwise (32K)"},
+	     "rdma: values from this size go by RDMA READ unless asked otherwise (default 32K)"},
 	    {"srq-depth", 0, OPT_U32, &o.srq_depth, 16, 1 << 20, "N",
 	     "receives posted per thread (default 4096)"},
 	    {"qp-timeout", 0, OPT_U8, &o.qp_timeout, 1, 31, "N",
@@ -144,6 +179,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	char err[512];
+	/* Before any thread exists, so that all of them inherit it. */
+	sigset_t hup;
+	sigemptyset(&hup);
+	sigaddset(&hup, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &hup, NULL);
 	struct qpg_kv_service *kvs = NULL;
 	if (kv) {
 		if (qpg_kv_service_create(&kvs, &kvo, err, sizeof(err))) {
@@ -193,8 +233,17 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	struct reloader rl = {.s = s};
+	bool reloading = pthread_create(&rl.thread, NULL, reload_thread, &rl) == 0;
+	svc_notify("READY=1");
 	int rc = qpg_server_run(s);
+	svc_notify("STOPPING=1");
 	fprintf(stderr, "qpgate-server: stopping\n");
+	if (reloading) {
+		atomic_store(&rl.quit, true);
+		pthread_kill(rl.thread, SIGHUP);
+		pthread_join(rl.thread, NULL);
+	}
 	g_server = NULL;
 	print_stats(s);
 	metrics_http_stop(metrics);

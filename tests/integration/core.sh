@@ -392,6 +392,37 @@ limits)
 	check "fds back: a new client verifies 20 echoes (exit $rc)" [ $rc -eq 0 ]
 	stop_server
 	;;
+reload)
+	# SIGHUP: new handshakes get the new certificate, a client connected
+	# before it keeps its connection, and a broken file keeps the old one.
+	mkdir -p "$work/live" "$work/b"
+	cp "$certs/server.crt" "$certs/server.key" "$work/live/"
+	"$here/scripts/make-certs" "$work/b" localhost >/dev/null 2>&1
+	srv_cert=$work/live/server.crt srv_key=$work/live/server.key start_server --handshake-timeout 60000
+	client -c 3 -n 50 --hold 300000 --ready-file "$work/ready" --release-file "$work/release" \
+		--timeout 600000 >"$work/held.out" 2>&1 &
+	held=$!
+	for _ in $(seq 1 1200); do [ -s "$work/ready" ] && break; sleep 0.1; done
+	check "3 clients connected with the first certificate" grep -q '^3 0$' "$work/ready"
+	cp "$work/b/server.crt" "$work/b/server.key" "$work/live/"
+	kill -HUP "$srv_pid"
+	check "SIGHUP: the server says it reloaded" log_has 'SIGHUP: certificate, key and client CA reloaded'
+	out=$("$bin/qpgate-client" --transport "$transport" --ca "$work/b/ca.crt" -p "$port" -n 10 127.0.0.1 localhost 2>&1); rc=$?
+	check "a new client that trusts only the new CA verifies 10 echoes (exit $rc)" [ $rc -eq 0 ]
+	out=$(client -n 1 --expect-error certificate 2>&1); rc=$?
+	echo "$out" | grep -m1 'e.g.'
+	check "a new client that trusts only the old CA is refused: certificate (exit $rc)" [ $rc -eq 0 ]
+	echo "not a key" >"$work/live/server.key"
+	kill -HUP "$srv_pid"
+	check "SIGHUP with a broken key: reload refused, with the reason" \
+		log_has 'SIGHUP: reload failed, still using the previous certificate'
+	out=$("$bin/qpgate-client" --transport "$transport" --ca "$work/b/ca.crt" -p "$port" -n 10 127.0.0.1 localhost 2>&1); rc=$?
+	check "and the server still serves with the new certificate (exit $rc)" [ $rc -eq 0 ]
+	release_held "$held" "$work/held.out" "the 3 clients from before both reloads verified their 150 echoes"
+	stop_server
+	check "the server closed one connection for a reason: the client with the old CA (tls)" \
+		eval '[ "$(grep -cE " closed \([a-z_]+\): " "$work/server.log")" = 1 ] && grep -q " closed (tls): " "$work/server.log"'
+	;;
 *)
 	echo "unknown scenario $scenario"
 	exit 2
