@@ -13,9 +13,22 @@ cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1
 check "cmake --install into a fresh prefix" [ -f "$prefix/lib/libqpgate.a" ]
 for f in include/qpgate/service.h include/qpgate/version.h lib/pkgconfig/qpgate.pc \
 	lib/pkgconfig/qpgate-kv.pc lib/cmake/qpgate/qpgateConfig.cmake lib/libqpgate-kv.a \
-	lib/libqpgate.so.0 lib/libqpgate-kv.so.0 bin/qpgate-server; do
+	lib/libqpgate.so.0 lib/libqpgate-kv.so.0 bin/qpgate-server share/man/man8/qpgate-server.8 \
+	share/man/man1/qpgate-client.1 share/man/man1/qpgate-perf.1 share/man/man1/qpgate-sweep.1 \
+	share/man/man1/qpgate-kv.1 share/man/man1/qpgate-kvbench.1 \
+	lib/systemd/system/qpgate-server.service share/doc/qpgate/LICENSE; do
 	check "installed: $f" [ -f "$prefix/$f" ]
 done
+check "the man pages render and name their tool's flags" \
+	bash -c "man -l '$prefix/share/man/man8/qpgate-server.8' 2>/dev/null | grep -q -- '--handshake-timeout'"
+check "the unit runs the installed server, Type=notify, LimitMEMLOCK=infinity" \
+	bash -c "grep -q '^ExecStart=/.*/bin/qpgate-server --cert ' '$prefix/lib/systemd/system/qpgate-server.service' &&
+		grep -q '^Type=notify' '$prefix/lib/systemd/system/qpgate-server.service' &&
+		grep -q '^LimitMEMLOCK=infinity' '$prefix/lib/systemd/system/qpgate-server.service'"
+if command -v systemd-analyze >/dev/null; then
+	check "systemd-analyze verify accepts the unit" \
+		bash -c "systemd-analyze verify '$prefix/lib/systemd/system/qpgate-server.service' 2>&1 | grep -v 'not executable\|No such file\|Failed to prepare\|Command .* is not' | { ! grep -qi 'error\|unknown\|invalid\|failed to parse'; }"
+fi
 check "libqpgate.so has its SONAME" bash -c "readelf -d '$prefix/lib/libqpgate.so' | grep -q 'SONAME.*libqpgate.so.0'"
 check "libqpgate.so exports no internal qpg__ name but the client's test hooks" \
 	bash -c "! nm -D --defined-only '$prefix/lib/libqpgate.so' | awk '{print \$3}' | grep '^qpg__' | grep -v '^qpg__client_'"
