@@ -398,7 +398,19 @@ reload)
 	mkdir -p "$work/live" "$work/b"
 	cp "$certs/server.crt" "$certs/server.key" "$work/live/"
 	"$here/scripts/make-certs" "$work/b" localhost >/dev/null 2>&1
-	srv_cert=$work/live/server.crt srv_key=$work/live/server.key start_server --handshake-timeout 60000
+	# A stand-in for systemd's notify socket: what the server tells it.
+	notify=""
+	if ldd "$bin/qpgate-server" | grep -q libsystemd; then
+		python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.bind(sys.argv[1])
+with open(sys.argv[2], "a") as f:
+    while True: f.write(s.recv(4096).decode() + "\n"); f.flush()' "$work/notify.sock" "$work/notify.log" &
+		for _ in $(seq 1 50); do [ -S "$work/notify.sock" ] && break; sleep 0.1; done
+		notify=$work/notify.sock
+	fi
+	NOTIFY_SOCKET=$notify srv_cert=$work/live/server.crt srv_key=$work/live/server.key \
+		start_server --handshake-timeout 60000
+	[ -n "$notify" ] && check "sd_notify: READY=1 once listening" grep -qx 'READY=1' "$work/notify.log"
 	client -c 3 -n 50 --hold 300000 --ready-file "$work/ready" --release-file "$work/release" \
 		--timeout 600000 >"$work/held.out" 2>&1 &
 	held=$!
@@ -420,6 +432,8 @@ reload)
 	check "and the server still serves with the new certificate (exit $rc)" [ $rc -eq 0 ]
 	release_held "$held" "$work/held.out" "the 3 clients from before both reloads verified their 150 echoes"
 	stop_server
+	[ -n "$notify" ] && check "sd_notify: RELOADING=1 and READY=1 per SIGHUP, STOPPING=1 at the end" \
+		eval '[ "$(tr "\n" " " <"$work/notify.log")" = "READY=1 RELOADING=1 READY=1 RELOADING=1 READY=1 STOPPING=1 " ]'
 	check "the server closed one connection for a reason: the client with the old CA (tls)" \
 		eval '[ "$(grep -cE " closed \([a-z_]+\): " "$work/server.log")" = 1 ] && grep -q " closed (tls): " "$work/server.log"'
 	;;
