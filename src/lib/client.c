@@ -13,6 +13,7 @@
 #include "control.h"
 #include "core.h"
 #include "frame.h"
+#include "gid_pick.h"
 #include "tls.h"
 
 struct qpg_client {
@@ -43,7 +44,7 @@ void qpg_client_opts_default(struct qpg_client_opts *o)
 	o->host = "127.0.0.1";
 	o->port = 7471;
 	o->transport = QPG_KIND_RDMA;
-	o->ib_port = 1;
+	o->ib_port = 0; /* the port whose GID carries our address */
 	o->gid_index = -1;
 	o->auth = true;
 	o->max_msg = 4096;
@@ -144,8 +145,12 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 		return -EINVAL;
 	}
 	if (t == &qpg__transport_rdma) {
-		rc = qpg__rdma_dev_open_explained(&cl->dev, o->ib_dev, o->ib_port, o->gid_index,
-						  err, err_len);
+		struct sockaddr_storage local;
+		bool routed = qpg__local_addr_toward((struct sockaddr *)&cl->addr, cl->addr_len,
+						     &local) == 0;
+		rc = qpg__rdma_dev_open_for(&cl->dev, routed ? (struct sockaddr *)&local : NULL,
+					    "the source address toward the server", o->ib_dev,
+					    o->ib_port, o->gid_index, err, err_len);
 		if (rc) {
 			free(cl);
 			return rc;

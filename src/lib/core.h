@@ -227,10 +227,6 @@ struct qpg__endpoint {
 	void *user;
 };
 
-/* Open the RDMA device, or explain in ERR what to do instead. */
-int qpg__rdma_dev_open_explained(struct qpg_rdma_dev *dev, const char *name, int port,
-				 int gid_index, char *err, size_t err_len);
-
 int qpg__endpoint_init(struct qpg__endpoint *ep, const struct qpg__ep_opts *o);
 void qpg__endpoint_fini(struct qpg__endpoint *ep);
 /* Enforce deadlines (closes are deferred; nothing is freed here). */

@@ -15,18 +15,6 @@
 #include "core.h"
 #include "tls.h"
 
-int qpg__rdma_dev_open_explained(struct qpg_rdma_dev *dev, const char *name, int port,
-				 int gid_index, char *err, size_t err_len)
-{
-	int rc = qpg_rdma_dev_open(dev, name, (uint8_t)port, gid_index);
-	if (rc)
-		snprintf(err, err_len,
-			 "no usable RDMA device%s%s (%s): run inside the lab "
-			 "(scripts/rxe-vm -- ...) or use --transport tcp",
-			 name ? " " : "", name ? name : "", strerror(-rc));
-	return rc;
-}
-
 static void ep_tick(struct qpg__loop *l)
 {
 	qpg__endpoint_tick(l->owner);

@@ -15,6 +15,7 @@
 #include "common.h"
 #include "control.h"
 #include "core.h"
+#include "gid_pick.h"
 #include "peers.h"
 #include "qpgate/service.h"
 #include "tls.h"
@@ -61,7 +62,7 @@ void qpg_server_opts_default(struct qpg_server_opts *o)
 	o->port = 7471;
 	o->max_clients = 100000;
 	o->transport = QPG_KIND_RDMA;
-	o->ib_port = 1;
+	o->ib_port = 0; /* the port whose GID carries the --bind address */
 	o->gid_index = -1;
 	o->handshake_timeout_ms = 5000;
 	/* Longer than a dead peer takes to fail a QP (7 ACK timeouts of
@@ -348,8 +349,19 @@ int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, 
 		goto fail;
 	}
 	if (t == &qpg__transport_rdma) {
-		rc = qpg__rdma_dev_open_explained(&s->dev, s->o.ib_dev, s->o.ib_port,
-						  s->o.gid_index, err, err_len);
+		struct addrinfo hints = {.ai_family = AF_UNSPEC,
+					 .ai_socktype = SOCK_STREAM,
+					 .ai_flags = AI_PASSIVE | AI_NUMERICHOST},
+				*ai = NULL;
+		if (getaddrinfo(s->o.bind_addr, NULL, &hints, &ai)) {
+			snprintf(err, err_len, "bad --bind address '%s' (a numeric address)",
+				 s->o.bind_addr);
+			rc = -EINVAL;
+			goto fail;
+		}
+		rc = qpg__rdma_dev_open_for(&s->dev, ai->ai_addr, "the --bind address", s->o.ib_dev,
+					    s->o.ib_port, s->o.gid_index, err, err_len);
+		freeaddrinfo(ai);
 		if (rc)
 			goto fail;
 	}
@@ -440,12 +452,18 @@ uint16_t qpg_server_port(const struct qpg_server *s)
 
 int qpg_server_run(struct qpg_server *s)
 {
+	char where[160] = "";
+	if (s->o.transport == QPG_KIND_RDMA) {
+		char g[INET6_ADDRSTRLEN] = "?";
+		inet_ntop(AF_INET6, s->dev.gid.raw, g, sizeof(g));
+		snprintf(where, sizeof(where), " on %s port %u GID %d %s", s->dev.name, s->dev.port,
+			 s->dev.gid_index, g);
+	}
 	slog(s,
-	     "listening on %s:%u, transport %s%s%s, %u threads, max %u clients, "
+	     "listening on %s:%u, transport %s%s, %u threads, max %u clients, "
 	     "handshake timeout %u ms, message auth %s, mTLS %s",
-	     s->o.bind_addr, s->port, s->o.transport == QPG_KIND_RDMA ? "rdma" : "tcp",
-	     s->o.transport == QPG_KIND_RDMA ? " on " : "",
-	     s->o.transport == QPG_KIND_RDMA ? s->dev.name : "", s->nworkers, s->o.max_clients,
+	     s->o.bind_addr, s->port, s->o.transport == QPG_KIND_RDMA ? "rdma" : "tcp", where,
+	     s->nworkers, s->o.max_clients,
 	     s->o.handshake_timeout_ms, s->o.allow_no_auth ? "optional" : "required",
 	     s->o.client_ca ? "on" : "off");
 	for (unsigned i = 1; i < s->nworkers; i++) {

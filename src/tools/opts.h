@@ -64,9 +64,9 @@ void qpg_opts_usage(FILE *f, const struct qpg_opt *const *tables, const char *sy
 	    {"transport", 0, OPT_TRANSPORT, &(o)->transport,                                         \
 	     0,		  0, "rdma|tcp",    "data path (default rdma)"},                             \
 	    {"ib-dev", 'd', OPT_STR, &(o)->ib_dev, 0, 0, "DEV", "RDMA device (default: the first)"}, \
-	    {"ib-port", 'i', OPT_INT, &(o)->ib_port, 1, 255, "N", "device port (default 1)"},        \
+	    {"ib-port", 'i', OPT_INT, &(o)->ib_port, 1, 255, "N", "device port (default: auto)"},        \
 	    {"gid-index", 'x', OPT_INT, &(o)->gid_index,                                             \
-	     0,		  255, "N",	"GID index (default: the IPv4-mapped RoCE v2 GID)"},         \
+	     0,		  255, "N",	"GID index (default: the RoCE v2 GID of the route to the server)"},         \
 	    {"no-auth",                                                                              \
 	     0,                                                                                      \
 	     OPT_FLAG_OFF,                                                                           \

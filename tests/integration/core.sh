@@ -437,6 +437,51 @@ with open(sys.argv[2], "a") as f:
 	check "the server closed one connection for a reason: the client with the old CA (tls)" \
 		eval '[ "$(grep -cE " closed \([a-z_]+\): " "$work/server.log")" = 1 ] && grep -q " closed (tls): " "$work/server.log"'
 	;;
+addr)
+	# Addresses as a real host has them. IPv6 end to end: the control
+	# channel, the per-address limits and (rdma) the GID that carries ::1.
+	start_server --bind ::1 --max-conns-per-peer 2 --handshake-timeout 60000
+	client6() { "$bin/qpgate-client" --transport "$transport" --ca "$certs/ca.crt" -p "$port" "$@" ::1 localhost; }
+	out=$(client6 -n 20 2>&1); rc=$?
+	check "IPv6: a client of ::1 verified 20 echoes (exit $rc)" [ $rc -eq 0 ]
+	[ "$transport" = rdma ] && check "IPv6: the server took the RoCE v2 GID that carries ::1" \
+		grep -Eq 'listening on ::1:[0-9]+, transport rdma on rxe0 port 1 GID [0-9]+ ::1,' "$work/server.log"
+	out=$(client6 -c 3 -n 5 --window 3 2>&1)
+	echo "$out" | grep -m1 'e.g.'
+	stop_server
+	check "IPv6: --max-conns-per-peer 2 held for ::1 (one of 3 refused, $(stat refused_per_peer))" \
+		[ "$(stat refused_per_peer)" = 1 ]
+	if [ "$transport" = rdma ]; then
+		# A server that should refuse to start; one that starts anyway is
+		# stopped after 60 s (and the check fails).
+		srv_try() { timeout 60 "$bin/qpgate-server" --transport rdma --cert "$certs/server.crt" --key "$certs/server.key" -p 0 "$@" 2>&1; }
+		out=$(srv_try --bind 192.0.2.1); echo "  $out"
+		check "a --bind address that no GID carries: refused, with the GIDs there are" \
+			grep -q 'no RoCE v2 GID carries 192.0.2.1 (the --bind address); RoCE v2 GIDs here: .*rxe0 port 1 index [0-9]* ::ffff:127.0.0.1 (lo)' <<<"$out"
+		# Two devices carry the same address (two dummy netdevs, one
+		# address): ambiguous, both are named, and -d chooses.
+		modprobe dummy 2>/dev/null
+		for i in 1 2; do
+			ip link add "qd$i" type dummy && ip addr add 10.55.0.1/32 dev "qd$i" && ip link set "qd$i" up &&
+				rdma link add "rxe$i" type rxe netdev "qd$i"
+		done
+		for _ in $(seq 1 100); do
+			[ "$(cat /sys/class/infiniband/rxe[12]/ports/1/gids/* 2>/dev/null | grep -c ':ffff:0a37:0001$')" = 2 ] && break
+			sleep 0.1
+		done
+		out=$(srv_try --bind 10.55.0.1); echo "  $out"
+		check "one address on two devices: refused as ambiguous, both named" \
+			grep -q '10.55.0.1 (the --bind address) is on 2 RDMA GIDs: rxe1 port 1 .*; rxe2 port 1 .*Choose one with -d' <<<"$out"
+		start_server --bind 10.55.0.1 -d rxe2
+		check "-d rxe2: the server took rxe2's GID for 10.55.0.1" \
+			grep -Eq 'transport rdma on rxe2 port 1 GID [0-9]+ ::ffff:10.55.0.1,' "$work/server.log"
+		out=$("$bin/qpgate-client" --transport rdma --ca "$certs/ca.crt" -p "$port" -n 1 10.55.0.1 localhost 2>&1)
+		check "a client without -d is told its source address is ambiguous" \
+			grep -q '10.55.0.1 (the source address toward the server) is on 2 RDMA GIDs' <<<"$out"
+		stop_server
+		for i in 1 2; do rdma link delete "rxe$i"; ip link delete "qd$i"; done
+	fi
+	;;
 *)
 	echo "unknown scenario $scenario"
 	exit 2
