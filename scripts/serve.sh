@@ -9,7 +9,8 @@ qpg_serve() {
 	local dir=$1
 	shift
 	rm -f "$dir/port"
-	"$bin/qpgate-server" --cert "${srv_cert:-$dir/server.crt}" --key "${srv_key:-$dir/server.key}" \
+	# shellcheck disable=SC2086 # $srv_wrap: an optional command prefix, split
+	${srv_wrap:-} "$bin/qpgate-server" --cert "${srv_cert:-$dir/server.crt}" --key "${srv_key:-$dir/server.key}" \
 		-p 0 --port-file "$dir/port" "$@" 2>"$dir/server.log" &
 	srv=$!
 	for _ in $(seq 1 300); do

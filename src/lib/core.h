@@ -227,6 +227,15 @@ struct qpg__endpoint {
 	void *user;
 };
 
+/* Message slots a server thread's pool may register. */
+#define QPG__SERVER_POOL_SLOTS 16384u
+/* A pool slot's bytes for messages up to MAX_MSG (qpg_pool_init rounds up
+ * to 64), which is what each registered slot pins. */
+static inline size_t qpg__pool_slot_size(uint32_t max_msg)
+{
+	return (qpg_frame_len(max_msg, 1) + 63) & ~(size_t)63;
+}
+
 int qpg__endpoint_init(struct qpg__endpoint *ep, const struct qpg__ep_opts *o);
 void qpg__endpoint_fini(struct qpg__endpoint *ep);
 /* Enforce deadlines (closes are deferred; nothing is freed here). */

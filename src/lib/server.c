@@ -16,6 +16,7 @@
 #include "control.h"
 #include "core.h"
 #include "gid_pick.h"
+#include "memlock.h"
 #include "peers.h"
 #include "qpgate/service.h"
 #include "tls.h"
@@ -364,6 +365,15 @@ int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, 
 		freeaddrinfo(ai);
 		if (rc)
 			goto fail;
+		/* Each thread's pool registers up to QPG__SERVER_POOL_SLOTS slots. */
+		char what[96];
+		snprintf(what, sizeof(what), "%u threads' message pools (%u slots of %u bytes each)",
+			 s->o.threads, QPG__SERVER_POOL_SLOTS, (unsigned)qpg__pool_slot_size(s->o.max_msg));
+		rc = qpg__memlock_check((uint64_t)s->o.threads * QPG__SERVER_POOL_SLOTS *
+					    qpg__pool_slot_size(s->o.max_msg) + QPG__MEMLOCK_MARGIN,
+					what, err, err_len);
+		if (rc)
+			goto fail;
 	}
 	struct qpg__tls_files tf = {s->o.cert, s->o.key, s->o.client_ca};
 	SSL_CTX *ctx = qpg__tls_server_ctx(&tf, err, err_len);
@@ -392,7 +402,7 @@ int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, 
 		    .dev = t == &qpg__transport_rdma ? &s->dev : NULL,
 		    .max_msg = s->o.max_msg,
 		    .srq_depth = s->o.srq_depth,
-		    .pool_max = 16384,
+		    .pool_max = QPG__SERVER_POOL_SLOTS,
 		    .qp_max_send_wr = 4,
 		    .qp_timeout = s->o.qp_timeout,
 		};

@@ -482,6 +482,36 @@ addr)
 		for i in 1 2; do rdma link delete "rxe$i"; ip link delete "qd$i"; done
 	fi
 	;;
+memlock)
+	# Without CAP_IPC_LOCK and with 8 MiB of locked memory (a common
+	# default): rdma is refused at start with the numbers, never deep in
+	# ibv_reg_mr under load; tcp pins nothing and runs.
+	limited() { setpriv --bounding-set -ipc_lock prlimit --memlock=8388608:8388608 "$@"; }
+	if [ "$transport" = rdma ]; then
+		out=$(limited timeout 60 "$bin/qpgate-server" --transport rdma --threads 2 --cert "$certs/server.crt" \
+			--key "$certs/server.key" -p 0 2>&1); rc=$?
+		echo "  $out"
+		check "server refused at start (exit $rc), with the limit, the need and the remedy" \
+			eval '[ $rc -eq 1 ] && grep -q "locked memory is limited to 8.0 MiB (ulimit -l 8192), and 2 threads. message pools (16384 slots of [0-9]* bytes each) need [0-9.]* MiB pinned for RDMA: raise it" <<<"$out"'
+		start_server
+		out=$(setpriv --bounding-set -ipc_lock prlimit --memlock=2097152:2097152 \
+			"$bin/qpgate-client" --transport rdma --ca "$certs/ca.crt" -p "$port" -n 5 127.0.0.1 localhost 2>&1); rc=$?
+		echo "  $(head -1 <<<"$out")"
+		check "client under 2 MiB refused at start (exit $rc), naming its pool" \
+			grep -q "and the client's message pool need [0-9.]* MiB pinned for RDMA" <<<"$out"
+		out=$(limited "$bin/qpgate-client" --transport rdma --ca "$certs/ca.crt" -p "$port" -n 5 127.0.0.1 localhost 2>&1); rc=$?
+		check "a one-connection client fits the common 8 MiB default: 5 echoes verified (exit $rc)" [ $rc -eq 0 ]
+		out=$(setpriv --bounding-set -ipc_lock prlimit --memlock=unlimited:unlimited \
+			"$bin/qpgate-client" --transport rdma --ca "$certs/ca.crt" -p "$port" -n 5 127.0.0.1 localhost 2>&1); rc=$?
+		check "the same client without CAP_IPC_LOCK but an unlimited memlock verifies 5 echoes (exit $rc)" [ $rc -eq 0 ]
+		stop_server
+	else
+		srv_wrap="setpriv --bounding-set -ipc_lock prlimit --memlock=8388608:8388608" start_server
+		out=$(limited "$bin/qpgate-client" --transport tcp --ca "$certs/ca.crt" -p "$port" -n 5 127.0.0.1 localhost 2>&1); rc=$?
+		check "tcp under an 8 MiB memlock limit, without CAP_IPC_LOCK: 5 echoes verified (exit $rc)" [ $rc -eq 0 ]
+		stop_server
+	fi
+	;;
 *)
 	echo "unknown scenario $scenario"
 	exit 2
