@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "jsondoc.h"
 #include "kvbench.h"
 #include "kvdata.h"
 #include "opts.h"
@@ -236,12 +237,13 @@ int main(int argc, char **argv)
 			rc |= run_table(&b, &tables[t], rows);
 	}
 	if (json_path) {
-		json_t *root =
-		    json_pack("{s:{s:s, s:i, s:i, s:s, s:s, s:b}, s:o}", "test_info", "tool",
-			      "qpgate-kvbench", "num_keys", (int)b.nkeys, "value_size",
+		json_t *root = qpg_json_doc(
+		    "qpgate-kvbench",
+		    json_pack("{s:i, s:i, s:s, s:s, s:b}", "num_keys", (int)b.nkeys, "value_size",
 			      (int)b.value_size, "dist", b.zipf ? "zipf" : "uniform", "transport",
 			      b.po.client.transport == QPG_KIND_RDMA ? "rdma" : "tcp", "auth",
-			      b.po.client.auth, "results", rows);
+			      b.po.client.auth),
+		    json_pack("{s:o}", "runs", rows));
 		if (!root || json_dump_file(root, json_path, JSON_INDENT(2))) {
 			fprintf(stderr, "qpgate-kvbench: cannot write %s\n", json_path);
 			rc = 1;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "jsondoc.h"
 #include "load.h"
 #include "opts.h"
 #include "resources.h"
@@ -122,22 +123,19 @@ static json_t *build_json(const struct qpg_client_opts *co, const struct load_op
 						      proc_json(&s->server[k]), "device",
 						      dev_json(&s->dev[k])));
 	double pkb = per_client_kb(s, r);
-	time_t now = time(NULL);
-	char date[32];
-	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 	double rate = r->traffic_s > 0 ? (double)r->verified / r->traffic_s : 0;
-	return json_pack(
-	    "{s:{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:f, s:b, s:f, s:I, s:i, s:I},"
-	    " s:{s:{s:i, s:i, s:i, s:f, s:o, s:o, s:o, s:f},"
-	    "    s:{s:I, s:I, s:I, s:o, s:f, s:f, s:f},"
-	    "    s:{s:o, s:o}}}",
-	    "test_info", "tool", "qpgate-perf", "version", QPG_VERSION, "date", date, "transport",
+	json_t *params = json_pack(
+	    "{s:s, s:s, s:i, s:i, s:I, s:f, s:b, s:f, s:I, s:i, s:I}", "transport",
 	    co->transport == QPG_KIND_RDMA ? "rdma" : "tcp", "host", co->host, "port", co->port,
 	    "clients", lo->nconns, "msgs_per_client",
 	    (json_int_t)(lo->duration_s > 0 ? 0 : lo->msgs), "duration_s", lo->duration_s, "auth",
 	    co->auth, "ramp_per_s", lo->ramp, "window", (json_int_t)lo->window, "size",
-	    (int)lo->size, "inflight", (json_int_t)lo->inflight, "results", "connections",
-	    "attempted", r->nconns, "succeeded", r->established, "failed", r->failed,
+	    (int)lo->size, "inflight", (json_int_t)lo->inflight);
+	json_t *results = json_pack(
+	    "{s:{s:i, s:i, s:i, s:f, s:o, s:o, s:o, s:f},"
+	    " s:{s:I, s:I, s:I, s:o, s:f, s:f, s:f},"
+	    " s:{s:o, s:o}}",
+	    "connections", "attempted", r->nconns, "succeeded", r->established, "failed", r->failed,
 	    "success_rate", r->nconns ? (double)r->established / r->nconns : 0, "failures", fails,
 	    "connect_ms", hist_json(&r->setup, 1e6), "phases_us", phases, "connect_phase_s",
 	    r->connect_s, "data", "sent", (json_int_t)r->sent, "verified", (json_int_t)r->verified,
@@ -145,6 +143,7 @@ static json_t *build_json(const struct qpg_client_opts *co, const struct load_op
 	    "msgs_per_s", rate, "bytes_per_s", rate * lo->size, "traffic_phase_s", r->traffic_s,
 	    "resources", "snapshots", snap, "server_memory_per_client_kb",
 	    pkb >= 0 ? json_real(pkb) : json_null());
+	return qpg_json_doc("qpgate-perf", params, results);
 }
 
 static int write_csv(const char *path, const struct load_opts *lo, const struct load_result *r,
@@ -219,7 +218,7 @@ int main(int argc, char **argv)
 	     "stop sending once FILE exists (as if -D had ended)"},
 	    {"server-pid", 0, OPT_INT, &server_pid, 1, 1 << 30, "PID",
 	     "also report the server's CPU, RSS, threads, fds"},
-	    {"json", 0, OPT_STR, &json_path, 0, 0, "FILE", "results as JSON (test_info + results)"},
+	    {"json", 0, OPT_STR, &json_path, 0, 0, "FILE", "results as JSON (docs/json.md)"},
 	    {"csv", 0, OPT_STR, &csv_path, 0, 0, "FILE", "results as one CSV row with a header"},
 	    {"psn-log", 0, OPT_STR, &psn_log, 0, 0, "FILE",
 	     "append 'LOCAL_PSN PEER_PSN' per rdma connection (PSN audits)"},

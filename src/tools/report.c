@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "report.h"
+#include "jsondoc.h"
 
 #include <errno.h>
 #include <math.h>
@@ -59,21 +60,28 @@ static int write_json(const struct sweep_report *rep, const char *path)
 				   "settle_s", p->settle_s, "failures", p->failures, "perf",
 				   p->perf ? p->perf : json_null()));
 	}
-	json_t *seeds = json_array();
-	for (size_t i = 0; i < sizeof(seed_runs) / sizeof(seed_runs[0]); i++)
-		json_array_append_new(
-		    seeds, json_pack("{s:i, s:i, s:f}", "clients", seed_runs[i].clients,
-				     "connected", seed_runs[i].connected, "success_rate",
-				     (double)seed_runs[i].connected / seed_runs[i].clients));
-	json_t *root = json_pack(
-	    "{s:{s:s, s:s, s:s, s:s, s:f}, s:{s:o, s:o}, s:o,"
-	    " s:{s:s, s:o, s:i, s:i, s:s}}",
-	    "test_info", "tool", "qpgate-sweep", "title", rep->title, "date", rep->date, "command",
-	    rep->command, "total_s", rep->total_s, "results", "largest_at_100",
-	    bound_json(&rep->full), "largest_at_99", bound_json(&rep->p99), "points", pts, "seeds",
-	    "source", "../shared/seeds 002 and 003 (thread per client, Soft-RoCE, t3.large)",
-	    "runs", seeds, "largest_at_100", SEED_FULL, "practical_limit", SEED_MAX,
-	    "resources_per_client", "1 QP + 2 CQ + 2 MR");
+	json_t *results = json_pack("{s:f, s:o, s:o, s:o}", "total_s", rep->total_s,
+				    "largest_at_100", bound_json(&rep->full), "largest_at_99",
+				    bound_json(&rep->p99), "points", pts);
+	if (results && rep->compare_seeds) {
+		json_t *seeds = json_array();
+		for (size_t i = 0; i < sizeof(seed_runs) / sizeof(seed_runs[0]); i++)
+			json_array_append_new(
+			    seeds, json_pack("{s:i, s:i, s:f}", "clients", seed_runs[i].clients,
+					     "connected", seed_runs[i].connected, "success_rate",
+					     (double)seed_runs[i].connected / seed_runs[i].clients));
+		json_object_set_new(
+		    results, "seeds",
+		    json_pack("{s:s, s:o, s:i, s:i, s:s}", "source",
+			      "../shared/seeds 002 and 003 (thread per client, Soft-RoCE, t3.large)",
+			      "runs", seeds, "largest_at_100", SEED_FULL, "practical_limit", SEED_MAX,
+			      "resources_per_client", "1 QP + 2 CQ + 2 MR"));
+	}
+	json_t *root = qpg_json_doc("qpgate-sweep",
+				    json_pack("{s:s, s:s, s:s, s:b}", "title", rep->title, "command",
+					      rep->command, "transport", rep->transport,
+					      "compare_seeds", rep->compare_seeds),
+				    results);
 	if (!root)
 		return -EINVAL;
 	int rc = json_dump_file(root, path, JSON_INDENT(2)) ? -EIO : 0;
@@ -126,10 +134,18 @@ static int write_md(const struct sweep_report *rep, const char *path)
 	bound_text(p99, sizeof(p99), &rep->p99);
 	fprintf(f, "# %s\n\n%s, %s transport, %.0f s in all.\n\n`%s`\n\n", rep->title, rep->date,
 		rep->transport, rep->total_s, rep->command);
-	fprintf(f, "| | qpgate | seed prototype |\n|---|---|---|\n");
-	fprintf(f, "| largest N at 100%% success | %s | %d |\n", full, SEED_FULL);
-	fprintf(f, "| largest N at >= 99%% success | %s | none above 300 (500 at 98%%) |\n", p99);
-	fprintf(f, "| resources per client | 1 QP (server side) | 1 QP + 2 CQ + 2 MR |\n\n");
+	if (rep->compare_seeds) {
+		fprintf(f, "| | qpgate | seed prototype |\n|---|---|---|\n");
+		fprintf(f, "| largest N at 100%% success | %s | %d |\n", full, SEED_FULL);
+		fprintf(f, "| largest N at >= 99%% success | %s | none above 300 (500 at 98%%) |\n",
+			p99);
+		fprintf(f, "| resources per client | 1 QP (server side) | 1 QP + 2 CQ + 2 MR |\n\n");
+	} else {
+		fprintf(f, "| | qpgate |\n|---|---|\n| largest N at 100%% success | %s |\n"
+			   "| largest N at >= 99%% success | %s |\n"
+			   "| resources per client | 1 QP (server side) |\n\n",
+			full, p99);
+	}
 	fprintf(f, "| clients | stage | connected | success | echoes | connect p50 [ms] | "
 		   "connect p99 [ms] | server kB/client | msg/s | echo p50 [us] | echo p99 [us] | "
 		   "settled | failures |\n");
@@ -144,6 +160,8 @@ static int write_md(const struct sweep_report *rep, const char *path)
 			p->all_verified ? "all verified" : "NOT all verified", t.c50, t.c99, t.kb,
 			t.rate, t.l50, t.l99, p->settled ? "yes" : "NO", p->failures[0] ? p->failures : "-");
 	}
+	if (!rep->compare_seeds)
+		return fclose(f) ? -errno : 0;
 	fprintf(f, "\n## Seed prototype (published, seeds 002/003)\n\n| clients | connected | "
 		   "success |\n|---:|---:|---:|\n");
 	for (size_t i = 0; i < sizeof(seed_runs) / sizeof(seed_runs[0]); i++)
@@ -370,10 +388,12 @@ static int write_html(const struct sweep_report *rep, const char *path)
 	html_card(f, "", big, what);
 	snprintf(big, sizeof(big), "%s%d", rep->p99.fail_at ? "" : "&ge; ", rep->p99.n);
 	html_card(f, "", big, "largest N at &ge; 99% success");
-	snprintf(big, sizeof(big), "%d", SEED_FULL);
-	html_card(f, "seed", big, "seed prototype at 100% (thread per client)");
-	snprintf(big, sizeof(big), "%d", SEED_MAX);
-	html_card(f, "seed", big, "seed prototype's practical limit (98%)");
+	if (rep->compare_seeds) {
+		snprintf(big, sizeof(big), "%d", SEED_FULL);
+		html_card(f, "seed", big, "seed prototype at 100% (thread per client)");
+		snprintf(big, sizeof(big), "%d", SEED_MAX);
+		html_card(f, "seed", big, "seed prototype's practical limit (98%)");
+	}
 	fputs("</div>\n<div class=\"charts\">\n", f);
 
 	struct series s1[] = {{"qpgate", "#0b6bcb", n, x, succ, false},
@@ -383,7 +403,8 @@ static int write_html(const struct sweep_report *rep, const char *path)
 	struct series s3[] = {{"server RSS per client", "#1b7f3b", n, x, kb, false}};
 	struct series s4[] = {{"echoes verified per second", "#6b3fa0", n, x, rate, false}};
 	struct chart charts[] = {
-	    {"Success rate vs clients", "concurrent clients", "connected [%]", 100, s1, 2},
+	    {"Success rate vs clients", "concurrent clients", "connected [%]", 100, s1,
+	     rep->compare_seeds ? 2 : 1},
 	    {"Connect time (TCP + TLS 1.3 + QP to RTS)", "concurrent clients", "ms", 0, s2, 2},
 	    {"Server memory per connected client", "concurrent clients", "kB", 0, s3, 1},
 	    {"Throughput vs clients", "concurrent clients", "messages/s", 0, s4, 1},
@@ -417,18 +438,22 @@ static int write_html(const struct sweep_report *rep, const char *path)
 		svg_escape(f, q->failures[0] ? q->failures : "-");
 		fputs("</td></tr>\n", f);
 	}
-	fputs("</table></div>\n<h2>Seed prototype, as published (seeds 002 and 003)</h2>\n<div "
-	      "class=\"tw\"><table><tr>"
-	      "<th>clients</th><th>connected</th><th>success</th><th class=\"l\">resources per "
-	      "client</th></tr>\n",
-	      f);
-	for (int i = 0; i < NSEED; i++)
+	fputs("</table></div>\n", f);
+	if (rep->compare_seeds)
+		fputs("<h2>Seed prototype, as published (seeds 002 and 003)</h2>\n<div "
+		      "class=\"tw\"><table><tr>"
+		      "<th>clients</th><th>connected</th><th>success</th><th class=\"l\">resources "
+		      "per client</th></tr>\n",
+		      f);
+	for (int i = 0; rep->compare_seeds && i < NSEED; i++)
 		fprintf(f,
 			"<tr><td>%d</td><td>%d</td><td class=\"%s\">%.0f%%</td><td class=\"l\">1 "
 			"QP + 2 CQ + 2 MR</td></tr>\n",
 			seed_runs[i].clients, seed_runs[i].connected, sy[i] >= 100 ? "ok" : "bad",
 			sy[i]);
-	fputs("</table></div>\n<p class=\"sub\">qpgate: one QP per client on the server, sharing "
+	if (rep->compare_seeds)
+		fputs("</table></div>\n", f);
+	fputs("<p class=\"sub\">qpgate: one QP per client on the server, sharing "
 	      "each "
 	      "thread's CQ, SRQ and registered pool; every connection bootstrapped over TLS 1.3 "
 	      "with CSPRNG PSNs, every message authenticated. Times measured on this run's "

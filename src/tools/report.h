@@ -47,6 +47,7 @@ struct sweep_report {
 	int npoints;
 	struct sweep_bound full, p99;
 	double total_s;
+	bool compare_seeds; /* --compare-seeds: the seed prototype's figures beside ours */
 };
 
 /* Writes DIR/report.json, DIR/report.md and DIR/report.html. Returns 0, or

@@ -415,6 +415,8 @@ int main(int argc, char **argv)
 	    {"perf", 0, OPT_STR, &sw.perf_path, 0, 0, "PATH",
 	     "qpgate-perf to run (default: next to this program)"},
 	    {"title", 0, OPT_STR, &sw.rep.title, 0, 0, "TEXT", "report title"},
+	    {"compare-seeds", 0, OPT_FLAG, &sw.rep.compare_seeds, 0, 0, NULL,
+	     "put the seed prototype's published figures beside ours in the report"},
 	    QPG_OPT_END};
 	const struct qpg_opt *const tables[] = {opts, NULL};
 	const char *synopsis = "qpgate-sweep [options] -- [qpgate-perf flags] HOST SERVERNAME";

@@ -15,13 +15,13 @@ rc=$?
 cat "$work/out"
 check_json_run qpgate-kvbench $rc "$work/r.json"
 check "default shape: 16 workers, 4 clients, 4 threads, 10,000 keys of 4 KiB" \
-	j '.results[0].workers == 16 and .results[0].clients == 4 and .results[0].threads == 4 and .test_info.num_keys == 10000 and .test_info.value_size == 4096'
+	j '.results.runs[0].workers == 16 and .results.runs[0].clients == 4 and .results.runs[0].threads == 4 and .parameters.num_keys == 10000 and .parameters.value_size == 4096'
 check "all $ops GETs verified, no mismatch, no error" \
-	j ".results[0].gets == $ops and .results[0].mismatches == 0 and .results[0].errors == 0"
+	j ".results.runs[0].gets == $ops and .results.runs[0].mismatches == 0 and .results.runs[0].errors == 0"
 check "throughput and latency percentiles filled" \
-	j '.results[0].ops_per_s > 0 and .results[0].p50_us > 0 and .results[0].p999_us >= .results[0].p99_us'
+	j '.results.runs[0].ops_per_s > 0 and .results.runs[0].p50_us > 0 and .results.runs[0].p999_us >= .results.runs[0].p99_us'
 if [ "$transport" = rdma ]; then
-	check "4 pooled connections = 8 QPs on the device (both ends)" j '.results[0].device_qps == 8'
+	check "4 pooled connections = 8 QPs on the device (both ends)" j '.results.runs[0].device_qps == 8'
 fi
 kill -TERM "$srv"; wait "$srv"; src=$?; srv=""
 grep 'stats:' "$work/server.log" | sed 's/^/  /'

@@ -15,6 +15,7 @@ check_json_run() {
 	qpg_json_file=$3
 	check "$1 exit 0" [ "$2" -eq 0 ]
 	check "$(basename "$3") parses with jq" j '.'
+	check "$(basename "$3") has the tools' one JSON schema (docs/json.md)" "$bin/json_check" "$3"
 }
 j() { jq -e "$1" "$qpg_json_file" >/dev/null; }
 finish_checks() {

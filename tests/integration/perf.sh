@@ -13,7 +13,7 @@ qpg_serve "$work" --transport "$transport" --handshake-timeout 60000
 rc=$?
 cat "$work/out"
 check_json_run qpgate-perf $rc "$work/r.json"
-check "test_info names the run" j ".test_info.clients == $n and .test_info.transport == \"$transport\" and .test_info.size == 300"
+check "parameters name the run" j ".tool == \"qpgate-perf\" and .parameters.clients == $n and .parameters.transport == \"$transport\" and .parameters.size == 300"
 check "100% success" j ".results.connections.success_rate == 1 and .results.connections.succeeded == $n"
 check "every message verified" j ".results.data.verified == $((n * 5)) and .results.data.mismatches == 0"
 check "latency and connect percentiles filled" \

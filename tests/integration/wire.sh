@@ -49,6 +49,13 @@ serve_a() {
 		--progress-timeout 60000 --kv-grant-ttl 60000 || exit 1
 	srv2=$srv
 	srv=$esrv
+	# The two-host recipe (README "Two real hosts"): no GID index given,
+	# each server found the RoCE v2 GID that carries its --bind address on
+	# the NIC of the wire.
+	for d in echo kv; do
+		check "server ($d) took the RoCE v2 GID of --bind $server_ip by itself" \
+			grep -Eq "listening on $server_ip:[0-9]+, transport rdma on rxe0 port 1 GID [0-9]+ ::ffff:$server_ip," "$sh/$d/server.log"
+	done
 	touch "$sh/servers-up"
 	local n=0
 	while [ ! -f "$sh/done" ]; do

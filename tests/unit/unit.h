@@ -6,6 +6,7 @@
 #ifndef QPG_TESTS_UNIT_H
 #define QPG_TESTS_UNIT_H
 
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
