@@ -109,33 +109,62 @@ done
 kill -TERM "$srv"
 wait "$srv" || true
 
+# ---- the TCP transport against a plain TCP ping-pong (sockperf) ------------
+log "sockperf ping-pong --tcp -m $size over lo"
+sockperf server --tcp -i 127.0.0.1 -p 18516 >/dev/null 2>&1 &
+pids+=($!)
+sleep 1
+sp_out=$(sockperf ping-pong --tcp -i 127.0.0.1 -p 18516 -m "$size" -n "$iters" --full-rtt 2>&1 || true)
+tcp_anchor_p50=$(sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p' <<<"$sp_out")
+qpg_serve "$work" --transport tcp --handshake-timeout 120000 -s "$((size > 4096 ? size : 4096))"
+pids+=("$srv")
+perf tcp-lat --transport tcp -c 1 -n "$iters"
+kill -TERM "$srv"
+wait "$srv" || true
+
 j() { jq -r "$2" "$work/$1.json"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN{if (b > 0) printf "%.2f", a / b; else print "n/a"}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{if (b > 0) printf "%.3f", a / b; else print "null"}'; }
 bw_rate=$(awk -v m="$bw_mpps" 'BEGIN{printf "%.0f", m * 1e6}')
+# ib_send_lat reports half a round trip; an echo is a whole one.
+rtt_anchor=$(awk -v t="$lat_typical" 'BEGIN{printf "%.2f", 2 * t}')
 
 printf '\n anchors on %s, %s-byte messages (qemu TCG: compare ratios, not absolutes)\n' "$dev" "$size"
-printf ' %-44s %14s\n' "ib_send_lat t_typical [us]" "$lat_typical"
-printf ' %-44s %14s\n' "ib_send_bw msg rate [msg/s]" "$bw_rate"
-printf ' %-44s %14s   (%s s wall)\n' "cmtime connects/s ($conn_clients connections)" "$cm_rate" "$cm_wall"
-printf '\n %-10s %-36s %14s %14s %8s\n' "auth" "qpgate figure" "qpgate" "anchor" "ratio"
+printf ' %-48s %14s\n' "ib_send_lat t_typical [us] (one way)" "$lat_typical"
+printf ' %-48s %14s\n' "  round trip = 2 x t_typical [us]" "$rtt_anchor"
+printf ' %-48s %14s\n' "ib_send_bw message rate, 1 QP [msg/s]" "$bw_rate"
+printf ' %-48s %14s   (%s s wall)\n' "cmtime connects/s ($conn_clients connections)" "$cm_rate" "$cm_wall"
+printf ' %-48s %14s\n' "sockperf TCP ping-pong p50 round trip [us]" "${tcp_anchor_p50:-n/a}"
+printf '\n %-5s %-48s %12s %12s %8s %8s\n' "auth" "qpgate figure / anchor" "qpgate" "anchor" "ratio" "target"
 json_rows=()
 for auth in on off; do
 	p50=$(j "lat-$auth" '.results.data.latency_us.p50')
-	rate=$(j "rate-$auth" '.results.data.msgs_per_s')
+	echoes=$(j "rate-$auth" '.results.data.msgs_per_s')
+	msgs=$(awk -v e="$echoes" 'BEGIN{printf "%.1f", 2 * e}') # a request and its reply
 	ok_rate=$(j "rate-$auth" '.results.connections.succeeded')
 	cps=$(j "conn-$auth" '.results.connections.succeeded / .results.connections.connect_phase_s')
-	r1=$(ratio "$p50" "$lat_typical")
-	r2=$(ratio "$rate" "$bw_rate")
+	r1=$(ratio "$p50" "$rtt_anchor")
+	r2=$(ratio "$msgs" "$bw_rate")
 	r3=$(ratio "$cps" "$cm_rate")
-	printf ' %-10s %-36s %14.1f %14s %8s\n' "$auth" "echo p50 [us] / ib_send_lat typical" "$p50" "$lat_typical" "$r1"
-	printf ' %-10s %-36s %14.0f %14s %8s\n' "$auth" "msg/s at $ok_rate clients / ib_send_bw" "$rate" "$bw_rate" "$r2"
-	printf ' %-10s %-36s %14.1f %14s %8s\n' "$auth" "secure connects/s / cmtime" "$cps" "$cm_rate" "$r3"
-	json_rows+=("{\"auth\":\"$auth\",\"echo_p50_us\":$p50,\"msgs_per_s\":$rate,\"clients\":$ok_rate,\"connects_per_s\":$cps,\"lat_ratio\":\"$r1\",\"rate_ratio\":\"$r2\",\"connect_ratio\":\"$r3\"}")
+	t1="<= 1.5"
+	[ $auth = off ] && t1="<= 1.2"
+	printf ' %-5s %-48s %12.1f %12s %8s %8s\n' "$auth" "echo round trip p50 [us] / 2 x ib_send_lat" "$p50" "$rtt_anchor" "$r1" "$t1"
+	printf ' %-5s %-48s %12.0f %12s %8s %8s\n' "$auth" "messages/s at $ok_rate clients / ib_send_bw" "$msgs" "$bw_rate" "$r2" ">= 1.0"
+	printf ' %-5s %-48s %12.1f %12s %8s %8s\n' "$auth" "full-handshake connects/s / cmtime" "$cps" "$cm_rate" "$r3" ">= 1.0"
+	json_rows+=("{\"auth\":$([ $auth = on ] && echo true || echo false),\"echo_p50_us\":$p50,\"echoes_per_s\":$echoes,\"messages_per_s\":$msgs,\"msgs_per_s\":$echoes,\"clients\":$ok_rate,\"connects_per_s\":$cps,\"lat_ratio\":$r1,\"rate_ratio\":$r2,\"connect_ratio\":$r3}")
 done
+tcp_p50=$(j tcp-lat '.results.data.latency_us.p50')
+r4=$(ratio "$tcp_p50" "${tcp_anchor_p50:-0}")
+printf ' %-5s %-48s %12.1f %12s %8s %8s\n' "on" "tcp transport echo p50 [us] / sockperf TCP" "$tcp_p50" "${tcp_anchor_p50:-n/a}" "$r4" "<= 1.2"
 rows=$(IFS=,; echo "${json_rows[*]}")
-jq -n --arg dev "$dev" --argjson size "$size" --arg lat "$lat_typical" --arg bw "$bw_rate" \
-	--arg cm "$cm_rate" --argjson rows "[$rows]" \
-	'{test_info: {tool: "bench/anchors.sh", device: $dev, size: $size},
-	  results: {ib_send_lat_typical_us: ($lat | tonumber), ib_send_bw_msgs_per_s: ($bw | tonumber),
-	            cmtime_connects_per_s: ($cm | tonumber), qpgate: $rows}}' >"$out/anchors.json"
+version=$("$bin/qpgate-perf" --version | awk '{print $3}')
+jq -n --arg version "$version" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg dev "$dev" \
+	--argjson size "$size" --argjson clients "$clients" --argjson conn "$conn_clients" --argjson iters "$iters" \
+	--argjson lat "$lat_typical" --argjson rtt "$rtt_anchor" --argjson bw "$bw_rate" --argjson cm "$cm_rate" \
+	--argjson tcpa "${tcp_anchor_p50:-null}" --argjson tcpq "$tcp_p50" --argjson r4 "$r4" --argjson rows "[$rows]" \
+	'{schema_version: 1, tool: "bench/anchors.sh", version: $version, date: $date,
+	  parameters: {device: $dev, size: $size, clients: $clients, connect_clients: $conn, iters: $iters},
+	  results: {ib_send_lat_typical_us: $lat, round_trip_anchor_us: $rtt, ib_send_bw_msgs_per_s: $bw,
+	            cmtime_connects_per_s: $cm, tcp_pingpong_p50_us: $tcpa,
+	            tcp_transport: {echo_p50_us: $tcpq, ratio: $r4}, qpgate: $rows}}' >"$out/anchors.json"
+"$bin/json_check" "$out/anchors.json" >&2 || log "anchors.json does not have the tools' schema"
 echo " json: $out/anchors.json"
