@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "qpgate/qpgate.h"
 #include "qpgate/verbs.h"
@@ -48,6 +49,9 @@ struct qpg_service {
 	void (*on_sent)(struct qpg_conn *c);
 	/* Optional: C is gone (C's last call): free its data. */
 	void (*on_close)(struct qpg_conn *c);
+	/* Optional: append the service's own metrics (Prometheus text format
+	 * 0.0.4, names qpgate_<service>_...) to F, for a scrape; any thread. */
+	void (*metrics)(void *ctx, FILE *f);
 	/* Optional: every tick (100 ms) for an established C: deadlines. */
 	void (*on_tick)(struct qpg_conn *c, uint64_t now_ns);
 	/* Optional: a window granted on C with USER is invalid again. */

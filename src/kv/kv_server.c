@@ -2,6 +2,8 @@
 /* The KV service as a whole: its options, its store, the ops table a
  * server runs it by, and whether one-sided GETs are served. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,57 @@ static int kv_start(struct qpg_server *srv, void *ctx, char *why, size_t why_len
 	return 0;
 }
 
+static unsigned long long ld(atomic_ullong *a)
+{
+	return atomic_load_explicit(a, memory_order_relaxed);
+}
+
+/* The KV service's metrics, appended to the server's at each scrape. */
+static void kv_metrics(void *ctx, FILE *f)
+{
+	static const char *const ops[] = {"unknown", "put", "get", "del", "release"};
+	static const char *const statuses[] = {"ok",	      "not_found", "key_too_large",
+					       "value_too_large", "store_full", "malformed",
+					       "busy",	      "unsupported"};
+	_Static_assert(sizeof(statuses) / sizeof(statuses[0]) == QPG_KV_STATUS_MAX + 1,
+		       "a label for every status");
+	struct qpg_kv_service *k = ctx;
+	fprintf(f, "# HELP qpgate_kv_ops_total KV requests answered, by operation and status.\n"
+		   "# TYPE qpgate_kv_ops_total counter\n");
+	for (int op = 0; op <= QPG_KV_RELEASE; op++)
+		for (int st = 0; st <= QPG_KV_STATUS_MAX; st++)
+			fprintf(f, "qpgate_kv_ops_total{op=\"%s\",status=\"%s\"} %llu\n", ops[op],
+				statuses[st], ld(&k->m.ops[op][st]));
+	pthread_mutex_lock(&k->store.lock);
+	size_t used = k->store.allocated, cap = k->store.capacity, keys = k->store.nkeys;
+	pthread_mutex_unlock(&k->store.lock);
+	fprintf(f,
+		"# HELP qpgate_kv_gets_total GETs by whether the key was stored.\n"
+		"# TYPE qpgate_kv_gets_total counter\n"
+		"qpgate_kv_gets_total{result=\"hit\"} %llu\nqpgate_kv_gets_total{result=\"miss\"} "
+		"%llu\n"
+		"# HELP qpgate_kv_value_bytes_total Value bytes stored (in) and served, sent or "
+		"granted (out).\n"
+		"# TYPE qpgate_kv_value_bytes_total counter\n"
+		"qpgate_kv_value_bytes_total{direction=\"in\"} %llu\n"
+		"qpgate_kv_value_bytes_total{direction=\"out\"} %llu\n"
+		"# HELP qpgate_kv_store_bytes The store's value space, by state.\n"
+		"# TYPE qpgate_kv_store_bytes gauge\n"
+		"qpgate_kv_store_bytes{state=\"used\"} %zu\nqpgate_kv_store_bytes{state=\"free\"} "
+		"%zu\n"
+		"# HELP qpgate_kv_keys Keys stored.\n# TYPE qpgate_kv_keys gauge\nqpgate_kv_keys %zu\n"
+		"# HELP qpgate_kv_grants_total Memory windows granted for one-sided GETs.\n"
+		"# TYPE qpgate_kv_grants_total counter\nqpgate_kv_grants_total %llu\n"
+		"# HELP qpgate_kv_grants_expired_total Grants revoked at their deadline, not "
+		"released.\n"
+		"# TYPE qpgate_kv_grants_expired_total counter\nqpgate_kv_grants_expired_total %llu\n"
+		"# HELP qpgate_kv_grants_live Memory windows bound now.\n"
+		"# TYPE qpgate_kv_grants_live gauge\nqpgate_kv_grants_live %lld\n",
+		ld(&k->m.hits), ld(&k->m.misses), ld(&k->m.bytes_in), ld(&k->m.bytes_out), used,
+		cap - used, keys, ld(&k->m.grants), ld(&k->m.grants_expired),
+		(long long)atomic_load_explicit(&k->m.grants_live, memory_order_relaxed));
+}
+
 static const struct qpg_service kv_ops = {
     .id = QPG_SERVICE_KV,
     .name = "kv",
@@ -47,6 +100,7 @@ static const struct qpg_service kv_ops = {
     .on_close = qpg__kv_closed,
     .on_revoked = qpg__kv_revoked,
     .on_tick = qpg__kv_tick,
+    .metrics = kv_metrics,
 };
 
 void qpg_kv_server_opts_default(struct qpg_kv_server_opts *o)

@@ -67,6 +67,7 @@ struct kv_conn {
 	bool pumping; /* a transport may complete a send inside the send call */
 	struct kv_grant *grants;
 	unsigned ngrants;
+	struct qpg_kv_service *service;
 };
 
 static struct qpg_kv_service *service_of(struct qpg_conn *c)
@@ -81,8 +82,12 @@ static struct qpg__kv_store *store_of(struct qpg_conn *c)
 
 static struct kv_conn *kv_conn_of(struct qpg_conn *c)
 {
-	if (!qpg_conn_data(c))
-		qpg_conn_set_data(c, calloc(1, sizeof(struct kv_conn)));
+	if (!qpg_conn_data(c)) {
+		struct kv_conn *kc = calloc(1, sizeof(*kc));
+		if (kc)
+			kc->service = service_of(c);
+		qpg_conn_set_data(c, kc);
+	}
 	return qpg_conn_data(c);
 }
 
@@ -105,9 +110,24 @@ static int queue_job(struct kv_conn *kc, uint8_t kind, uint16_t grant, uint8_t o
 	return 0;
 }
 
+void qpg__kv_count(struct qpg_kv_service *k, uint8_t op, uint8_t status)
+{
+	if (op <= QPG_KV_RELEASE && status <= QPG_KV_STATUS_MAX)
+		atomic_fetch_add_explicit(&k->m.ops[op][status], 1, memory_order_relaxed);
+}
+
+static void add(atomic_ullong *a, uint64_t n)
+{
+	atomic_fetch_add_explicit(a, n, memory_order_relaxed);
+}
+
+/* A reply: counted as the answer to its request, except a PUT chunk that
+ * was taken (the PUT is counted once, when its last chunk commits it). */
 static int queue(struct kv_conn *kc, uint8_t op, uint8_t status, uint32_t req_id,
 		 uint32_t value_len, uint32_t off, struct qpg__kv_value *v)
 {
+	if (op != QPG_KV_PUT || status != QPG_KV_OK)
+		qpg__kv_count(kc->service, op, status);
 	return queue_job(kc, JOB_REPLY, 0, op, status, req_id, value_len, off, v);
 }
 
@@ -133,6 +153,8 @@ static uint32_t grant_id(const struct kv_conn *kc, uint16_t i)
 
 static void grant_drop(struct qpg_conn *c, struct kv_grant *g)
 {
+	if (g->window) /* it was bound */
+		atomic_fetch_sub_explicit(&service_of(c)->m.grants_live, 1, memory_order_relaxed);
 	qpg__kv_release(store_of(c), g->v);
 	g->v = NULL;
 	g->window = NULL;
@@ -174,6 +196,8 @@ static int run_grant(struct qpg_conn *c, struct kv_conn *kc, const struct kv_job
 		return send_reply(c, b, &r, 0, NULL, 0);
 	}
 	g->state = GRANT_ACTIVE;
+	add(&service_of(c)->m.grants, 1);
+	atomic_fetch_add_explicit(&service_of(c)->m.grants_live, 1, memory_order_relaxed);
 	g->expires_ns =
 	    service_of(c)->grant_ttl_ns ? qpg__now_ns() + service_of(c)->grant_ttl_ns : 0;
 	gr.grant_id = grant_id(kc, j->grant);
@@ -336,6 +360,8 @@ static void handle_put(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_
 			return;
 		}
 		qpg__kv_commit(st, v);
+		qpg__kv_count(kc->service, QPG_KV_PUT, QPG_KV_OK);
+		add(&kc->service->m.bytes_in, v->len);
 	}
 	queue(kc, QPG_KV_PUT, QPG_KV_OK, r->req_id, r->value_len, r->offset + r->chunk_len, NULL);
 }
@@ -354,12 +380,15 @@ static void handle_get(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_
 	}
 	struct qpg__kv_value *v = qpg__kv_get(store_of(c), r->key, r->key_len);
 	if (!v) {
+		add(&k->m.misses, 1);
 		queue(kc, QPG_KV_GET, QPG_KV_NOT_FOUND, r->req_id, 0, 0, NULL);
 		return;
 	}
+	add(&k->m.hits, 1);
 	bool large = (r->flags & QPG_KV_F_GRANT_LARGE) && v->len >= k->grant_min;
 	/* An empty value has no region: a window cannot be empty. */
 	if (!k->one_sided || !v->region || !(force || large)) {
+		add(&k->m.bytes_out, v->len);
 		if (queue(kc, QPG_KV_GET, QPG_KV_OK, r->req_id, v->len, 0, v))
 			qpg__kv_release(store_of(c), v);
 		return;
@@ -383,8 +412,12 @@ static void handle_get(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_
 	g->gen++;
 	g->state = GRANT_QUEUED;
 	if (queue_job(kc, JOB_GRANT, (uint16_t)i, QPG_KV_GET, QPG_KV_OK, r->req_id, v->len, 0,
-		      NULL))
+		      NULL)) {
 		grant_drop(c, g);
+		return;
+	}
+	qpg__kv_count(k, QPG_KV_GET, QPG_KV_OK);
+	add(&k->m.bytes_out, v->len);
 }
 
 static void handle_release(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_kv_req *r)
@@ -399,6 +432,8 @@ static void handle_release(struct qpg_conn *c, struct kv_conn *kc, const struct 
 	if (queue_job(kc, JOB_REVOKE, (uint16_t)i, QPG_KV_RELEASE, QPG_KV_OK, r->req_id, 0, 0,
 		      NULL))
 		kc->grants[i].state = GRANT_ACTIVE;
+	else
+		qpg__kv_count(kc->service, QPG_KV_RELEASE, QPG_KV_OK);
 }
 
 void qpg__kv_message(struct qpg_conn *c, uint8_t type, uint16_t flags, struct qpg_buf *b,
@@ -475,6 +510,7 @@ void qpg__kv_tick(struct qpg_conn *c, uint64_t now)
 			g->state = GRANT_ACTIVE; /* out of memory: try again next tick */
 			continue;
 		}
+		add(&k->m.grants_expired, 1);
 		queued = true;
 	}
 	if (queued)

@@ -4,12 +4,23 @@
 #ifndef QPG_KV_SERVICE_H
 #define QPG_KV_SERVICE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "kv_store.h"
+#include "qpgate/kv.h"
 #include "qpgate/kv_server.h"
 #include "qpgate/service.h"
+
+/* What the service has done, for --metrics (threads add, a scrape reads). */
+struct qpg__kv_metrics {
+	atomic_ullong ops[QPG_KV_RELEASE + 1][QPG_KV_STATUS_MAX + 1]; /* [op][status] */
+	atomic_ullong hits, misses;	     /* GETs of a stored / an absent key */
+	atomic_ullong bytes_in, bytes_out;   /* value bytes stored, and served (sent or granted) */
+	atomic_ullong grants, grants_expired; /* windows granted; revoked at their deadline */
+	atomic_llong grants_live;	     /* windows bound now */
+};
 
 struct qpg_kv_service {
 	struct qpg__kv_store store;
@@ -18,7 +29,11 @@ struct qpg_kv_service {
 	uint32_t grant_min;	 /* QPG_KV_F_GRANT_LARGE: grant values from this size */
 	uint64_t grant_ttl_ns;	 /* an unreleased grant is revoked after this (0: never) */
 	uint64_t put_timeout_ns; /* a PUT stalled this long gives its space back */
+	struct qpg__kv_metrics m;
 };
+
+/* One request answered with STATUS. */
+void qpg__kv_count(struct qpg_kv_service *k, uint8_t op, uint8_t status);
 
 void qpg__kv_message(struct qpg_conn *c, uint8_t type, uint16_t flags, struct qpg_buf *b,
 		     uint32_t len);

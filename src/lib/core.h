@@ -227,6 +227,11 @@ struct qpg__endpoint {
 	void *user;
 };
 
+/* server.c, for prometheus.c: the per-transport connection gauges and the
+ * service's own metrics. */
+struct qpg_server;
+void qpg__server_metrics(struct qpg_server *s, FILE *f);
+
 /* Message slots a server thread's pool may register. */
 #define QPG__SERVER_POOL_SLOTS 16384u
 /* A pool slot's bytes for messages up to MAX_MSG (qpg_pool_init rounds up

@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The server's counters in the Prometheus text exposition format 0.0.4. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include "core.h"
 #include "qpgate/server.h"
 
 static const char *reject_reason(int code)
@@ -51,6 +56,59 @@ static void le_text(char *buf, size_t len, double v)
 		buf[--n] = '\0';
 	if (n > 1 && buf[n - 1] == '.')
 		buf[--n] = '\0';
+}
+
+/* The process collector's usual metrics (process_*), from /proc/self. */
+static void process_metrics(FILE *f)
+{
+	unsigned long long utime = 0, stime = 0, start = 0, vsize = 0;
+	long long rss = 0;
+	FILE *st = fopen("/proc/self/stat", "r");
+	if (st) {
+		char buf[1024];
+		size_t n = fread(buf, 1, sizeof(buf) - 1, st);
+		buf[n] = '\0';
+		const char *p = strrchr(buf, ')'); /* after the command name */
+		if (p)
+			sscanf(p + 2,
+			       "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d "
+			       "%*d %*d %*d %llu %llu %lld",
+			       &utime, &stime, &start, &vsize, &rss);
+		fclose(st);
+	}
+	unsigned long long btime = 0;
+	FILE *ps = fopen("/proc/stat", "r");
+	char line[256];
+	while (ps && fgets(line, sizeof(line), ps))
+		if (sscanf(line, "btime %llu", &btime) == 1)
+			break;
+	if (ps)
+		fclose(ps);
+	long fds = 0;
+	DIR *d = opendir("/proc/self/fd");
+	for (struct dirent *e; d && (e = readdir(d));)
+		fds += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	struct rlimit nofile = {0};
+	getrlimit(RLIMIT_NOFILE, &nofile);
+	double hz = (double)sysconf(_SC_CLK_TCK);
+	fprintf(f,
+		"# HELP process_cpu_seconds_total User and system CPU time spent in seconds.\n"
+		"# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %.2f\n"
+		"# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+		"# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %lld\n"
+		"# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
+		"# TYPE process_virtual_memory_bytes gauge\nprocess_virtual_memory_bytes %llu\n"
+		"# HELP process_open_fds Number of open file descriptors.\n"
+		"# TYPE process_open_fds gauge\nprocess_open_fds %ld\n"
+		"# HELP process_max_fds Maximum number of open file descriptors.\n"
+		"# TYPE process_max_fds gauge\nprocess_max_fds %llu\n"
+		"# HELP process_start_time_seconds Start time of the process since unix epoch in "
+		"seconds.\n"
+		"# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %.2f\n",
+		(double)(utime + stime) / hz, rss * (long long)sysconf(_SC_PAGESIZE), vsize, fds - 1,
+		(unsigned long long)nofile.rlim_cur, (double)btime + (double)start / hz);
 }
 
 int qpg_server_prometheus(struct qpg_server *s, char **out, size_t *len)
@@ -138,5 +196,7 @@ int qpg_server_prometheus(struct qpg_server *s, char **out, size_t *len)
 	fprintf(f, "qpgate_handshake_duration_seconds_sum %.9f\n",
 		(double)st.handshake_ns_sum / 1e9);
 	fprintf(f, "qpgate_handshake_duration_seconds_count %llu\n", cum);
+	qpg__server_metrics(s, f);
+	process_metrics(f);
 	return fclose(f) == 0 ? 0 : -1;
 }

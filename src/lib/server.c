@@ -490,6 +490,21 @@ int qpg_server_run(struct qpg_server *s)
 	return 0;
 }
 
+void qpg__server_metrics(struct qpg_server *s, FILE *f)
+{
+	struct qpg_server_stats st;
+	qpg_server_stats(s, &st);
+	const char *t = s->o.transport == QPG_KIND_RDMA ? "rdma" : "tcp";
+	fprintf(f, "# HELP qpgate_connections Connections now, by transport and state.\n"
+		   "# TYPE qpgate_connections gauge\n");
+	fprintf(f, "qpgate_connections{transport=\"%s\",state=\"handshaking\"} %lld\n", t,
+		st.handshaking);
+	fprintf(f, "qpgate_connections{transport=\"%s\",state=\"established\"} %lld\n", t,
+		st.connected);
+	if (s->service->metrics)
+		s->service->metrics(s->o.service_ctx, f);
+}
+
 int qpg_server_reload_tls(struct qpg_server *s, char *err, size_t err_len)
 {
 	struct qpg__tls_files tf = {s->o.cert, s->o.key, s->o.client_ca};

@@ -219,6 +219,12 @@ metrics)
 	check "qpgate_connected_clients 5" metric qpgate_connected_clients 5
 	check "qpgate_handshakes_total ok 5" metric 'qpgate_handshakes_total{result="ok"}' 5
 	check "qpgate_qps $qps" metric qpgate_qps $qps
+	check "qpgate_connections{transport=\"$transport\",state=\"established\"} 5" \
+		metric "qpgate_connections{transport=\"$transport\",state=\"established\"}" 5
+	check "process_* metrics: the server's open fds (within the scrape's own) and resident memory" \
+		bash -c "fds=\$(sed -n 's/^process_open_fds //p' '$work/metrics.txt'); rss=\$(sed -n 's/^process_resident_memory_bytes //p' '$work/metrics.txt');
+			now=\$(ls /proc/$srv_pid/fd | wc -l); echo \"  process_open_fds \$fds (now \$now), rss \$rss\";
+			[ \$((fds - now)) -ge -2 ] && [ \$((fds - now)) -le 2 ] && [ \"\$rss\" -gt 1000000 ]"
 	check "qpgate_build_info names the version the tools print" \
 		metric "qpgate_build_info{version=\"$("$bin/qpgate-server" --version | awk '{print $3}')\"}" 1
 	check "bucket bounds are plain decimals (le=\"0.000002\", no exponent)" \

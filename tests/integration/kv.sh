@@ -13,7 +13,7 @@ qp0=$(qps)
 # Grants live 2 s: the expired probe holds one for 3 s. --allow-no-auth:
 # one-sided digests are checked without message auth too.
 qpg_serve "$work" --transport "$transport" --service kv --kv-capacity 4M --kv-max-value 1M -s 8192 \
-	--kv-grant-ttl 2000 --allow-no-auth
+	--kv-grant-ttl 2000 --allow-no-auth --metrics 127.0.0.1:0
 kv() { "$bin/qpgate-kv" --synthetic --transport "$transport" --ca "$work/ca.crt" -p "$port" 127.0.0.1 localhost "$@"; }
 # kvf FLAG... -- COMMAND...: the same with client flags.
 kvf() {
@@ -35,6 +35,16 @@ big_chunks='[0-9]{3} chunks'
 check "1 MiB value streamed in chunks and verified ($big_chunks)" grep -Eq "^GET big: ok, 1048576 bytes in $big_chunks, .*verified" <<<"$out"
 check "DEL, then GET says not found" grep -q '^GET blk: not found' <<<"$out"
 check "a key never stored: not found" grep -q '^GET nope: not found' <<<"$out"
+# The service's own metrics count what that session did.
+curl -fsS "http://127.0.0.1:$mport/metrics" >"$work/kvm.txt"
+kvm() { grep -qxF "$1 $2" "$work/kvm.txt" || { echo "  saw: $(grep -F "$1" "$work/kvm.txt" | head -3)"; return 1; }; }
+check "metrics: 2 PUTs and 2 GETs ok, 1 DEL, 2 GETs not found" eval 'kvm "qpgate_kv_ops_total{op=\"put\",status=\"ok\"}" 2 &&
+	kvm "qpgate_kv_ops_total{op=\"get\",status=\"ok\"}" 2 && kvm "qpgate_kv_ops_total{op=\"del\",status=\"ok\"}" 1 &&
+	kvm "qpgate_kv_ops_total{op=\"get\",status=\"not_found\"}" 2'
+check "metrics: 2 hits, 2 misses" eval 'kvm "qpgate_kv_gets_total{result=\"hit\"}" 2 && kvm "qpgate_kv_gets_total{result=\"miss\"}" 2'
+check "metrics: value bytes in and out are 4096 + 1 MiB each" eval 'kvm "qpgate_kv_value_bytes_total{direction=\"in\"}" 1052672 &&
+	kvm "qpgate_kv_value_bytes_total{direction=\"out\"}" 1052672'
+check "metrics: one key left, its 1 MiB block used" eval 'kvm qpgate_kv_keys 1 && kvm "qpgate_kv_store_bytes{state=\"used\"}" 1048576'
 
 out=$(kv bad put huge 2M 1 get big 1M 12 2>&1)
 sed 's/^/  /' <<<"$out"
