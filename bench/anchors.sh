@@ -114,7 +114,7 @@ log "sockperf ping-pong --tcp -m $size over lo"
 sockperf server --tcp -i 127.0.0.1 -p 18516 >/dev/null 2>&1 &
 pids+=($!)
 sleep 1
-sp_out=$(sockperf ping-pong --tcp -i 127.0.0.1 -p 18516 -m "$size" -n "$iters" --full-rtt 2>&1 || true)
+sp_out=$(sockperf ping-pong --tcp -i 127.0.0.1 -p 18516 -m "$size" -t 5 --full-rtt 2>&1 || true)
 tcp_anchor_p50=$(sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p' <<<"$sp_out")
 qpg_serve "$work" --transport tcp --handshake-timeout 120000 -s "$((size > 4096 ? size : 4096))"
 pids+=("$srv")

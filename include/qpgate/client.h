@@ -32,6 +32,8 @@ struct qpg_client_opts {
 	uint32_t pool_max; /* slots in the client's registered pool; 0: auto */
 	uint32_t srq_depth;
 	uint8_t qp_timeout; /* RC local ACK timeout: 4.096 us * 2^N per try; 0: default */
+	uint8_t tclass;	    /* RoCE traffic class of our QPs' packets (0: default) */
+	uint8_t sl;	    /* service level (0: default) */
 	uint8_t rd_atomic;  /* one-sided READs in flight per connection; 0: one */
 	uint32_t sq_depth;  /* send queue per connection (sends and READs); 0: 2 x credits */
 };

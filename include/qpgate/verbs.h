@@ -57,6 +57,8 @@ struct qpg_qp_opts {
 	uint8_t timeout;   /* local ACK timeout exponent */
 	uint8_t retry_cnt;
 	uint8_t rnr_retry;
+	uint8_t traffic_class; /* RoCE: the GRH traffic class (DSCP << 2 | ECN) */
+	uint8_t sl;	       /* service level (the PCP priority on RoCE) */
 };
 
 void qpg_qp_opts_default(struct qpg_qp_opts *o);

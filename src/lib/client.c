@@ -174,6 +174,8 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	    /* Twice the credits: a reply may come before our request's ACK. */
 	    .qp_max_send_wr = o->sq_depth ? o->sq_depth : 2u * o->credits,
 	    .qp_timeout = o->qp_timeout,
+	    .tclass = o->tclass,
+	    .sl = o->sl,
 	    .rd_atomic = o->rd_atomic,
 	};
 	rc = qpg__endpoint_init(&cl->ep, &eo);

@@ -116,6 +116,7 @@ struct qpg__ep_opts {
 	uint32_t qp_max_send_wr;
 	uint8_t qp_timeout; /* local ACK timeout exponent, 0: the verbs default */
 	uint8_t rd_atomic;  /* RDMA READs in flight per QP, 0: one */
+	uint8_t tclass, sl; /* RoCE traffic class and service level of our QPs */
 	uint32_t tick_ms;
 };
 
@@ -203,6 +204,7 @@ struct qpg__endpoint {
 	uint32_t srq_depth;
 	uint32_t qp_max_send_wr;
 	uint8_t qp_timeout;
+	uint8_t tclass, sl;
 	uint8_t rd_atomic; /* RDMA READs in flight per QP (as reader and as target) */
 	bool grants_reads; /* peers may READ through windows granted to them */
 	struct qpg__tls_slot *tls; /* the owner's (server: one for all its threads) */

@@ -68,6 +68,8 @@ int qpg__endpoint_init(struct qpg__endpoint *ep, const struct qpg__ep_opts *o)
 	ep->srq_depth = o->srq_depth;
 	ep->qp_max_send_wr = o->qp_max_send_wr;
 	ep->qp_timeout = o->qp_timeout;
+	ep->tclass = o->tclass;
+	ep->sl = o->sl;
 	ep->rd_atomic = o->rd_atomic;
 	ep->credits_max = 16;
 	ep->handshake_timeout_ns = 10000000000ull;

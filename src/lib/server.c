@@ -405,6 +405,8 @@ int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, 
 		    .pool_max = QPG__SERVER_POOL_SLOTS,
 		    .qp_max_send_wr = 4,
 		    .qp_timeout = s->o.qp_timeout,
+		    .tclass = s->o.tclass,
+		    .sl = s->o.sl,
 		};
 		rc = qpg__endpoint_init(&w->ep, &eo);
 		if (rc) {

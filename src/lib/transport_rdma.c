@@ -330,6 +330,8 @@ static int rdma_conn_establish(struct qpg__conn *c, const struct qpg_wire_params
 		o.timeout = ep->qp_timeout;
 	if (ep->rd_atomic)
 		o.rd_atomic = ep->rd_atomic;
+	o.traffic_class = ep->tclass;
+	o.sl = ep->sl;
 	int err;
 	qpg__phase_begin(c);
 	if ((err = qpg_qp_to_rtr(ep->dev, rc->qp, &pa, &o)) != 0)

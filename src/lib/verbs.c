@@ -213,6 +213,8 @@ int qpg_qp_to_rtr(struct qpg_rdma_dev *dev, struct ibv_qp *qp, const struct qpg_
 	memcpy(a.ah_attr.grh.dgid.raw, peer->gid, 16);
 	a.ah_attr.grh.sgid_index = (uint8_t)dev->gid_index;
 	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.grh.traffic_class = o->traffic_class;
+	a.ah_attr.sl = o->sl;
 	return -ibv_modify_qp(qp, &a,
 			      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);

@@ -77,7 +77,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	qpg_client_destroy(cl);
-	load_print(r, lo.size);
+	load_print(r, &lo);
 
 	int rc = load_ok(r, &lo) ? 0 : 1;
 	if (expect) {

@@ -34,10 +34,13 @@
 
 static const char *const mode_names[] = {"auto", "two-sided", "one-sided"};
 
+static bool report_gbits; /* --report_gbits */
+
 static void print_header(void)
 {
 	printf(" %-10s %-8s %-8s %-8s %10s %10s %9s %9s %9s %9s %8s %7s %6s %6s\n", "GET",
-	       "workers", "clients", "threads", "GETs", "ops/s", "MiB/s", "p50[us]", "p99[us]",
+	       "workers", "clients", "threads", "GETs", "ops/s", report_gbits ? "Gb/s" : "MiB/s",
+	       "p50[us]", "p99[us]",
 	       "p99.9[us]", "RSS[MB]", "QPs", "errs", "vs 1st");
 }
 
@@ -51,7 +54,8 @@ static void print_row(const struct run_result *r, double base)
 	}
 	printf(
 	    " %-10s %-8u %-8u %-8u %10ld %10.0f %9.2f %9.1f %9.1f %9.1f %8.1f %7ld %6ld %5.2fx\n",
-	    mode, r->workers, r->clients, r->threads, r->ops, r->ops_per_s, r->gib_per_s * 1024,
+	    mode, r->workers, r->clients, r->threads, r->ops, r->ops_per_s,
+	    report_gbits ? r->gib_per_s * 8 * 1073741824.0 / 1e9 : r->gib_per_s * 1024,
 	    qpg_hist_quantile(&r->lat, 0.5) / 1e3, qpg_hist_quantile(&r->lat, 0.99) / 1e3,
 	    qpg_hist_quantile(&r->lat, 0.999) / 1e3, r->rss_kb / 1024.0, r->dev_qps,
 	    r->errors + r->mismatches, base > 0 ? r->ops_per_s / base : 1.0);
@@ -162,7 +166,9 @@ int main(int argc, char **argv)
 	     parse_get_mode},
 	    {"scaling", 0, OPT_FLAG, &scaling, 0, 0, NULL,
 	     "the seed's tables: workers 4..64 at 4 clients, clients 1..1024 at 64 workers"},
-	    {"json", 0, OPT_STR, &json_path, 0, 0, "FILE", "results as JSON"},
+	    {"json", 0, OPT_STR, &json_path, 0, 0, "FILE", "results as JSON (docs/json.md)"},
+	    {"report_gbits", 0, OPT_FLAG, &report_gbits, 0, 0, NULL,
+	     "throughput in Gb/s (default MiB/s)"},
 	    QPG_OPT_END};
 	const struct qpg_opt *const opt_tables[] = {client, own, NULL};
 	int optind =

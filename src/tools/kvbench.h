@@ -24,8 +24,11 @@ struct worker {
 	uint64_t fnv; /* running checksum of the value being received */
 	uint64_t t0;
 	long ops, mismatches, errors;
-	struct qpg_hist lat;
 };
+
+/* Latencies are added on the thread that completes a GET: one histogram
+ * per such thread (the pool's, and the caller's for inline completions). */
+#define KVB_LAT_SLOTS 260
 
 struct bench {
 	struct qpg_kv_pool_opts po;
@@ -42,6 +45,9 @@ struct bench {
 	atomic_int active;
 	pthread_mutex_t lock;
 	pthread_cond_t cv;
+	struct qpg_hist *lat; /* [KVB_LAT_SLOTS], one per completing thread */
+	atomic_int lat_slots; /* handed out */
+	int lat_generation;   /* a run's slots are not the last run's */
 };
 
 struct run_result {

@@ -148,11 +148,26 @@ static void worker_stop(struct bench *b)
 	pthread_mutex_unlock(&b->lock);
 }
 
+/* This thread's histogram (a slot taken on its first GET of the run). */
+static struct qpg_hist *thread_lat(struct bench *b)
+{
+	static _Thread_local struct bench *owner;
+	static _Thread_local int generation = -1, slot;
+	if (owner != b || generation != b->lat_generation) {
+		owner = b;
+		generation = b->lat_generation;
+		slot = atomic_fetch_add(&b->lat_slots, 1);
+	}
+	return slot < KVB_LAT_SLOTS ? &b->lat[slot] : NULL;
+}
+
 static void get_done(struct qpg_kv_request *r, int status, uint32_t len)
 {
 	struct worker *w = r->user;
 	struct bench *b = w->b;
-	qpg_hist_add(&w->lat, now_ns() - w->t0);
+	struct qpg_hist *h = thread_lat(b);
+	if (h)
+		qpg_hist_add(h, now_ns() - w->t0);
 	if (status != QPG_KV_OK)
 		w->errors++;
 	else if (len != b->value_size || w->fnv != b->expect[w->key])
@@ -232,11 +247,19 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 		}
 	}
 	struct worker *w = calloc(workers, sizeof(*w));
-	if (!w) {
+	b->lat = calloc(KVB_LAT_SLOTS, sizeof(*b->lat));
+	if (!w || !b->lat) {
+		free(w);
+		free(b->lat);
+		b->lat = NULL;
 		res->connect_error = -ENOMEM;
 		qpg_kv_pool_destroy(b->pool);
 		return;
 	}
+	for (unsigned i = 0; i < KVB_LAT_SLOTS; i++)
+		qpg_hist_init(&b->lat[i]);
+	atomic_store(&b->lat_slots, 0);
+	b->lat_generation++;
 	atomic_store(&b->stop, false);
 	atomic_store(&b->issued, 0);
 	atomic_store(&b->active, (int)workers);
@@ -244,7 +267,6 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 	for (unsigned i = 0; i < workers; i++) {
 		w[i].b = b;
 		w[i].rng = 0x9e3779b97f4a7c15ull * (i + 1) ^ t0;
-		qpg_hist_init(&w[i].lat);
 		issue(&w[i]);
 	}
 	uint64_t end = t0 + (uint64_t)(b->duration_s * 1e9);
@@ -272,8 +294,11 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 		res->ops += w[i].ops;
 		res->mismatches += w[i].mismatches;
 		res->errors += w[i].errors;
-		qpg_hist_merge(&res->lat, &w[i].lat);
 	}
+	for (int i = 0; i < KVB_LAT_SLOTS; i++)
+		qpg_hist_merge(&res->lat, &b->lat[i]);
+	free(b->lat);
+	b->lat = NULL;
 	free(w);
 	res->ops_per_s = res->secs > 0 ? res->ops / res->secs : 0;
 	res->gib_per_s = res->ops_per_s * b->value_size / (1024.0 * 1024 * 1024);

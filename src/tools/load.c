@@ -363,8 +363,12 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 	return 0;
 }
 
-void load_print(const struct load_result *r, uint32_t size)
+void load_print(const struct load_result *r, const struct load_opts *o)
 {
+	uint32_t size = o->size;
+	double rate = r->traffic_s > 0 ? (double)r->verified / r->traffic_s : 0.0;
+	/* Payload bytes each way (a request and its echo carry the same). */
+	double bw = o->report_gbits ? rate * size * 8 / 1e9 : rate * size / (1024.0 * 1024.0);
 	if (r->have_first) {
 		const struct qpg_conn_info *ci = &r->first;
 		if (ci->transport == QPG_TRANSPORT_RDMA)
@@ -388,15 +392,14 @@ void load_print(const struct load_result *r, uint32_t size)
 			       (double)qpg_hist_quantile(h, 0.99) / 1e3, (double)h->max / 1e3);
 		}
 	}
-	printf("\n %-8s %-10s %-7s %-10s %-7s %-10s %-11s %-9s %-9s %-9s %-10s\n", "#conns",
-	       "connected", "failed", "#msgs", "size", "verified", "mismatches", "p50[us]",
-	       "p99[us]", "p99.9[us]", "msg/s");
-	printf(" %-8d %-10d %-7d %-10ld %-7u %-10ld %-11ld %-9.1f %-9.1f %-9.1f %-10.0f\n",
+	printf("\n %-8s %-10s %-7s %-10s %-7s %-10s %-11s %-9s %-9s %-9s %-10s %-10s\n",
+	       "#conns", "connected", "failed", "#msgs", "size", "verified", "mismatches",
+	       "p50[us]", "p99[us]", "p99.9[us]", "msg/s", o->report_gbits ? "BW[Gb/s]" : "BW[MiB/s]");
+	printf(" %-8d %-10d %-7d %-10ld %-7u %-10ld %-11ld %-9.1f %-9.1f %-9.1f %-10.0f %-10.3f\n",
 	       r->nconns, r->established, r->failed, r->sent, size, r->verified, r->mismatches,
 	       (double)qpg_hist_quantile(&r->lat, 0.5) / 1e3,
 	       (double)qpg_hist_quantile(&r->lat, 0.99) / 1e3,
-	       (double)qpg_hist_quantile(&r->lat, 0.999) / 1e3,
-	       r->traffic_s > 0 ? (double)r->verified / r->traffic_s : 0.0);
+	       (double)qpg_hist_quantile(&r->lat, 0.999) / 1e3, rate, bw);
 	printf(" connect phase %.3f s, traffic phase %.3f s\n", r->connect_s, r->traffic_s);
 	for (int e = 1; e < QPG_ERR_COUNT; e++)
 		if (r->fail_by_class[e])

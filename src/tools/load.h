@@ -35,6 +35,7 @@ struct load_opts {
 	const char *release_file; /* end the hold early once this file exists */
 	const char *stop_file;	  /* stop sending, as if the duration ended, once it exists */
 	bool verbose;
+	bool report_gbits; /* --report_gbits: bandwidth in Gb/s, not MiB/s */
 	/* Called about every 250 ms while running (live progress). */
 	void (*progress)(const struct load_result *r, const char *phase, void *arg);
 	void *progress_arg;
@@ -70,7 +71,8 @@ void load_opts_default(struct load_opts *o);
 /* Runs the whole thing on CL. Returns 0, or -ENOMEM. */
 int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_result *r);
 /* perftest-style summary on stdout. */
-void load_print(const struct load_result *r, uint32_t size);
+/* perftest-style tables; bandwidth in MiB/s, or Gb/s with O->report_gbits. */
+void load_print(const struct load_result *r, const struct load_opts *o);
 /* True when every connection connected and every echo verified. */
 bool load_ok(const struct load_result *r, const struct load_opts *o);
 

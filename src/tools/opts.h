@@ -85,6 +85,9 @@ void qpg_opts_usage(FILE *f, const struct qpg_opt *const *tables, const char *sy
 	     "per connection (default 10000)"},                                                      \
 	    {"credits", 0,    OPT_U16, &(o)->credits,                                                \
 	     1,		1024, "N",     "requests in flight per connection (default 1)"},             \
+	    {"tclass", 0, OPT_U8, &(o)->tclass, 0, 255, "N",                                         \
+	     "RoCE traffic class of our packets (DSCP << 2; default 0)"},                            \
+	    {"sl", 0, OPT_U8, &(o)->sl, 0, 15, "N", "service level (default 0)"},                    \
 	{                                                                                            \
 		"qp-timeout", 0, OPT_U8, &(o)->qp_timeout, 1, 31, "N",                               \
 		    "RC ACK timeout 4.096 us * 2^N, 7 tries (default 18 = 1.07 s)"                   \
@@ -101,6 +104,8 @@ void qpg_opts_usage(FILE *f, const struct qpg_opt *const *tables, const char *sy
 	     "handshakes in progress at once"},                                                    \
 	    {"hold", 0, OPT_LONG, &(lo)->hold_ms, 0, 86400000, "MS",                               \
 	     "once all are connected, wait MS before traffic"},                                    \
+	    {"report_gbits", 0, OPT_FLAG, &(lo)->report_gbits, 0, 0, NULL,                         \
+	     "bandwidth in Gb/s (default MiB/s)"},                                                 \
 	{                                                                                          \
 		"timeout", 0, OPT_LONG, &(lo)->timeout_ms, 1, 86400000, "MS",                      \
 		    "give up on the whole run after MS"                                            \

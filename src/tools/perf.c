@@ -263,7 +263,7 @@ int main(int argc, char **argv)
 	printf(" qpgate-perf: %d clients, %s transport, message auth %s, %u-byte messages\n",
 	       lo.nconns, co.transport == QPG_KIND_RDMA ? "rdma" : "tcp", co.auth ? "on" : "off",
 	       lo.size);
-	load_print(r, lo.size);
+	load_print(r, &lo);
 	printf(
 	    " success rate %.2f%%   connect p50 %.1f ms  p95 %.1f ms  p99 %.1f ms  max %.1f ms\n",
 	    r->nconns ? 100.0 * r->established / r->nconns : 0,

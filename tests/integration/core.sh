@@ -458,6 +458,12 @@ addr)
 	check "IPv6: --max-conns-per-peer 2 held for ::1 (one of 3 refused, $(stat refused_per_peer))" \
 		[ "$(stat refused_per_peer)" = 1 ]
 	if [ "$transport" = rdma ]; then
+		# --tclass and --sl (their packets are checked on the two-VM wire,
+		# wire.sh: rxe on lo loops them back inside the kernel, unseen).
+		start_server --tclass 104
+		out=$(client --tclass 104 --sl 3 -n 20 2>&1); rc=$?
+		check "--tclass 104 --sl 3: 20 echoes verified (exit $rc)" [ $rc -eq 0 ]
+		stop_server
 		# A server that should refuse to start; one that starts anyway is
 		# stopped after 60 s (and the check fails).
 		srv_try() { timeout 60 "$bin/qpgate-server" --transport rdma --cert "$certs/server.crt" --key "$certs/server.key" -p 0 "$@" 2>&1; }

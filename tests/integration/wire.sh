@@ -17,6 +17,7 @@ sh=$QPG_LAB_SHARED
 parts=${*:-inject loss dead}
 if=$QPG_LAB_IF
 server_ip=10.77.0.1
+client_ip=10.77.0.2
 
 # Both hosts apply the same qdisc to their side of the wire, so loss hits
 # both directions. b asks, a applies and acknowledges.
@@ -201,6 +202,21 @@ attack_b() {
 	for _ in $(seq 1 600); do [ -f "$sh/servers-up" ] && break; sleep 0.2; done
 	read -r port mport <"$sh/echo/port"
 	read -r kport _ <"$sh/kv/port"
+	# --tclass reaches the wire: RoCE v2 packets (UDP 4791) carry the
+	# traffic class in their IP header's TOS byte.
+	tcpdump -i "$if" -n -v -c 20 "udp port 4791 and src host $client_ip" >"$work/tos.out" 2>/dev/null &
+	local tcpd=$!
+	sleep 1
+	client --tclass 104 --sl 3 -n 20 >/dev/null 2>&1
+	local trc=$?
+	sleep 1
+	kill "$tcpd" 2>/dev/null
+	wait "$tcpd" 2>/dev/null
+	local tos udp
+	tos=$(grep -c 'tos 0x68' "$work/tos.out")
+	udp=$(grep -c 'proto UDP' "$work/tos.out")
+	check "--tclass 104 --sl 3: echoes verified, and the client's RoCE v2 packets carry TOS 0x68 ($tos of $udp)" \
+		eval '[ $trc -eq 0 ] && [ "$udp" -gt 0 ] && [ "$tos" = "$udp" ]'
 	for p in $parts; do
 		case $p in
 		inject) inject_checks ;;

@@ -28,8 +28,8 @@ static void test_quantiles_within_relative_error(void **state)
 	assert_int_equal(h.count, 100000);
 	uint64_t p50 = qpg_hist_quantile(&h, 0.50);
 	uint64_t p99 = qpg_hist_quantile(&h, 0.99);
-	assert_true(p50 >= 500000 && p50 <= 500000 + 500000 / 16);
-	assert_true(p99 >= 990000 && p99 <= 990000 + 990000 / 16);
+	assert_true(p50 >= 500000 && p50 <= 500000 + 500000 / QPG_HIST_SUB);
+	assert_true(p99 >= 990000 && p99 <= 990000 + 990000 / QPG_HIST_SUB);
 	assert_int_equal(qpg_hist_quantile(&h, 1.0), 1000000);
 	assert_int_equal(qpg_hist_quantile(&h, 0.0), 10);
 }
