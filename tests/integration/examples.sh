@@ -41,7 +41,7 @@ sanflags=""
 [ "$san" = thread ] && sanflags="-fsanitize=thread"
 mkdir -p "$work/pc"
 ok=1
-for ex in echo_server echo_client; do
+for ex in echo_server echo_client hello; do
 	cc -std=c11 -Wall -Werror $sanflags -o "$work/pc/$ex" "$here/examples/$ex.c" \
 		$(pkg-config --cflags --libs qpgate) >>"$work/cc.log" 2>&1 || ok=0
 done
@@ -69,6 +69,12 @@ kill -TERM "$esrv"; wait "$esrv"; rc=$?; esrv=""
 check "echo_server stopped cleanly (exit $rc)" [ $rc = 0 ]
 
 bin=$prefix/bin
+qpg_serve "$work" --transport tcp || exit 1
+out=$("$work/pc/hello" 127.0.0.1 "$port" "$work/ca.crt" tcp 2>&1); rc=$?
+echo "  $out"
+check "examples/hello.c (a dozen lines, pkg-config qpgate): one echo against the installed server (exit $rc)" \
+	eval '[ $rc -eq 0 ] && [ "$out" = "echoed: hello, qpgate" ]'
+kill -TERM "$srv"; wait "$srv"; srv=""
 qpg_serve "$work" --transport tcp --service kv --kv-capacity 4M || exit 1
 out=$("$work/pc/kv_putget" 127.0.0.1 "$port" "$work/ca.crt" greeting "hello, qpgate" tcp 2>&1)
 echo "  $out"
