@@ -5,7 +5,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps build test demo asan tsan fuzz security-check certs format clean
+.PHONY: all deps build install test demo asan tsan fuzz security-check certs format clean
 
 all: build
 
@@ -17,6 +17,12 @@ $(BUILD)/CMakeCache.txt:
 
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
+
+# The libraries, headers, .pc files, CMake package, tools, man pages and the
+# systemd unit under PREFIX (DESTDIR for packagers).
+PREFIX ?= /usr/local
+install: build
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD) --prefix $(PREFIX)
 
 test: deps
 	$(MAKE) --no-print-directory build
