@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Where an echo's time goes: perf record -e cpu-clock -g over the whole VM
+# while one client echoes (rdma, auth on unless --no-auth is passed), then
+# the top of perf report, by symbol and by process. In the lab:
+#   bench/profile-echo.sh [-n ITERS] [-c CLIENTS] [extra qpgate-perf flags]
+# Writes build/bench/profile-echo.txt. Prints what it measured; asserts nothing.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+qpg_bench_in_lab 4096 1800 "$@"
+iters=3000 clients=1
+while getopts "n:c:" o; do
+	case $o in
+	n) iters=$OPTARG ;;
+	c) clients=$OPTARG ;;
+	*) echo "usage: $0 [-n ITERS] [-c CLIENTS] [qpgate-perf flags]" >&2; exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+qpg_bench_setup prof
+qpg_serve "$work" --handshake-timeout 120000 --allow-no-auth
+pids+=("$srv")
+"$bin/qpgate-perf" --ca "$work/ca.crt" -p "$port" -c "$clients" -n 200 "$@" 127.0.0.1 localhost >/dev/null 2>&1 # warm up
+perf record -e cpu-clock -F 2000 -g -a -o "$work/perf.data" -- \
+	"$bin/qpgate-perf" --ca "$work/ca.crt" -p "$port" -c "$clients" -n "$iters" "$@" 127.0.0.1 localhost \
+	>"$work/run.txt" 2>&1 || true
+grep -E '^ [0-9]' "$work/run.txt" | tail -2
+{
+	echo "# qpgate-perf -c $clients -n $iters $*"
+	grep -E '^ [0-9]|#conns' "$work/run.txt" | tail -2
+	echo "# by process"
+	perf report -i "$work/perf.data" --no-children --sort comm --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -12
+	echo "# by symbol (self)"
+	perf report -i "$work/perf.data" --no-children --sort comm,dso,symbol --stdio -g none 2>/dev/null |
+		grep -E '^ +[0-9]' | head -45
+} | tee "$out/profile-echo.txt"
