@@ -4,21 +4,21 @@
 # while one client echoes (rdma, auth on unless --no-auth is passed), then
 # the top of perf report, by symbol and by process. In the lab:
 #   bench/profile-echo.sh [-n ITERS] [-c CLIENTS] [extra qpgate-perf flags]
-# Writes build/bench/profile-echo.txt. Prints what it measured; asserts nothing.
+# QPG_SERVER_ARGS adds server flags. Writes build/bench/profile-echo.txt. Prints what it measured; asserts nothing.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 qpg_bench_in_lab 4096 1800 "$@"
 iters=3000 clients=1
-while getopts "n:c:" o; do
-	case $o in
-	n) iters=$OPTARG ;;
-	c) clients=$OPTARG ;;
-	*) echo "usage: $0 [-n ITERS] [-c CLIENTS] [qpgate-perf flags]" >&2; exit 2 ;;
+while [ $# -gt 0 ]; do
+	case $1 in
+	-n) iters=$2; shift 2 ;;
+	-c) clients=$2; shift 2 ;;
+	*) break ;; # the rest goes to qpgate-perf
 	esac
 done
-shift $((OPTIND - 1))
 qpg_bench_setup prof
-qpg_serve "$work" --handshake-timeout 120000 --allow-no-auth
+# shellcheck disable=SC2086 # QPG_SERVER_ARGS: extra server flags, split
+qpg_serve "$work" --handshake-timeout 120000 --allow-no-auth ${QPG_SERVER_ARGS:-}
 pids+=("$srv")
 "$bin/qpgate-perf" --ca "$work/ca.crt" -p "$port" -c "$clients" -n 200 "$@" 127.0.0.1 localhost >/dev/null 2>&1 # warm up
 perf record -e cpu-clock -F 2000 -g -a -o "$work/perf.data" -- \
@@ -30,7 +30,10 @@ grep -E '^ [0-9]' "$work/run.txt" | tail -2
 	grep -E '^ [0-9]|#conns' "$work/run.txt" | tail -2
 	echo "# by process"
 	perf report -i "$work/perf.data" --no-children --sort comm --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -12
+	echo "# qpgate's processes, by object"
+	perf report -i "$work/perf.data" --no-children --sort comm,dso --stdio -g none --comms qpgate-perf,qpgate-server 2>/dev/null |
+		grep -E '^ +[0-9]' | head -16
 	echo "# by symbol (self)"
-	perf report -i "$work/perf.data" --no-children --sort comm,dso,symbol --stdio -g none 2>/dev/null |
+	perf report -i "$work/perf.data" --no-children --sort comm,dso,symbol --stdio -g none --comms qpgate-perf,qpgate-server 2>/dev/null |
 		grep -E '^ +[0-9]' | head -45
 } | tee "$out/profile-echo.txt"

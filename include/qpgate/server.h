@@ -41,6 +41,8 @@ struct qpg_server_opts {
 	uint8_t qp_timeout; /* RC local ACK timeout: 4.096 us * 2^N per try; 0: default */
 	uint8_t tclass;	    /* RoCE traffic class of our QPs' packets (0: default) */
 	uint8_t sl;	    /* service level (0: default) */
+	uint32_t busy_poll_us; /* rdma: each thread polls for completions this long
+				* before it sleeps (adaptive: an idle thread stops) */
 	/* What it offers (qpgate/service.h); NULL: echo. CTX is the service's,
 	 * handed to its start() and to every connection (qpg_conn_service_ctx). */
 	const struct qpg_service *service;

@@ -47,6 +47,7 @@ void qpg_client_opts_default(struct qpg_client_opts *o)
 	o->transport = QPG_KIND_RDMA;
 	o->ib_port = 0; /* the port whose GID carries our address */
 	o->gid_index = -1;
+	o->busy_poll_us = QPG_BUSY_POLL_US_DEFAULT;
 	o->auth = true;
 	o->max_msg = 4096;
 	o->credits = 1;
@@ -175,6 +176,7 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	    .qp_max_send_wr = o->sq_depth ? o->sq_depth : 2u * o->credits,
 	    .qp_timeout = o->qp_timeout,
 	    .tclass = o->tclass,
+	    .busy_poll_us = o->busy_poll_us,
 	    .sl = o->sl,
 	    .rd_atomic = o->rd_atomic,
 	};

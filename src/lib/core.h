@@ -117,6 +117,7 @@ struct qpg__ep_opts {
 	uint8_t qp_timeout; /* local ACK timeout exponent, 0: the verbs default */
 	uint8_t rd_atomic;  /* RDMA READs in flight per QP, 0: one */
 	uint8_t tclass, sl; /* RoCE traffic class and service level of our QPs */
+	uint32_t busy_poll_us; /* spin this long for completions before sleeping */
 	uint32_t tick_ms;
 };
 

@@ -69,6 +69,7 @@ int qpg__endpoint_init(struct qpg__endpoint *ep, const struct qpg__ep_opts *o)
 	ep->qp_max_send_wr = o->qp_max_send_wr;
 	ep->qp_timeout = o->qp_timeout;
 	ep->tclass = o->tclass;
+	ep->loop.spin_max_ns = ep->loop.spin_ns = (uint64_t)o->busy_poll_us * 1000;
 	ep->sl = o->sl;
 	ep->rd_atomic = o->rd_atomic;
 	ep->credits_max = 16;

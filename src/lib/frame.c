@@ -64,7 +64,7 @@ int qpg__conn_send_flags(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, u
 		}
 	}
 	if (c->in_flight++ == 0)
-		c->progress_ns = qpg__now_ns();
+		c->progress_ns = qpg__coarse_ns();
 	qpg__stat_add(&ep->stats.msgs_out, 1);
 	qpg__stat_add(&ep->stats.bytes_out, payload_len);
 	int rc = c->t->send(c, b, qpg_frame_len(payload_len, c->auth.enabled));
@@ -79,7 +79,7 @@ int qpg__conn_send_flags(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, u
 static int one_sided_posted(struct qpg__conn *c, int rc)
 {
 	if (rc == 0 && c->in_flight++ == 0)
-		c->progress_ns = qpg__now_ns();
+		c->progress_ns = qpg__coarse_ns();
 	return rc;
 }
 
@@ -127,7 +127,7 @@ void qpg__conn_on_revoked(struct qpg__conn *c, void *user)
 void qpg__conn_on_read(struct qpg__conn *c, struct qpg_buf *b, bool ok, const char *why)
 {
 	c->in_flight--;
-	c->progress_ns = c->active_ns = qpg__now_ns();
+	c->progress_ns = c->active_ns = qpg__coarse_ns();
 	if (c->state != QPG_CONN_ESTABLISHED || !ok || !c->ep->cbs.read_done) {
 		qpg_pool_put(&c->ep->pool, b);
 		if (!ok && c->state == QPG_CONN_ESTABLISHED)
@@ -152,7 +152,7 @@ void qpg__conn_on_sent(struct qpg__conn *c, bool ok, const char *why)
 	c->in_flight--;
 	if (c->state != QPG_CONN_ESTABLISHED)
 		return;
-	c->progress_ns = c->active_ns = qpg__now_ns();
+	c->progress_ns = c->active_ns = qpg__coarse_ns();
 	if (!ok) {
 		qpg__conn_close(c, QPG_ERR_QP, "send completion failed: %s", why);
 		return;
@@ -195,7 +195,7 @@ void qpg__conn_on_frame(struct qpg__conn *c, struct qpg_buf *b, size_t len)
 		return;
 	}
 	c->auth.rx.seq++;
-	c->active_ns = qpg__now_ns();
+	c->active_ns = qpg__coarse_ns();
 	if (h.flags & ~QPG_FRAME_FLAGS_KNOWN) {
 		qpg_pool_put(&ep->pool, b);
 		qpg__conn_close(c, QPG_ERR_PROTOCOL, "unknown frame flags 0x%04x", h.flags);

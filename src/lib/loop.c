@@ -2,6 +2,7 @@
 #include "loop.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -129,16 +130,48 @@ void qpg__loop_del(struct qpg__loop *l, struct qpg__io *io)
 		epoll_ctl(l->epfd, EPOLL_CTL_DEL, io->fd, NULL);
 }
 
+/* Poll for up to l->spin_ns before the caller sleeps. Returns what poll
+ * handled; adapts the window. The clock is read every 32 polls: reading it
+ * can cost more than a poll (a VM's HPET traps). */
+static int spin(struct qpg__loop *l)
+{
+	uint64_t end = qpg__now_ns() + l->spin_ns;
+	for (unsigned i = 1;; i++) {
+		int got = l->poll(l);
+		if (got > 0) {
+			l->spin_ns = l->spin_max_ns;
+			return got;
+		}
+		if (i % 32 == 0 && qpg__now_ns() >= end)
+			break;
+	}
+	l->spin_ns = l->spin_ns / 2 < 1000 ? 0 : l->spin_ns / 2;
+	return 0;
+}
+
 int qpg__loop_run_once(struct qpg__loop *l, int timeout_ms)
 {
 	struct epoll_event evs[256];
-	int n = epoll_wait(l->epfd, evs, (int)QPG_ARRAY_SIZE(evs), l->deferred ? 0 : timeout_ms);
+	int got = l->poll ? l->poll(l) : 0; /* no syscall: a CQ is user memory */
+	bool may_sleep = !l->deferred && !got && timeout_ms != 0;
+	/* With a poll source, look at the fds without waiting first: sleeping
+	 * comes only after the spin and the arm found nothing. */
+	int n = epoll_wait(l->epfd, evs, (int)QPG_ARRAY_SIZE(evs),
+			   may_sleep && !l->poll ? timeout_ms : 0);
+	if (n == 0 && may_sleep && l->poll) {
+		got = l->spin_ns ? spin(l) : 0;
+		if (!got && l->arm)
+			got = l->arm(l);
+		if (!got)
+			n = epoll_wait(l->epfd, evs, (int)QPG_ARRAY_SIZE(evs), timeout_ms);
+	}
 	if (n < 0)
-		return errno == EINTR ? 0 : -errno;
+		return errno == EINTR ? got : -errno;
 	for (int i = 0; i < n; i++) {
 		struct qpg__io *io = evs[i].data.ptr;
 		io->cb(io, evs[i].events);
 	}
+	n += got;
 	/* Taken as a whole: a callback may defer itself again, for the next
 	 * batch, after the fds that are ready by then. */
 	l->running = l->deferred;

@@ -28,6 +28,16 @@ struct qpg__loop {
 	/* After each dispatch batch: where closed objects are freed, so no
 	 * event later in the same batch can reach freed memory. */
 	void (*on_batch_end)(struct qpg__loop *loop);
+	/* A source of work that needs no fd to be looked at (a CQ): poll
+	 * handles what it finds and returns how much; it is called at the
+	 * start of every turn. Before sleeping the loop polls for up to
+	 * spin_ns (busy polling; the window is halved after each spin that
+	 * found nothing, so an idle loop soon sleeps at once, and whole again
+	 * once work comes), then calls arm, which asks for an fd event on the
+	 * next work and polls once more (work that came before the arm). */
+	int (*poll)(struct qpg__loop *loop);
+	int (*arm)(struct qpg__loop *loop);
+	uint64_t spin_max_ns, spin_ns;
 	void *owner;
 	struct qpg__io *deferred; /* to call again after this batch */
 	struct qpg__io *running;  /* deferred ones being called now */

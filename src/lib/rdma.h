@@ -21,6 +21,7 @@ struct rdma_ep {
 	uint32_t srq_cap; /* the SRQ's size: the most receives we may post */
 	size_t credits;	  /* summed over established connections */
 	uint32_t unacked_events;
+	bool armed; /* an event was asked for and has not come yet */
 	int cq_size;
 	struct qpg__endpoint *ep;
 };

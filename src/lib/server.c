@@ -65,6 +65,7 @@ void qpg_server_opts_default(struct qpg_server_opts *o)
 	o->transport = QPG_KIND_RDMA;
 	o->ib_port = 0; /* the port whose GID carries the --bind address */
 	o->gid_index = -1;
+	o->busy_poll_us = QPG_BUSY_POLL_US_DEFAULT;
 	o->handshake_timeout_ms = 5000;
 	/* Longer than a dead peer takes to fail a QP (7 ACK timeouts of
 	 * 1.07 s), so this catches the peer that is alive but does not read. */
@@ -406,6 +407,7 @@ int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, 
 		    .qp_max_send_wr = 4,
 		    .qp_timeout = s->o.qp_timeout,
 		    .tclass = s->o.tclass,
+		    .busy_poll_us = s->o.busy_poll_us,
 		    .sl = s->o.sl,
 		};
 		rc = qpg__endpoint_init(&w->ep, &eo);

@@ -117,8 +117,9 @@ static void handle_wc(struct rdma_ep *r, const struct ibv_wc *wc)
  * and ran no deadlines. Past this many it yields and comes back at once. */
 #define DRAIN_BUDGET 2048
 
-/* Returns true if the CQ may still hold completions. */
-static bool drain_cq(struct rdma_ep *r)
+/* Returns the completions handled (DRAIN_BUDGET or more: the CQ may
+ * still hold some). */
+static int drain_cq(struct rdma_ep *r)
 {
 	struct ibv_wc wcs[64];
 	int n = 0, total = 0;
@@ -137,25 +138,48 @@ static bool drain_cq(struct rdma_ep *r)
 	if (total > prev)
 		atomic_store_explicit(&r->ep->stats.cq_depth_max, total, memory_order_relaxed);
 	srq_refill(r); /* an earlier refill may have found the pool empty */
-	return total >= DRAIN_BUDGET;
+	return total;
 }
 
+/* The loop's poll: the CQ is user memory, so this costs no syscall. Work
+ * found makes the loop spin again before it next sleeps. */
+static int rdma_poll(struct qpg__loop *l)
+{
+	struct rdma_ep *r = ((struct qpg__endpoint *)l->owner)->tep;
+	int got = drain_cq(r);
+	if (got)
+		l->spin_ns = l->spin_max_ns;
+	return got;
+}
+
+/* The loop is about to sleep: ask for an event on the next completion,
+ * then poll once more for any that landed before the request took. */
+static int rdma_arm(struct qpg__loop *l)
+{
+	struct rdma_ep *r = ((struct qpg__endpoint *)l->owner)->tep;
+	if (!r->armed && ibv_req_notify_cq(r->cq, 0) == 0)
+		r->armed = true;
+	return rdma_poll(l);
+}
+
+/* The CQ's event: the loop slept and a completion came. It is drained by
+ * the poll at the start of the next turn; this consumes the event, which
+ * disarms the CQ until the loop next sleeps. */
 static void channel_cb(struct qpg__io *io, uint32_t events)
 {
 	struct rdma_ep *r = qpg__container_of(io, struct rdma_ep, channel_io);
 	struct ibv_cq *cq;
 	void *ctx;
-	while (ibv_get_cq_event(r->channel, &cq, &ctx) == 0)
+	while (ibv_get_cq_event(r->channel, &cq, &ctx) == 0) {
 		r->unacked_events++;
+		r->armed = false;
+	}
 	/* Acking takes a lock in libibverbs: batch it. */
 	if (r->unacked_events >= 256) {
 		ibv_ack_cq_events(r->cq, r->unacked_events);
 		r->unacked_events = 0;
 	}
-	/* Re-arm before polling so a completion racing the poll still fires. */
-	ibv_req_notify_cq(r->cq, 0);
-	if (drain_cq(r))
-		qpg__loop_defer(&r->ep->loop, io);
+	rdma_poll(&r->ep->loop);
 }
 
 static void rdma_ep_fini(struct qpg__endpoint *ep);
@@ -198,6 +222,9 @@ static int rdma_ep_init(struct qpg__endpoint *ep)
 		errno = rc;
 		goto err;
 	}
+	r->armed = true;
+	ep->loop.poll = rdma_poll;
+	ep->loop.arm = rdma_arm;
 	if ((rc = qpg__loop_add(&ep->loop, &r->channel_io, r->channel->fd, EPOLLIN, channel_cb)) <
 	    0) {
 		errno = -rc;
@@ -222,6 +249,8 @@ static void rdma_ep_fini(struct qpg__endpoint *ep)
 		return;
 	if (r->channel_io.fd >= 0)
 		qpg__loop_del(&ep->loop, &r->channel_io);
+	ep->loop.poll = NULL;
+	ep->loop.arm = NULL;
 	/* Receives still posted are freed with the pool; destroying the SRQ
 	 * first means no completion can point at them afterwards. */
 	if (r->srq)
