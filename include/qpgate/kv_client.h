@@ -57,6 +57,13 @@ struct qpg_kv_pool_opts {
 	unsigned threads;	       /* default 4 */
 	unsigned conns;		       /* default 4 */
 	uint8_t get_mode;	       /* enum qpg_kv_get_mode; default AUTO */
+	/* Handshakes in progress at once over the whole pool (default 32): a
+	 * pool of a thousand connections does not arrive as one burst. */
+	unsigned connect_window;
+	/* Tries per connection while the pool starts (default 6): one that
+	 * fails (a server at a limit, a handshake past its deadline) is tried
+	 * again after 100 ms, doubled each time, with jitter. */
+	unsigned connect_attempts;
 };
 
 /* How GETs fetch values over rdma (over tcp they are always sent). */
@@ -78,6 +85,7 @@ void qpg_kv_pool_destroy(struct qpg_kv_pool *p);
 
 struct qpg_kv_pool_info {
 	unsigned threads, conns, connected;
+	unsigned retries; /* connections tried again while the pool started */
 	uint16_t credits;     /* per connection, as agreed */
 	char last_error[200]; /* why the last connection to fail failed */
 };

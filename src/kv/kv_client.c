@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "client_testing.h"
+#include "common.h"
 #include "kv_client_int.h"
 #include "kv_testing.h"
 
@@ -28,6 +29,8 @@ void qpg_kv_pool_opts_default(struct qpg_kv_pool_opts *o)
 	o->client.max_msg = 8192;
 	o->threads = 4;
 	o->conns = 4;
+	o->connect_window = 32;
+	o->connect_attempts = 6;
 }
 
 static int send_frame(struct kv_conn *k, struct qpg_kv_request *op, uint32_t off, uint32_t chunk)
@@ -243,6 +246,10 @@ static void on_established(struct qpg_client_conn *c, void *user)
 								    : 0;
 	k->up = true;
 	struct qpg_kv_pool *p = k->th->pool;
+	if (k->connecting) {
+		k->connecting = false;
+		atomic_fetch_sub(&p->connecting, 1);
+	}
 	pthread_mutex_lock(&p->lock);
 	p->up++;
 	p->credits = ci.credits;
@@ -257,14 +264,29 @@ static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class 
 	struct kv_conn *k = user;
 	struct qpg_kv_pool *p = k->th->pool;
 	bool was_up = k->up;
-	k->dead = true;
 	k->up = false;
 	k->conn = NULL;
+	if (k->connecting) {
+		k->connecting = false;
+		atomic_fetch_sub(&p->connecting, 1);
+	}
+	/* While the pool starts, a connection that did not come up is tried
+	 * again later (backoff), up to its attempts. */
+	bool retry = !was_up && !atomic_load(&p->stop) && !atomic_load(&p->started) &&
+		     k->attempts < p->o.connect_attempts;
+	k->dead = !retry;
 	pthread_mutex_lock(&p->lock);
 	if (err != QPG_ERR_NONE) /* ours are recorded by fail_conn */
 		snprintf(p->last_error, sizeof(p->last_error), "%s: %s", qpg_err_class_name(err),
 			 why);
-	if (!was_up) {
+	if (retry) {
+		/* 100 ms, doubled per attempt, at most 5 s, plus up to half again. */
+		uint64_t base = 100000000ull << (k->attempts - 1 < 6 ? k->attempts - 1 : 6);
+		if (base > 5000000000ull)
+			base = 5000000000ull;
+		k->retry_ns = qpg__now_ns() + base + (uint64_t)rand_r(&k->th->seed) % (base / 2 + 1);
+		p->retries++;
+	} else if (!was_up) {
 		p->failed++;
 		if (!p->err[0])
 			snprintf(p->err, sizeof(p->err), "%s: %s", qpg_err_class_name(err), why);
@@ -274,7 +296,42 @@ static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class 
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->lock);
 	/* Last: a caller woken by its failed request sees why, and the count. */
-	qpg__kvc_fail_all(k, atomic_load(&p->stop) ? -ECANCELED : -ECONNRESET);
+	if (!retry)
+		qpg__kvc_fail_all(k, atomic_load(&p->stop) ? -ECANCELED : -ECONNRESET);
+}
+
+/* Start what may start: connections not yet up, not given up, past their
+ * backoff, while the pool-wide window has room. */
+static void start_connects(struct pool_thread *th)
+{
+	struct qpg_kv_pool *p = th->pool;
+	uint64_t now = 0;
+	for (unsigned i = 0; i < th->nconns; i++) {
+		struct kv_conn *k = &th->conns[i];
+		if (k->up || k->dead || k->conn || k->connecting)
+			continue;
+		if (k->retry_ns && (now ? now : (now = qpg__now_ns())) < k->retry_ns)
+			continue;
+		unsigned in = atomic_load(&p->connecting);
+		do {
+			if (in >= p->o.connect_window)
+				return;
+		} while (!atomic_compare_exchange_weak(&p->connecting, &in, in + 1));
+		k->connecting = true;
+		k->attempts++;
+		int rc = qpg_client_connect(th->cl, k, &k->conn);
+		if (rc < 0) { /* never started: no closed callback will come */
+			k->connecting = false;
+			atomic_fetch_sub(&p->connecting, 1);
+			k->dead = true;
+			pthread_mutex_lock(&p->lock);
+			p->failed++;
+			snprintf(p->err, sizeof(p->err), "cannot start a connection: %s",
+				 strerror(-rc));
+			pthread_cond_broadcast(&p->cv);
+			pthread_mutex_unlock(&p->lock);
+		}
+	}
 }
 
 /* Loop thread: take the inbox and hand each operation to its connection. */
@@ -309,19 +366,11 @@ static void *thread_main(void *arg)
 {
 	struct pool_thread *th = arg;
 	struct qpg_kv_pool *p = th->pool;
-	for (unsigned i = 0; i < th->nconns; i++) {
-		struct kv_conn *k = &th->conns[i];
-		if (qpg_client_connect(th->cl, k, &k->conn) < 0) {
-			k->dead = true;
-			pthread_mutex_lock(&p->lock);
-			p->failed++;
-			snprintf(p->err, sizeof(p->err), "cannot start a connection");
-			pthread_cond_broadcast(&p->cv);
-			pthread_mutex_unlock(&p->lock);
-		}
+	while (!atomic_load(&p->stop)) {
+		if (!atomic_load(&p->started))
+			start_connects(th);
+		qpg_client_run(th->cl, atomic_load(&p->started) ? 200 : 20);
 	}
-	while (!atomic_load(&p->stop))
-		qpg_client_run(th->cl, 200);
 	for (unsigned i = 0; i < th->nconns; i++)
 		if (th->conns[i].conn)
 			qpg_client_close(th->conns[i].conn);
@@ -341,9 +390,11 @@ int qpg_kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *
 						  .read_done = on_read};
 	*out = NULL;
 	if (o->threads == 0 || o->conns == 0 || o->client.credits > (1u << SLOT_BITS) ||
-	    o->client.max_msg < QPG_KV_MIN_MSG) {
+	    o->client.max_msg < QPG_KV_MIN_MSG || o->connect_window == 0 ||
+	    o->connect_attempts == 0) {
 		snprintf(err, err_len,
-			 "threads and conns must be > 0, credits <= %u, max_msg >= %u",
+			 "threads, conns, connect window and attempts must be > 0, credits <= %u, "
+			 "max_msg >= %u",
 			 1u << SLOT_BITS, QPG_KV_MIN_MSG);
 		return -EINVAL;
 	}
@@ -363,6 +414,7 @@ int qpg_kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *
 	for (unsigned t = 0; rc == 0 && t < p->nthreads; t++) {
 		struct pool_thread *th = &p->th[t];
 		th->pool = p;
+		th->seed = (unsigned)time(NULL) ^ (t * 2654435761u);
 		pthread_mutex_init(&th->lock, NULL);
 		th->nconns = p->nconns / p->nthreads + (t < p->nconns % p->nthreads);
 		th->conns = calloc(th->nconns, sizeof(*th->conns));
@@ -397,10 +449,12 @@ int qpg_kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *
 			p->th[t].started = true;
 	}
 	if (rc == 0) {
-		/* Wait for every connection: handshake deadline plus slack. */
+		/* Wait for every connection: each window's worth of handshakes
+		 * within its deadline, every backoff at most 7.5 s, plus slack. */
+		unsigned rounds = p->nconns / p->o.connect_window + 1 + p->o.connect_attempts;
 		struct timespec until;
 		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += p->o.client.handshake_timeout_ms / 1000 + 5;
+		until.tv_sec += (time_t)rounds * (p->o.client.handshake_timeout_ms / 1000 + 8) + 5;
 		pthread_mutex_lock(&p->lock);
 		while (p->up + p->failed < p->nconns && rc == 0)
 			if (pthread_cond_timedwait(&p->cv, &p->lock, &until) == ETIMEDOUT)
@@ -417,6 +471,7 @@ int qpg_kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *
 	} else if (!err[0]) {
 		snprintf(err, err_len, "cannot start the pool: %s", strerror(-rc));
 	}
+	atomic_store(&p->started, true);
 	if (rc) {
 		qpg_kv_pool_destroy(p);
 		return rc;
@@ -479,6 +534,7 @@ void qpg_kv_pool_info(const struct qpg_kv_pool *p, struct qpg_kv_pool_info *out)
 	out->threads = p->nthreads;
 	out->conns = p->nconns;
 	out->connected = p->up;
+	out->retries = p->retries;
 	out->credits = p->credits;
 	snprintf(out->last_error, sizeof(out->last_error), "%s", p->last_error);
 	pthread_mutex_unlock(&m->lock);

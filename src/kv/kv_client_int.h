@@ -53,6 +53,10 @@ struct kv_conn {
 	unsigned index;	       /* in its thread */
 	struct qpg_kv_request *rd_head, *rd_tail;   /* granted: READs to post or land */
 	struct qpg_kv_request *rel_head, *rel_tail; /* read and checked: to RELEASE */
+	/* while the pool starts */
+	bool connecting;   /* a handshake of ours is in progress (holds a window slot) */
+	unsigned attempts; /* handshakes started */
+	uint64_t retry_ns; /* not before then (monotonic) */
 };
 
 struct pool_thread {
@@ -64,6 +68,7 @@ struct pool_thread {
 	struct qpg_kv_request *in_head, *in_tail; /* submitted, op->slot = local conn index */
 	struct kv_conn *conns;
 	unsigned nconns;
+	unsigned seed; /* rand_r, for backoff jitter */
 };
 
 struct qpg_kv_pool {
@@ -72,9 +77,12 @@ struct qpg_kv_pool {
 	unsigned nthreads, nconns;
 	atomic_uint rr;
 	atomic_bool stop;
+	atomic_bool started; /* qpg_kv_pool_create returned: no more retries */
+	atomic_uint connecting; /* handshakes in progress, pool-wide (the window) */
 	pthread_mutex_t lock; /* guards the fields below */
 	pthread_cond_t cv;
 	unsigned up, failed, exited;
+	unsigned retries; /* connections tried again while the pool started */
 	uint16_t credits;
 	char err[256];
 	char last_error[200];

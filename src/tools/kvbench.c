@@ -146,6 +146,10 @@ int main(int argc, char **argv)
 	const struct qpg_opt client[] = {QPG_OPTS_CLIENT(&b.po.client), QPG_OPT_END};
 	const struct qpg_opt own[] = {
 	    {"threads", 0, OPT_UINT, &b.po.threads, 1, 256, "N", "pool threads (default 4)"},
+	    {"window", 0, OPT_UINT, &b.po.connect_window, 1, 100000, "N",
+	     "handshakes in progress at once while the pool connects"},
+	    {"connect-attempts", 0, OPT_UINT, &b.po.connect_attempts, 1, 100, "N",
+	     "tries per connection, with backoff"},
 	    {"num-workers", 0, OPT_UINT, &b.workers, 1, 100000, "N",
 	     "concurrent GET workers (default 16)"},
 	    {"num-clients", 0, OPT_UINT, &b.po.conns, 1, 100000, "N",

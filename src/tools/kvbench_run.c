@@ -233,6 +233,11 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 	}
 	dev_counts(po.client.ib_dev, &d1);
 	res->dev_qps = d0.ok && d1.ok ? d1.qp - d0.qp : -1;
+	struct qpg_kv_pool_info pi;
+	qpg_kv_pool_info(b->pool, &pi);
+	if (pi.retries)
+		fprintf(stderr, "kvbench: %u connections up, %u of them after a retry (%s)\n",
+			pi.connected, pi.retries, pi.last_error);
 	if (do_preload) {
 		uint64_t t = now_ns();
 		rc = preload(b, b->pool);
