@@ -9,9 +9,8 @@
 #include "qpgate/wire.h"
 
 /* How long an rdma event loop polls its completion queue before it sleeps
- * (--busy-poll), in us. Off by default: on Soft-RoCE in the lab it bought
- * nothing (README, "Busy polling"). */
-#define QPG_BUSY_POLL_US_DEFAULT 0
+ * (--busy-poll), in us; adaptive (README, "Busy polling"). */
+#define QPG_BUSY_POLL_US_DEFAULT 50
 
 /* Setup phases, timed per connection (cmtime-style: an enum and a name table). */
 enum qpg_phase {

@@ -69,7 +69,6 @@ int qpg__endpoint_init(struct qpg__endpoint *ep, const struct qpg__ep_opts *o)
 	ep->qp_max_send_wr = o->qp_max_send_wr;
 	ep->qp_timeout = o->qp_timeout;
 	ep->tclass = o->tclass;
-	ep->loop.spin_max_ns = ep->loop.spin_ns = (uint64_t)o->busy_poll_us * 1000;
 	ep->sl = o->sl;
 	ep->rd_atomic = o->rd_atomic;
 	ep->credits_max = 16;
@@ -80,6 +79,7 @@ int qpg__endpoint_init(struct qpg__endpoint *ep, const struct qpg__ep_opts *o)
 		return rc;
 	ep->loop.owner = ep;
 	ep->loop.on_tick = ep_tick;
+	ep->loop.spin_max_ns = ep->loop.spin_ns = (uint64_t)o->busy_poll_us * 1000;
 	ep->loop.on_batch_end = ep_batch_end;
 	rc = qpg_pool_init(&ep->pool, o->dev ? o->dev->pd : NULL, qpg_frame_len(o->max_msg, 1), 256,
 			   o->pool_max, 0);
