@@ -149,6 +149,24 @@ static int spin(struct qpg__loop *l)
 	return 0;
 }
 
+/* The same for a loop without a poll source: epoll without waiting. */
+static int spin_fds(struct qpg__loop *l, struct epoll_event *evs, int max)
+{
+	uint64_t end = qpg__now_ns() + l->spin_ns;
+	for (unsigned i = 1;; i++) {
+		int n = epoll_wait(l->epfd, evs, max, 0);
+		if (n != 0) {
+			if (n > 0)
+				l->spin_ns = l->spin_max_ns;
+			return n;
+		}
+		if (i % 4 == 0 && qpg__now_ns() >= end)
+			break;
+	}
+	l->spin_ns = l->spin_ns / 2 < 1000 ? 0 : l->spin_ns / 2;
+	return 0;
+}
+
 int qpg__loop_run_once(struct qpg__loop *l, int timeout_ms)
 {
 	struct epoll_event evs[256];
@@ -156,17 +174,24 @@ int qpg__loop_run_once(struct qpg__loop *l, int timeout_ms)
 	bool may_sleep = !l->deferred && !got && timeout_ms != 0;
 	/* With a poll source, look at the fds without waiting first: sleeping
 	 * comes only after the spin and the arm found nothing. */
+	bool look_first = l->poll || (l->spin_fds && l->spin_ns);
 	int n = epoll_wait(l->epfd, evs, (int)QPG_ARRAY_SIZE(evs),
-			   may_sleep && !l->poll ? timeout_ms : 0);
+			   may_sleep && !look_first ? timeout_ms : 0);
 	if (n == 0 && may_sleep && l->poll) {
 		got = l->spin_ns ? spin(l) : 0;
 		if (!got && l->arm)
 			got = l->arm(l);
 		if (!got)
 			n = epoll_wait(l->epfd, evs, (int)QPG_ARRAY_SIZE(evs), timeout_ms);
+	} else if (n == 0 && may_sleep && l->spin_fds && l->spin_ns) {
+		n = spin_fds(l, evs, (int)QPG_ARRAY_SIZE(evs));
+		if (n == 0)
+			n = epoll_wait(l->epfd, evs, (int)QPG_ARRAY_SIZE(evs), timeout_ms);
 	}
 	if (n < 0)
 		return errno == EINTR ? got : -errno;
+	if (n > 0 && l->spin_fds)
+		l->spin_ns = l->spin_max_ns; /* traffic: spin again before the next sleep */
 	for (int i = 0; i < n; i++) {
 		struct qpg__io *io = evs[i].data.ptr;
 		io->cb(io, evs[i].events);

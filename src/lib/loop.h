@@ -5,6 +5,7 @@
 #ifndef QPG_LOOP_H
 #define QPG_LOOP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct qpg__io;
@@ -38,6 +39,9 @@ struct qpg__loop {
 	int (*poll)(struct qpg__loop *loop);
 	int (*arm)(struct qpg__loop *loop);
 	uint64_t spin_max_ns, spin_ns;
+	/* No poll source (tcp): spin on the fds themselves (epoll without
+	 * waiting) for up to spin_ns before sleeping, with the same window. */
+	bool spin_fds;
 	void *owner;
 	struct qpg__io *deferred; /* to call again after this batch */
 	struct qpg__io *running;  /* deferred ones being called now */

@@ -37,6 +37,8 @@ static struct tcp_conn *to_tcp(struct qpg__conn *c)
 
 static int tcp_ep_init(struct qpg__endpoint *ep)
 {
+	/* No completion queue to poll: --busy-poll spins on the sockets. */
+	ep->loop.spin_fds = true;
 	return 0;
 }
 
