@@ -146,6 +146,8 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 		free(cl);
 		return -EINVAL;
 	}
+	/* Message slots the client's pool may register (and, over rdma, pin). */
+	uint32_t pool_slots = o->pool_max ? o->pool_max : 16384;
 	if (t == &qpg__transport_rdma) {
 		struct sockaddr_storage local;
 		bool routed = qpg__local_addr_toward((struct sockaddr *)&cl->addr, cl->addr_len,
@@ -153,9 +155,9 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 		rc = qpg__rdma_dev_open_for(&cl->dev, routed ? (struct sockaddr *)&local : NULL,
 					    "the source address toward the server", o->ib_dev,
 					    o->ib_port, o->gid_index, err, err_len);
-		uint32_t slots = o->pool_max ? o->pool_max : 16384;
 		if (rc == 0) {
-			rc = qpg__memlock_check((uint64_t)slots * qpg__pool_slot_size(o->max_msg) +
+			rc = qpg__memlock_check((uint64_t)pool_slots *
+							qpg__pool_slot_size(o->max_msg) +
 							QPG__MEMLOCK_MARGIN,
 						"the client's message pool", err, err_len);
 			if (rc)
@@ -171,7 +173,7 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	    .dev = t == &qpg__transport_rdma ? &cl->dev : NULL,
 	    .max_msg = o->max_msg,
 	    .srq_depth = o->srq_depth,
-	    .pool_max = o->pool_max ? o->pool_max : 16384, /* as checked above */
+	    .pool_max = pool_slots, /* as checked above */
 	    /* Twice the credits: a reply may come before our request's ACK. */
 	    .qp_max_send_wr = o->sq_depth ? o->sq_depth : 2u * o->credits,
 	    .qp_timeout = o->qp_timeout,

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common.h"
+
 struct qpg_sync {
 	struct qpg_client *cl;
 	struct qpg_client_conn *c;
@@ -47,19 +49,12 @@ static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class 
 static const struct qpg_client_cbs cbs = {
     .established = on_up, .reply = on_reply, .closed = on_closed};
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Run the loop until *FLAG, the connection closes, or TIMEOUT_MS pass. */
 static int wait_for(struct qpg_sync *s, const bool *flag, int timeout_ms)
 {
-	uint64_t end = now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+	uint64_t end = (qpg__now_ns() / 1000000) + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 	while (!*flag && !s->closed) {
-		uint64_t now = now_ms();
+		uint64_t now = (qpg__now_ns() / 1000000);
 		if (now >= end) {
 			snprintf(s->why, sizeof(s->why), "no answer within %d ms", timeout_ms);
 			return -ETIMEDOUT;

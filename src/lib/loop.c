@@ -130,37 +130,24 @@ void qpg__loop_del(struct qpg__loop *l, struct qpg__io *io)
 		epoll_ctl(l->epfd, EPOLL_CTL_DEL, io->fd, NULL);
 }
 
-/* Poll for up to l->spin_ns before the caller sleeps. Returns what poll
- * handled; adapts the window. The clock is read every 32 polls: reading it
- * can cost more than a poll (a VM's HPET traps). */
-static int spin(struct qpg__loop *l)
+/* Poll for up to l->spin_ns before the caller sleeps: the poll source if
+ * there is one (it handles what it finds and returns how much), else the
+ * fds themselves (epoll without waiting; the events are left in EVS).
+ * Returns what was found; adapts the window. The clock is read every few
+ * turns: reading it can cost more than a poll (a VM's HPET traps), though
+ * less than the system call that each epoll is. */
+static int spin(struct qpg__loop *l, struct epoll_event *evs, int max)
 {
 	uint64_t end = qpg__now_ns() + l->spin_ns;
+	unsigned clock_every = l->poll ? 32 : 4;
 	for (unsigned i = 1;; i++) {
-		int got = l->poll(l);
-		if (got > 0) {
-			l->spin_ns = l->spin_max_ns;
-			return got;
-		}
-		if (i % 32 == 0 && qpg__now_ns() >= end)
-			break;
-	}
-	l->spin_ns = l->spin_ns / 2 < 1000 ? 0 : l->spin_ns / 2;
-	return 0;
-}
-
-/* The same for a loop without a poll source: epoll without waiting. */
-static int spin_fds(struct qpg__loop *l, struct epoll_event *evs, int max)
-{
-	uint64_t end = qpg__now_ns() + l->spin_ns;
-	for (unsigned i = 1;; i++) {
-		int n = epoll_wait(l->epfd, evs, max, 0);
-		if (n != 0) {
-			if (n > 0)
+		int r = l->poll ? l->poll(l) : epoll_wait(l->epfd, evs, max, 0);
+		if (r != 0) {
+			if (r > 0)
 				l->spin_ns = l->spin_max_ns;
-			return n;
+			return r;
 		}
-		if (i % 4 == 0 && qpg__now_ns() >= end)
+		if (i % clock_every == 0 && qpg__now_ns() >= end)
 			break;
 	}
 	l->spin_ns = l->spin_ns / 2 < 1000 ? 0 : l->spin_ns / 2;
@@ -177,15 +164,13 @@ int qpg__loop_run_once(struct qpg__loop *l, int timeout_ms)
 	bool look_first = l->poll || (l->spin_fds && l->spin_ns);
 	int n = epoll_wait(l->epfd, evs, (int)QPG_ARRAY_SIZE(evs),
 			   may_sleep && !look_first ? timeout_ms : 0);
-	if (n == 0 && may_sleep && l->poll) {
-		got = l->spin_ns ? spin(l) : 0;
-		if (!got && l->arm)
-			got = l->arm(l);
-		if (!got)
-			n = epoll_wait(l->epfd, evs, (int)QPG_ARRAY_SIZE(evs), timeout_ms);
-	} else if (n == 0 && may_sleep && l->spin_fds && l->spin_ns) {
-		n = spin_fds(l, evs, (int)QPG_ARRAY_SIZE(evs));
-		if (n == 0)
+	if (n == 0 && may_sleep && look_first) {
+		int r = l->spin_ns ? spin(l, evs, (int)QPG_ARRAY_SIZE(evs)) : 0;
+		if (l->poll)
+			got = r ? r : l->arm ? l->arm(l) : 0;
+		else
+			n = r;
+		if (!got && n == 0)
 			n = epoll_wait(l->epfd, evs, (int)QPG_ARRAY_SIZE(evs), timeout_ms);
 	}
 	if (n < 0)
