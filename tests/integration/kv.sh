@@ -183,16 +183,16 @@ fi
 # deadline has passed it is not: a new 1 MiB value fits, and the stalled
 # clients' late chunks are refused.
 qpg_serve "$work" --transport "$transport" --service kv --kv-capacity 2M --kv-max-value 1M -s 8192 \
-	--kv-put-timeout 5000 || exit 1
+	--kv-put-timeout 10000 || exit 1
 # The deadline is long enough for the next client to connect under
 # emulation (lab), and the stalled clients stay silent well past it.
-"$bin/stall_put" "$transport" "$port" "$work/ca.crt" 2 1048576 10000 >"$work/stall.out" 2>&1 &
+"$bin/stall_put" "$transport" "$port" "$work/ca.crt" 2 1048576 20000 >"$work/stall.out" 2>&1 &
 stall=$!
 for _ in $(seq 1 100); do grep -q 'begun' "$work/stall.out" && break; sleep 0.1; done
 out=$(kv put other 1M 41 2>&1)
 sed 's/^/  /' <<<"$out"
 check "two half-sent PUTs hold the 2 MiB store: a new 1 MiB PUT is refused" grep -q '^PUT other: store full' <<<"$out"
-sleep 6
+sleep 11
 out=$(kv put other 1M 41 get other 1M 41 2>&1)
 sed 's/^/  /' <<<"$out"
 check "past the PUT deadline the space is back: 1 MiB stored and verified" grep -q '^GET other: ok, .*verified' <<<"$out"
