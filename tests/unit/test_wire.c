@@ -110,7 +110,7 @@ static void test_frame_header(void **state)
 	assert_memory_equal(&h, &o, sizeof(h));
 	assert_int_equal(qpg_frame_hdr_decode(buf, qpg_frame_len(32, 1) - 1, 1, 4096, &o), -EPROTO);
 	assert_int_equal(qpg_frame_hdr_decode(buf, 64, 1, 16, &o), -EMSGSIZE);
-	buf[0] = 2;
+	buf[0] = QPG_WIRE_VERSION + 1;
 	assert_int_equal(qpg_frame_hdr_decode(buf, 64, 1, 4096, &o), -EPROTO);
 }
 
