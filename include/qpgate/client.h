@@ -31,12 +31,13 @@ struct qpg_client_opts {
 	unsigned handshake_timeout_ms;
 	uint32_t pool_max; /* slots in the client's registered pool; 0: auto */
 	uint32_t srq_depth;
-	uint8_t qp_timeout; /* RC local ACK timeout: 4.096 us * 2^N per try; 0: default */
-	uint8_t tclass;	    /* RoCE traffic class of our QPs' packets (0: default) */
-	uint8_t sl;	    /* service level (0: default) */
+	uint8_t qp_timeout;    /* RC local ACK timeout: 4.096 us * 2^N per try; 0: default */
+	uint8_t tclass;	       /* RoCE traffic class of our QPs' packets (0: default) */
+	uint8_t sl;	       /* service level (0: default) */
 	uint32_t busy_poll_us; /* rdma: poll for completions this long before sleeping */
-	uint8_t rd_atomic;  /* one-sided READs in flight per connection; 0: one */
-	uint32_t sq_depth;  /* send queue per connection (sends and READs); 0: 2 x credits */
+	uint8_t rd_atomic;     /* one-sided READs in flight per connection; 0: one */
+	uint32_t sq_depth;     /* send queue per connection (sends and READs); 0: 2 x credits */
+	bool tls_resume; /* offer the server's newest ticket on new connections (default on) */
 };
 void qpg_client_opts_default(struct qpg_client_opts *o);
 
@@ -90,6 +91,7 @@ struct qpg_conn_info {
 	uint32_t in_flight;
 	uint64_t phase_ns[QPG_PHASE_COUNT];
 	uint64_t setup_ns;
+	bool resumed; /* the TLS session was resumed from a ticket */
 };
 void qpg_client_conn_info(const struct qpg_client_conn *c, struct qpg_conn_info *out);
 /* Record the first-message phase once: first send to this first reply. */

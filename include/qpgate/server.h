@@ -34,13 +34,17 @@ struct qpg_server_opts {
 	unsigned max_conns_per_peer;   /* 0: no limit */
 	unsigned handshake_rate;  /* new handshakes per second per peer address (0: no limit) */
 	unsigned handshake_burst; /* ... of which this many at once */
-	bool allow_no_auth;	  /* accept clients that turn message auth off */
+	/* TLS resumption: stateless tickets sealed under a key that rotates
+	 * every this many seconds; a ticket is good for at most two periods.
+	 * 0: no tickets, every connection a full handshake. */
+	unsigned tls_ticket_period_s;
+	bool allow_no_auth; /* accept clients that turn message auth off */
 	bool allow_any_gid; /* rdma: accept a GID other than the control connection's address */
 	uint32_t max_msg;
 	uint32_t srq_depth;
-	uint8_t qp_timeout; /* RC local ACK timeout: 4.096 us * 2^N per try; 0: default */
-	uint8_t tclass;	    /* RoCE traffic class of our QPs' packets (0: default) */
-	uint8_t sl;	    /* service level (0: default) */
+	uint8_t qp_timeout;    /* RC local ACK timeout: 4.096 us * 2^N per try; 0: default */
+	uint8_t tclass;	       /* RoCE traffic class of our QPs' packets (0: default) */
+	uint8_t sl;	       /* service level (0: default) */
 	uint32_t busy_poll_us; /* rdma: each thread polls for completions this long
 				* before it sleeps (adaptive: an idle thread stops) */
 	/* What it offers (qpgate/service.h); NULL: echo. CTX is the service's,
@@ -74,6 +78,7 @@ struct qpg_server_stats {
 	long long connected;
 	long long handshaking;
 	unsigned long long handshakes_ok, handshakes_failed;
+	unsigned long long handshakes_resumed; /* of the ok ones, resumed from a ticket */
 	unsigned long long rejected[16];
 	unsigned long long closed_by_reason[QPG_ERR_COUNT];
 	unsigned long long auth_failures, seq_failures;

@@ -24,7 +24,8 @@ static int dir_init(struct qpg__auth_dir *d, const uint8_t key[QPG__AUTH_KEY_LEN
 }
 
 int qpg__auth_init_raw(struct qpg__auth *a, const uint8_t tx_key[QPG__AUTH_KEY_LEN],
-		       const uint8_t tx_salt[QPG__AUTH_SALT_LEN], const uint8_t rx_key[QPG__AUTH_KEY_LEN],
+		       const uint8_t tx_salt[QPG__AUTH_SALT_LEN],
+		       const uint8_t rx_key[QPG__AUTH_KEY_LEN],
 		       const uint8_t rx_salt[QPG__AUTH_SALT_LEN])
 {
 	memset(a, 0, sizeof(*a));
@@ -49,10 +50,10 @@ int qpg__auth_init_from_tls(struct qpg__auth *a, SSL *ssl, int is_server, int en
 				       NULL, 0, 0) != 1)
 		return -EIO;
 	const uint8_t *c2s = km, *s2c = km + half;
-	int rc = is_server ? qpg__auth_init_raw(a, s2c, s2c + QPG__AUTH_KEY_LEN, c2s,
-						c2s + QPG__AUTH_KEY_LEN)
-			   : qpg__auth_init_raw(a, c2s, c2s + QPG__AUTH_KEY_LEN, s2c,
-						s2c + QPG__AUTH_KEY_LEN);
+	int rc =
+	    is_server
+		? qpg__auth_init_raw(a, s2c, s2c + QPG__AUTH_KEY_LEN, c2s, c2s + QPG__AUTH_KEY_LEN)
+		: qpg__auth_init_raw(a, c2s, c2s + QPG__AUTH_KEY_LEN, s2c, s2c + QPG__AUTH_KEY_LEN);
 	OPENSSL_cleanse(km, sizeof(km));
 	return rc;
 }

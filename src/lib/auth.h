@@ -33,7 +33,8 @@ struct qpg__auth {
 int qpg__auth_init_from_tls(struct qpg__auth *a, SSL *ssl, int is_server, int enabled);
 /* Deterministic keys, for fuzzers and unit tests. */
 int qpg__auth_init_raw(struct qpg__auth *a, const uint8_t tx_key[QPG__AUTH_KEY_LEN],
-		       const uint8_t tx_salt[QPG__AUTH_SALT_LEN], const uint8_t rx_key[QPG__AUTH_KEY_LEN],
+		       const uint8_t tx_salt[QPG__AUTH_SALT_LEN],
+		       const uint8_t rx_key[QPG__AUTH_KEY_LEN],
 		       const uint8_t rx_salt[QPG__AUTH_SALT_LEN]);
 void qpg__auth_free(struct qpg__auth *a);
 

@@ -54,6 +54,7 @@ void qpg_client_opts_default(struct qpg_client_opts *o)
 	o->service = QPG_SERVICE_ECHO;
 	o->handshake_timeout_ms = 10000;
 	o->srq_depth = 4096;
+	o->tls_resume = true;
 }
 
 static struct qpg_client *of(struct qpg__conn *c)
@@ -150,15 +151,15 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	uint32_t pool_slots = o->pool_max ? o->pool_max : 16384;
 	if (t == &qpg__transport_rdma) {
 		struct sockaddr_storage local;
-		bool routed = qpg__local_addr_toward((struct sockaddr *)&cl->addr, cl->addr_len,
-						     &local) == 0;
+		bool routed =
+		    qpg__local_addr_toward((struct sockaddr *)&cl->addr, cl->addr_len, &local) == 0;
 		rc = qpg__rdma_dev_open_for(&cl->dev, routed ? (struct sockaddr *)&local : NULL,
 					    "the source address toward the server", o->ib_dev,
 					    o->ib_port, o->gid_index, err, err_len);
 		if (rc == 0) {
 			rc = qpg__memlock_check((uint64_t)pool_slots *
 							qpg__pool_slot_size(o->max_msg) +
-							QPG__MEMLOCK_MARGIN,
+						    QPG__MEMLOCK_MARGIN,
 						"the client's message pool", err, err_len);
 			if (rc)
 				qpg_rdma_dev_close(&cl->dev);
@@ -198,6 +199,14 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 		return -EINVAL;
 	}
 	qpg__tls_slot_init(&cl->tls, ctx);
+	if (o->tls_resume && qpg__tls_slot_resume(&cl->tls)) {
+		snprintf(err, err_len, "cannot set up TLS resumption");
+		qpg__tls_slot_fini(&cl->tls);
+		qpg__endpoint_fini(&cl->ep);
+		qpg_rdma_dev_close(&cl->dev);
+		free(cl);
+		return -EIO;
+	}
 	cl->ep.tls = &cl->tls;
 	cl->ep.service = o->service;
 	cl->ep.handshake_timeout_ns = (uint64_t)o->handshake_timeout_ms * 1000000ull;
@@ -378,6 +387,7 @@ void qpg_client_conn_info(const struct qpg_client_conn *cc, struct qpg_conn_info
 	memcpy(out->phase_ns, c->phase_ns, sizeof(out->phase_ns));
 	const struct client_user *u = c->user;
 	out->setup_ns = u && u->rts_ns ? u->rts_ns - c->started_ns : 0;
+	out->resumed = c->resumed;
 }
 
 void qpg_client_conn_mark_first_msg(struct qpg_client_conn *cc)

@@ -147,6 +147,9 @@ static void become_established(struct qpg__conn *c)
 	atomic_fetch_sub_explicit(&ep->stats.handshaking, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&ep->stats.connected, 1, memory_order_relaxed);
 	qpg__stat_add(&ep->stats.handshakes_ok, 1);
+	c->resumed = qpg__tls_resumed(c->ssl);
+	if (c->resumed)
+		qpg__stat_add(&ep->stats.handshakes_resumed, 1);
 	uint64_t took = qpg__now_ns() - c->started_ns;
 	qpg__stat_add(&ep->stats.handshake_ns_sum, took);
 	unsigned b = 0;

@@ -89,6 +89,7 @@ const struct qpg__transport_ops *qpg__transport_by_kind(int kind);
  * while the loop thread writes. */
 struct qpg__ep_stats {
 	atomic_ullong handshakes_ok;
+	atomic_ullong handshakes_resumed; /* of those, TLS resumed from a ticket */
 	atomic_ullong handshakes_failed;
 	atomic_ullong rejected[16]; /* by enum qpg_reject_code */
 	atomic_ullong closed_by_reason[QPG_ERR_COUNT];
@@ -142,6 +143,7 @@ struct qpg__conn {
 	bool counted_connected;
 	bool admitted;
 	bool handshake_done;
+	bool resumed; /* the TLS session was resumed from a ticket */
 	bool corrupt_next_tag; /* test hook */
 	bool oversize_next;    /* test hook: let the next frame exceed max_msg */
 	bool read_paused;      /* stop reading requests until our output drains */

@@ -157,6 +157,9 @@ int qpg_server_prometheus(struct qpg_server *s, char **out, size_t *len)
 	header(f, "qpgate_handshakes_total", "counter", "Finished handshakes by result.");
 	fprintf(f, "qpgate_handshakes_total{result=\"ok\"} %llu\n", st.handshakes_ok);
 	fprintf(f, "qpgate_handshakes_total{result=\"failed\"} %llu\n", st.handshakes_failed);
+	header(f, "qpgate_handshakes_resumed_total", "counter",
+	       "Of the finished handshakes, those that resumed a TLS session from a ticket.");
+	fprintf(f, "qpgate_handshakes_resumed_total %llu\n", st.handshakes_resumed);
 	header(f, "qpgate_rejections_total", "counter", "Connections refused, by reason.");
 	for (int code = 1; code < 16; code++)
 		if (reject_reason(code))

@@ -37,6 +37,7 @@ struct qpg_server {
 	struct qpg_rdma_dev dev;
 	struct qpg__tls_slot tls;
 	bool tls_ready;
+	struct qpg__tls_tickets *tickets; /* NULL: no resumption */
 	struct qpg__peers peers;
 	struct worker *workers;
 	unsigned nworkers;
@@ -84,6 +85,7 @@ void qpg_server_opts_default(struct qpg_server_opts *o)
 	o->handshake_burst = 1000;
 	o->max_msg = 4096;
 	o->srq_depth = 4096;
+	o->tls_ticket_period_s = 3600;
 }
 
 static void slog(const struct qpg_server *s, const char *fmt, ...)
@@ -368,10 +370,12 @@ int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, 
 			goto fail;
 		/* Each thread's pool registers up to QPG__SERVER_POOL_SLOTS slots. */
 		char what[96];
-		snprintf(what, sizeof(what), "%u threads' message pools (%u slots of %u bytes each)",
-			 s->o.threads, QPG__SERVER_POOL_SLOTS, (unsigned)qpg__pool_slot_size(s->o.max_msg));
+		snprintf(what, sizeof(what),
+			 "%u threads' message pools (%u slots of %u bytes each)", s->o.threads,
+			 QPG__SERVER_POOL_SLOTS, (unsigned)qpg__pool_slot_size(s->o.max_msg));
 		rc = qpg__memlock_check((uint64_t)s->o.threads * QPG__SERVER_POOL_SLOTS *
-					    qpg__pool_slot_size(s->o.max_msg) + QPG__MEMLOCK_MARGIN,
+						qpg__pool_slot_size(s->o.max_msg) +
+					    QPG__MEMLOCK_MARGIN,
 					what, err, err_len);
 		if (rc)
 			goto fail;
@@ -382,6 +386,12 @@ int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, 
 		goto fail; /* a certificate or key that does not load: -EINVAL */
 	qpg__tls_slot_init(&s->tls, ctx);
 	s->tls_ready = true;
+	if (s->o.tls_ticket_period_s &&
+	    ((rc = qpg__tls_tickets_new(&s->tickets, s->o.tls_ticket_period_s)) != 0 ||
+	     (rc = qpg__tls_tickets_attach(ctx, s->tickets)) != 0)) {
+		snprintf(err, err_len, "cannot set up TLS session tickets");
+		goto fail;
+	}
 	rc = -ENOMEM;
 	if (qpg__peers_init(&s->peers, 4099)) {
 		snprintf(err, err_len, "out of memory");
@@ -477,9 +487,8 @@ int qpg_server_run(struct qpg_server *s)
 	     "listening on %s:%u, transport %s%s, %u threads, max %u clients, "
 	     "handshake timeout %u ms, message auth %s, mTLS %s",
 	     s->o.bind_addr, s->port, s->o.transport == QPG_KIND_RDMA ? "rdma" : "tcp", where,
-	     s->nworkers, s->o.max_clients,
-	     s->o.handshake_timeout_ms, s->o.allow_no_auth ? "optional" : "required",
-	     s->o.client_ca ? "on" : "off");
+	     s->nworkers, s->o.max_clients, s->o.handshake_timeout_ms,
+	     s->o.allow_no_auth ? "optional" : "required", s->o.client_ca ? "on" : "off");
 	for (unsigned i = 1; i < s->nworkers; i++) {
 		if (pthread_create(&s->workers[i].thread, NULL, worker_main, &s->workers[i]) == 0)
 			s->workers[i].started = true;
@@ -515,7 +524,19 @@ int qpg_server_reload_tls(struct qpg_server *s, char *err, size_t err_len)
 	SSL_CTX *ctx = qpg__tls_server_ctx(&tf, err, err_len);
 	if (!ctx)
 		return -EINVAL;
+	if (s->tickets && qpg__tls_tickets_attach(ctx, s->tickets)) {
+		snprintf(err, err_len, "cannot set up TLS session tickets");
+		qpg__tls_ctx_free(ctx);
+		return -EIO;
+	}
 	qpg__tls_slot_replace(&s->tls, ctx);
+	/* A ticket carries a session verified under the old files: forget
+	 * them all, so every session from now on is checked against the new
+	 * ones (a client CA taken out of --client-ca stops resuming too). */
+	if (s->tickets && qpg__tls_tickets_forget_all(s->tickets)) {
+		snprintf(err, err_len, "cannot draw new ticket keys");
+		return -EIO;
+	}
 	return 0;
 }
 
@@ -542,6 +563,7 @@ void qpg_server_destroy(struct qpg_server *s)
 	qpg__peers_fini(&s->peers);
 	if (s->tls_ready)
 		qpg__tls_slot_fini(&s->tls);
+	qpg__tls_tickets_free(s->tickets);
 	qpg_rdma_dev_close(&s->dev);
 	free(s);
 }
@@ -559,6 +581,7 @@ void qpg_server_stats(struct qpg_server *s, struct qpg_server_stats *out)
 		out->connected += atomic_load_explicit(&st->connected, memory_order_relaxed);
 		out->handshaking += atomic_load_explicit(&st->handshaking, memory_order_relaxed);
 		out->handshakes_ok += ld(&st->handshakes_ok);
+		out->handshakes_resumed += ld(&st->handshakes_resumed);
 		out->handshakes_failed += ld(&st->handshakes_failed);
 		for (int k = 0; k < 16; k++)
 			out->rejected[k] += ld(&st->rejected[k]);

@@ -32,10 +32,11 @@ static SSL_CTX *base_ctx(const SSL_METHOD *m, char *err, size_t err_len)
 	/* Thousands of idle control channels: give buffers back between reads. */
 	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
-	/* No resumption at all: every connection is a full handshake with fresh
-	 * keys. In TLS 1.3, SSL_OP_NO_TICKET alone switches to *stateful*
-	 * tickets kept in the server's session cache (up to 20,480 sessions):
-	 * the churn soak saw the server's RSS creep with every connection. */
+	/* No resumption unless asked for (tls_tickets.c on a server,
+	 * qpg__tls_slot_resume on a client). In TLS 1.3, SSL_OP_NO_TICKET alone
+	 * switches to *stateful* tickets kept in the server's session cache (up
+	 * to 20,480 sessions): the churn soak saw the server's RSS creep with
+	 * every connection. So never a server-side cache. */
 	SSL_CTX_set_num_tickets(ctx, 0);
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
 	return ctx;
@@ -242,13 +243,26 @@ void qpg__tls_slot_init(struct qpg__tls_slot *s, SSL_CTX *ctx)
 {
 	pthread_mutex_init(&s->lock, NULL);
 	s->ctx = ctx;
+	s->resume = false;
+	s->ticket = NULL;
 }
 
-SSL *qpg__tls_slot_session(struct qpg__tls_slot *s, int fd, int is_server,
-			   const char *servername)
+SSL *qpg__tls_slot_session(struct qpg__tls_slot *s, int fd, int is_server, const char *servername)
 {
 	pthread_mutex_lock(&s->lock);
 	SSL *ssl = qpg__tls_session(s->ctx, fd, is_server, servername); /* SSL_new refs ctx */
+	/* OpenSSL marks a TLS 1.3 session used once as not resumable: offer a
+	 * copy, so that connections opened together can all resume from the
+	 * newest ticket (the server's keys are stateless: it accepts a ticket
+	 * more than once, and each resumption brings a fresh one). */
+	SSL_SESSION *copy = ssl && s->ticket ? SSL_SESSION_dup(s->ticket) : NULL;
+	if (copy) {
+		if (SSL_set_session(ssl, copy) != 1) {
+			SSL_free(ssl);
+			ssl = NULL;
+		}
+		SSL_SESSION_free(copy); /* SSL_set_session took its own reference */
+	}
 	pthread_mutex_unlock(&s->lock);
 	return ssl;
 }
@@ -262,8 +276,56 @@ void qpg__tls_slot_replace(struct qpg__tls_slot *s, SSL_CTX *ctx)
 	SSL_CTX_free(old);
 }
 
+static pthread_once_t ex_once = PTHREAD_ONCE_INIT;
+static int ex_idx = -1;
+
+static void ex_init(void)
+{
+	ex_idx = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+}
+
+int qpg__tls_ctx_index(void)
+{
+	pthread_once(&ex_once, ex_init);
+	return ex_idx;
+}
+
+/* A new ticket arrived (after the handshake, in TLS 1.3): it replaces the
+ * one kept. Returning 1 keeps our reference to SESS. */
+static int new_ticket(SSL *ssl, SSL_SESSION *sess)
+{
+	struct qpg__tls_slot *s = SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), qpg__tls_ctx_index());
+	if (!s || !SSL_SESSION_is_resumable(sess))
+		return 0;
+	pthread_mutex_lock(&s->lock);
+	SSL_SESSION *old = s->ticket;
+	s->ticket = sess;
+	pthread_mutex_unlock(&s->lock);
+	SSL_SESSION_free(old);
+	return 1;
+}
+
+int qpg__tls_slot_resume(struct qpg__tls_slot *s)
+{
+	if (qpg__tls_ctx_index() < 0 || SSL_CTX_set_ex_data(s->ctx, qpg__tls_ctx_index(), s) != 1)
+		return -EIO;
+	/* No internal store: the slot keeps the one ticket it offers. */
+	SSL_CTX_set_session_cache_mode(s->ctx,
+				       SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+	SSL_CTX_sess_set_new_cb(s->ctx, new_ticket);
+	s->resume = true;
+	return 0;
+}
+
+bool qpg__tls_resumed(const SSL *ssl)
+{
+	return SSL_session_reused(ssl) == 1;
+}
+
 void qpg__tls_slot_fini(struct qpg__tls_slot *s)
 {
+	SSL_SESSION_free(s->ticket);
+	s->ticket = NULL;
 	SSL_CTX_free(s->ctx);
 	s->ctx = NULL;
 	pthread_mutex_destroy(&s->lock);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* TLS 1.3 for the control channel, isolated here as curl isolates its TLS
- * backends. Nothing outside this file and auth.c calls OpenSSL's SSL API. */
+ * backends. Nothing outside tls.c, tls_tickets.c and auth.c calls OpenSSL's
+ * SSL API. */
 #ifndef QPG_TLS_H
 #define QPG_TLS_H
 
@@ -30,13 +31,37 @@ SSL *qpg__tls_session(SSL_CTX *ctx, int fd, int is_server, const char *servernam
 struct qpg__tls_slot {
 	pthread_mutex_t lock;
 	SSL_CTX *ctx;
+	/* Client: resume with the newest ticket the server gave us (NULL:
+	 * none yet, or resumption off). */
+	bool resume;
+	SSL_SESSION *ticket;
 };
 void qpg__tls_slot_init(struct qpg__tls_slot *s, SSL_CTX *ctx);
-SSL *qpg__tls_slot_session(struct qpg__tls_slot *s, int fd, int is_server,
-			   const char *servername);
+SSL *qpg__tls_slot_session(struct qpg__tls_slot *s, int fd, int is_server, const char *servername);
 /* Sessions from now on use CTX (the slot takes it); the old one is let go. */
 void qpg__tls_slot_replace(struct qpg__tls_slot *s, SSL_CTX *ctx);
 void qpg__tls_slot_fini(struct qpg__tls_slot *s);
+/* Client: keep the tickets the server sends, and offer the newest one on
+ * every new session from this slot (a full handshake follows when the
+ * server no longer accepts it). */
+int qpg__tls_slot_resume(struct qpg__tls_slot *s);
+/* True when this session was resumed from a ticket (no certificates). */
+bool qpg__tls_resumed(const SSL *ssl);
+
+/* The ex_data index a context keeps its qpgate state at. */
+int qpg__tls_ctx_index(void);
+
+/* Server: stateless session tickets (tls_tickets.c). The keys rotate every
+ * PERIOD_S seconds; a ticket is accepted for at most two periods. */
+struct qpg__tls_tickets;
+int qpg__tls_tickets_new(struct qpg__tls_tickets **out, unsigned period_s);
+void qpg__tls_tickets_free(struct qpg__tls_tickets *t);
+/* Issue tickets from CTX under T, and accept them. */
+int qpg__tls_tickets_attach(SSL_CTX *ctx, struct qpg__tls_tickets *t);
+/* Forget every key (so every ticket), e.g. when the certificates change. */
+int qpg__tls_tickets_forget_all(struct qpg__tls_tickets *t);
+void qpg__tls_tickets_counts(struct qpg__tls_tickets *t, unsigned long long *sealed,
+			     unsigned long long *opened);
 
 enum qpg__tls_io {
 	QPG_TLS_DONE = 1,

@@ -62,6 +62,7 @@ int main(int argc, char **argv)
 	o.host = argv[optind];
 	o.servername = argv[optind + 1];
 	load_size_client(&o, &lo);
+	lo.prime = o.tls_resume;
 	signal(SIGPIPE, SIG_IGN);
 
 	char err[512];

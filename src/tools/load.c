@@ -142,6 +142,9 @@ static void on_established(struct qpg_client_conn *c, void *user)
 	struct conn_state *s = user;
 	s->established = true;
 	s->e->r->established++;
+	struct qpg_conn_info ci;
+	qpg_client_conn_info(c, &ci);
+	s->e->r->resumed += ci.resumed;
 }
 
 static void on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const uint8_t *p,
@@ -288,8 +291,10 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 		uint64_t now = now_ns();
 		long allowed =
 		    o->ramp > 0 ? (long)((double)(now - t0) / 1e9 * o->ramp) + 1 : o->nconns;
+		/* Priming: a window of one until the first connection is up. */
+		long window = o->prime && r->established + r->failed == 0 ? 1 : o->window;
 		while (r->started < o->nconns && r->started < allowed &&
-		       r->started - (r->established + r->failed) < o->window) {
+		       r->started - (r->established + r->failed) < window) {
 			struct conn_state *s = &e.conns[r->started];
 			s->e = &e;
 			s->index = r->started;
@@ -392,15 +397,16 @@ void load_print(const struct load_result *r, const struct load_opts *o)
 			       (double)qpg_hist_quantile(h, 0.99) / 1e3, (double)h->max / 1e3);
 		}
 	}
-	printf("\n %-8s %-10s %-7s %-10s %-7s %-10s %-11s %-9s %-9s %-9s %-10s %-10s\n",
-	       "#conns", "connected", "failed", "#msgs", "size", "verified", "mismatches",
-	       "p50[us]", "p99[us]", "p99.9[us]", "msg/s", o->report_gbits ? "BW[Gb/s]" : "BW[MiB/s]");
+	printf("\n %-8s %-10s %-7s %-10s %-7s %-10s %-11s %-9s %-9s %-9s %-10s %-10s\n", "#conns",
+	       "connected", "failed", "#msgs", "size", "verified", "mismatches", "p50[us]",
+	       "p99[us]", "p99.9[us]", "msg/s", o->report_gbits ? "BW[Gb/s]" : "BW[MiB/s]");
 	printf(" %-8d %-10d %-7d %-10ld %-7u %-10ld %-11ld %-9.1f %-9.1f %-9.1f %-10.0f %-10.3f\n",
 	       r->nconns, r->established, r->failed, r->sent, size, r->verified, r->mismatches,
 	       (double)qpg_hist_quantile(&r->lat, 0.5) / 1e3,
 	       (double)qpg_hist_quantile(&r->lat, 0.99) / 1e3,
 	       (double)qpg_hist_quantile(&r->lat, 0.999) / 1e3, rate, bw);
-	printf(" connect phase %.3f s, traffic phase %.3f s\n", r->connect_s, r->traffic_s);
+	printf(" connect phase %.3f s, traffic phase %.3f s, TLS resumed %d of %d\n", r->connect_s,
+	       r->traffic_s, r->resumed, r->established);
 	for (int e = 1; e < QPG_ERR_COUNT; e++)
 		if (r->fail_by_class[e])
 			printf(" failed: %d x %s, e.g. \"%s\"\n   -> %s\n", r->fail_by_class[e],

@@ -36,6 +36,9 @@ struct load_opts {
 	const char *stop_file;	  /* stop sending, as if the duration ended, once it exists */
 	bool verbose;
 	bool report_gbits; /* --report_gbits: bandwidth in Gb/s, not MiB/s */
+	/* Open one connection alone first, so that the rest can resume its
+	 * TLS session (set when the client resumes). */
+	bool prime;
 	/* Called about every 250 ms while running (live progress). */
 	void (*progress)(const struct load_result *r, const char *phase, void *arg);
 	void *progress_arg;
@@ -48,6 +51,7 @@ struct load_opts {
 struct load_result {
 	int nconns;
 	int started, established, failed;
+	int resumed; /* established with a resumed TLS session */
 	long sent, verified, mismatches;
 	bool timed_out;
 	double connect_s, traffic_s;

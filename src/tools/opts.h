@@ -75,6 +75,8 @@ void qpg_opts_usage(FILE *f, const struct qpg_opt *const *tables, const char *sy
 	     0,                                                                                      \
 	     NULL,                                                                                   \
 	     "turn per-message authentication off (to measure its cost)"},                           \
+	    {"no-tls-resume", 0, OPT_FLAG_OFF, &(o)->tls_resume, 0, 0, NULL,                          \
+	     "a full TLS handshake every time (default: resume with the server's newest ticket)"},   \
 	    {"handshake-timeout",                                                                    \
 	     0,                                                                                      \
 	     OPT_UINT,                                                                               \

@@ -132,11 +132,11 @@ static json_t *build_json(const struct qpg_client_opts *co, const struct load_op
 	    co->auth, "ramp_per_s", lo->ramp, "window", (json_int_t)lo->window, "size",
 	    (int)lo->size, "inflight", (json_int_t)lo->inflight);
 	json_t *results = json_pack(
-	    "{s:{s:i, s:i, s:i, s:f, s:o, s:o, s:o, s:f},"
+	    "{s:{s:i, s:i, s:i, s:i, s:f, s:o, s:o, s:o, s:f},"
 	    " s:{s:I, s:I, s:I, s:o, s:f, s:f, s:f},"
 	    " s:{s:o, s:o}}",
 	    "connections", "attempted", r->nconns, "succeeded", r->established, "failed", r->failed,
-	    "success_rate", r->nconns ? (double)r->established / r->nconns : 0, "failures", fails,
+	    "tls_resumed", r->resumed, "success_rate", r->nconns ? (double)r->established / r->nconns : 0, "failures", fails,
 	    "connect_ms", hist_json(&r->setup, 1e6), "phases_us", phases, "connect_phase_s",
 	    r->connect_s, "data", "sent", (json_int_t)r->sent, "verified", (json_int_t)r->verified,
 	    "mismatches", (json_int_t)r->mismatches, "latency_us", hist_json(&r->lat, 1e3),
@@ -234,6 +234,7 @@ int main(int argc, char **argv)
 	co.host = argv[optind];
 	co.servername = argv[optind + 1];
 	load_size_client(&co, &lo);
+	lo.prime = co.tls_resume;
 	signal(SIGPIPE, SIG_IGN);
 	s.dev_name = co.ib_dev;
 	s.tty = isatty(STDERR_FILENO);

@@ -48,8 +48,9 @@ static void *reload_thread(void *arg)
 			fprintf(stderr, "qpgate-server: SIGHUP: certificate, key and client CA "
 					"reloaded; new handshakes use them\n");
 		else
-			fprintf(stderr, "qpgate-server: SIGHUP: reload failed, still using the "
-					"previous certificate: %s\n",
+			fprintf(stderr,
+				"qpgate-server: SIGHUP: reload failed, still using the "
+				"previous certificate: %s\n",
 				err);
 		svc_notify("READY=1");
 	}
@@ -144,6 +145,9 @@ int main(int argc, char **argv)
 	    {"handshake-rate", 0, OPT_CALL, &o, 0, 0, "N[,B]",
 	     "new handshakes a second per address, B at once (default 500,1000; 0: off)",
 	     parse_rate},
+	    {"tls-tickets", 0, OPT_UINT, &o.tls_ticket_period_s, 0, 7 * 86400, "S",
+	     "TLS resumption: ticket keys rotate every S seconds, a ticket lasts 2S at most "
+	     "(default 3600; 0: every connection a full handshake)"},
 	    {"allow-no-auth", 0, OPT_FLAG, &o.allow_no_auth, 0, 0, NULL,
 	     "accept clients that turn per-message auth off"},
 	    {"allow-any-gid", 0, OPT_FLAG, &o.allow_any_gid, 0, 0, NULL,

@@ -6,7 +6,8 @@
 
 #include "auth.h"
 
-static const uint8_t k1[QPG__AUTH_KEY_LEN] = {1}, k2[QPG__AUTH_KEY_LEN] = {2}, s1[4] = {9}, s2[4] = {8};
+static const uint8_t k1[QPG__AUTH_KEY_LEN] = {1}, k2[QPG__AUTH_KEY_LEN] = {2}, s1[4] = {9},
+		     s2[4] = {8};
 
 /* The wire format pinned (docs/protocol.md, "The tag"): ChaCha20-Poly1305,
  * key k1, nonce = salt s1 || seq 7 big-endian, empty plaintext, the frame as
@@ -46,5 +47,4 @@ static void test_tag_verifies_and_binds_seq_and_bytes(void **state)
 	qpg__auth_free(&rx);
 }
 
-QPG_UNIT_MAIN(NULL, NULL,
-	      cmocka_unit_test(test_tag_verifies_and_binds_seq_and_bytes))
+QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_tag_verifies_and_binds_seq_and_bytes))

@@ -9,8 +9,6 @@
  *   same batch of events;
  * - a connect that fails reaches the closed callback with its user
  *   pointer, and the connection is counted until then. */
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,61 +16,20 @@
 
 #include "unit.h"
 
-#include "qpgate/client.h"
-#include "qpgate/server.h"
+#include "loopback.h"
 #include "qpgate/wire.h"
 
-static char certs[64];
-static struct qpg_server *srv;
-static pthread_t srv_thread;
-static uint16_t srv_port;
-
-static void *serve(void *arg)
-{
-	qpg_server_run(arg);
-	return NULL;
-}
+static struct qpg_loopback lb;
 
 static int start(void **state)
 {
-	/* As every qpgate program: a peer that closed first must not kill us
-	 * while we write (the server here shares our process). */
-	signal(SIGPIPE, SIG_IGN);
-	snprintf(certs, sizeof(certs), "/tmp/qpg-lifetime.XXXXXX");
-	if (!mkdtemp(certs))
-		return -1;
-	char cmd[256];
-	snprintf(cmd, sizeof(cmd), "%s/scripts/make-certs %s localhost >/dev/null 2>&1",
-		 QPG_SOURCE_DIR, certs);
-	if (system(cmd) != 0)
-		return -1;
-	static char cert[96], key[96];
-	snprintf(cert, sizeof(cert), "%s/server.crt", certs);
-	snprintf(key, sizeof(key), "%s/server.key", certs);
-	struct qpg_server_opts o;
-	qpg_server_opts_default(&o);
-	o.transport = QPG_KIND_TCP;
-	o.port = 0;
-	o.threads = 1;
-	o.cert = cert;
-	o.key = key;
-	char err[256];
-	if (qpg_server_create(&srv, &o, err, sizeof(err))) {
-		fprintf(stderr, "server: %s\n", err);
-		return -1;
-	}
-	srv_port = qpg_server_port(srv);
-	return pthread_create(&srv_thread, NULL, serve, srv);
+	return qpg_loopback_init(&lb) || qpg_loopback_start(&lb) ? -1 : 0;
 }
 
 static int stop(void **state)
 {
-	qpg_server_stop(srv);
-	pthread_join(srv_thread, NULL);
-	qpg_server_destroy(srv);
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", certs);
-	return system(cmd) == 0 ? 0 : -1;
+	qpg_loopback_fini(&lb);
+	return 0;
 }
 
 /* Per-connection state a test's callbacks see. */
@@ -141,29 +98,18 @@ static struct qpg_client *client(uint16_t port)
 static struct qpg_client *client_at(const char *host, uint16_t port)
 {
 	struct qpg_client_opts o;
-	qpg_client_opts_default(&o);
-	o.transport = QPG_KIND_TCP;
+	qpg_loopback_client_opts(&lb, &o);
 	o.host = host;
 	o.port = port;
-	o.servername = "localhost";
-	static char ca[96];
-	snprintf(ca, sizeof(ca), "%s/ca.crt", certs);
-	o.ca = ca;
-	o.handshake_timeout_ms = 5000;
 	struct qpg_client *cl;
 	char err[256];
 	assert_int_equal(qpg_client_create(&cl, &o, &cbs, err, sizeof(err)), 0);
 	return cl;
 }
 
-/* Run until COND or 5 s. */
-#define RUN_UNTIL(cl, cond)                                                                        \
-	for (int _i = 0; _i < 500 && !(cond); _i++)                                                \
-	qpg_client_run(cl, 10)
-
 static void close_self_inside_reply(void **state)
 {
-	struct qpg_client *cl = client(srv_port);
+	struct qpg_client *cl = client(lb.port);
 	struct conn k = {.close_self = true};
 	assert_int_equal(qpg_client_connect(cl, &k, &k.c), 0);
 	RUN_UNTIL(cl, k.up);
@@ -183,7 +129,7 @@ static void close_self_inside_reply(void **state)
 static void close_other_in_same_batch(void **state)
 {
 	enum { N = 16 };
-	struct qpg_client *cl = client(srv_port);
+	struct qpg_client *cl = client(lb.port);
 	struct conn k[2 * N];
 	memset(k, 0, sizeof(k));
 	for (int i = 0; i < 2 * N; i++) {
@@ -249,7 +195,7 @@ static void failed_connect_reaches_closed_with_user(void **state)
  * connection, before the service sees it, and no other. */
 static void wrong_frame_type_closes_only_its_connection(void **state)
 {
-	struct qpg_client *cl = client(srv_port);
+	struct qpg_client *cl = client(lb.port);
 	struct conn bad = {0}, good = {0};
 	assert_int_equal(qpg_client_connect(cl, &bad, &bad.c), 0);
 	assert_int_equal(qpg_client_connect(cl, &good, &good.c), 0);
@@ -267,8 +213,7 @@ static void wrong_frame_type_closes_only_its_connection(void **state)
 	qpg_client_destroy(cl);
 }
 
-QPG_UNIT_MAIN(start, stop,
-	      cmocka_unit_test(close_self_inside_reply),
+QPG_UNIT_MAIN(start, stop, cmocka_unit_test(close_self_inside_reply),
 	      cmocka_unit_test(close_other_in_same_batch),
 	      cmocka_unit_test(failed_connect_reaches_closed_with_user),
 	      cmocka_unit_test(wrong_frame_type_closes_only_its_connection))

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include "loopback.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *serve(void *arg)
+{
+	qpg_server_run(arg);
+	return NULL;
+}
+
+int qpg_loopback_init(struct qpg_loopback *lb)
+{
+	memset(lb, 0, sizeof(*lb));
+	signal(SIGPIPE, SIG_IGN);
+	snprintf(lb->dir, sizeof(lb->dir), "/tmp/qpg-unit.XXXXXX");
+	if (!mkdtemp(lb->dir))
+		return -1;
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "%s/scripts/make-certs %s localhost >/dev/null 2>&1",
+		 QPG_SOURCE_DIR, lb->dir);
+	if (system(cmd) != 0)
+		return -1;
+	static char cert[96], key[96];
+	snprintf(cert, sizeof(cert), "%s/server.crt", lb->dir);
+	snprintf(key, sizeof(key), "%s/server.key", lb->dir);
+	qpg_server_opts_default(&lb->o);
+	lb->o.transport = QPG_KIND_TCP;
+	lb->o.port = 0;
+	lb->o.threads = 1;
+	lb->o.cert = cert;
+	lb->o.key = key;
+	return 0;
+}
+
+int qpg_loopback_start(struct qpg_loopback *lb)
+{
+	char err[256];
+	if (qpg_server_create(&lb->srv, &lb->o, err, sizeof(err))) {
+		fprintf(stderr, "server: %s\n", err);
+		return -1;
+	}
+	lb->port = qpg_server_port(lb->srv);
+	return pthread_create(&lb->thread, NULL, serve, lb->srv) == 0 ? 0 : -1;
+}
+
+int qpg_loopback_stop(struct qpg_loopback *lb)
+{
+	if (!lb->srv)
+		return 0;
+	qpg_server_stop(lb->srv);
+	pthread_join(lb->thread, NULL);
+	qpg_server_destroy(lb->srv);
+	lb->srv = NULL;
+	return 0;
+}
+
+void qpg_loopback_fini(struct qpg_loopback *lb)
+{
+	qpg_loopback_stop(lb);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", lb->dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", lb->dir);
+}
+
+void qpg_loopback_client_opts(const struct qpg_loopback *lb, struct qpg_client_opts *o)
+{
+	qpg_client_opts_default(o);
+	o->transport = QPG_KIND_TCP;
+	o->host = "127.0.0.1";
+	o->port = lb->port;
+	o->servername = "localhost";
+	static char ca[96];
+	snprintf(ca, sizeof(ca), "%s/ca.crt", lb->dir);
+	o->ca = ca;
+	o->handshake_timeout_ms = 5000;
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* A real echo server over the tcp transport on loopback, in a thread of
+ * the test's own process, with fresh certificates; and clients for it. */
+#ifndef QPG_TESTS_LOOPBACK_H
+#define QPG_TESTS_LOOPBACK_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "qpgate/client.h"
+#include "qpgate/server.h"
+
+struct qpg_loopback {
+	char dir[64]; /* the certificates: ca.crt, server.crt, server.key */
+	struct qpg_server_opts o;
+	struct qpg_server *srv;
+	pthread_t thread;
+	uint16_t port;
+};
+
+/* Options for a one-thread tcp server on any port (change them before
+ * start). Also ignores SIGPIPE, as every qpgate program does. */
+int qpg_loopback_init(struct qpg_loopback *lb);
+int qpg_loopback_start(struct qpg_loopback *lb);
+int qpg_loopback_stop(struct qpg_loopback *lb);
+void qpg_loopback_fini(struct qpg_loopback *lb);
+/* Options for a tcp client of LB (host 127.0.0.1, servername localhost). */
+void qpg_loopback_client_opts(const struct qpg_loopback *lb, struct qpg_client_opts *o);
+
+/* Run CL until COND or 5 s. */
+#define RUN_UNTIL(cl, cond)                                                                        \
+	for (int _i = 0; _i < 500 && !(cond); _i++)                                                \
+	qpg_client_run(cl, 10)
+
+#endif

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* TLS 1.3 resumption with stateless tickets (src/lib/tls_tickets.c): a
+ * client resumes from the newest ticket, including tickets given on a
+ * resumed connection; a reload of the server's certificates forgets every
+ * ticket; a ticket is not accepted past two key periods; resumption off
+ * on either side means full handshakes. Real connections over the tcp
+ * transport to an echo server on loopback. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "unit.h"
+
+#include "loopback.h"
+#include "qpgate/wire.h"
+
+struct conn {
+	struct qpg_client_conn *c;
+	int up, closed, replies;
+};
+
+static void on_up(struct qpg_client_conn *c, void *user)
+{
+	((struct conn *)user)->up++;
+}
+
+static void on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const uint8_t *p,
+		     uint32_t len)
+{
+	((struct conn *)user)->replies++;
+}
+
+static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class err,
+		      const char *why)
+{
+	((struct conn *)user)->closed++;
+}
+
+static const struct qpg_client_cbs cbs = {
+    .established = on_up, .reply = on_reply, .closed = on_closed};
+
+static struct qpg_client *client(const struct qpg_loopback *lb, bool resume)
+{
+	struct qpg_client_opts o;
+	qpg_loopback_client_opts(lb, &o);
+	o.tls_resume = resume;
+	struct qpg_client *cl;
+	char err[256];
+	assert_int_equal(qpg_client_create(&cl, &o, &cbs, err, sizeof(err)), 0);
+	return cl;
+}
+
+/* One connection: up, one verified echo (so the keys exported from a
+ * resumed session work too), closed. Returns whether it resumed. */
+static bool one(struct qpg_client *cl)
+{
+	struct conn k = {0};
+	assert_int_equal(qpg_client_connect(cl, &k, &k.c), 0);
+	RUN_UNTIL(cl, k.up || k.closed);
+	assert_int_equal(k.up, 1);
+	struct qpg_conn_info ci;
+	qpg_client_conn_info(k.c, &ci);
+	assert_int_equal(qpg_client_send(k.c, QPG_FRAME_ECHO_REQ, "hello", 5), 0);
+	RUN_UNTIL(cl, k.replies || k.closed);
+	assert_int_equal(k.replies, 1);
+	qpg_client_close(k.c);
+	RUN_UNTIL(cl, k.closed);
+	assert_int_equal(k.closed, 1);
+	return ci.resumed;
+}
+
+static unsigned long long resumed_on_server(struct qpg_loopback *lb)
+{
+	struct qpg_server_stats st;
+	qpg_server_stats(lb->srv, &st);
+	return st.handshakes_resumed;
+}
+
+static void resumes_from_the_newest_ticket(void **state)
+{
+	struct qpg_loopback lb;
+	assert_int_equal(qpg_loopback_init(&lb) || qpg_loopback_start(&lb), 0);
+	struct qpg_client *cl = client(&lb, true);
+	assert_false(one(cl)); /* no ticket yet: a full handshake */
+	/* The second resumes from the first's ticket, the third from the
+	 * ticket the second (itself resumed) was given. */
+	for (int i = 0; i < 3; i++)
+		assert_true(one(cl));
+	assert_int_equal(resumed_on_server(&lb), 3);
+	qpg_client_destroy(cl);
+	/* A client that does not resume: full handshakes only. */
+	cl = client(&lb, false);
+	assert_false(one(cl));
+	assert_false(one(cl));
+	assert_int_equal(resumed_on_server(&lb), 3);
+	qpg_client_destroy(cl);
+	qpg_loopback_fini(&lb);
+}
+
+/* A reload may change what is trusted (the client CA, or the server's own
+ * certificate): no session verified before it resumes after it. */
+static void a_reload_forgets_every_ticket(void **state)
+{
+	struct qpg_loopback lb;
+	assert_int_equal(qpg_loopback_init(&lb) || qpg_loopback_start(&lb), 0);
+	struct qpg_client *cl = client(&lb, true);
+	assert_false(one(cl));
+	assert_true(one(cl));
+	char err[256];
+	assert_int_equal(qpg_server_reload_tls(lb.srv, err, sizeof(err)), 0);
+	assert_false(one(cl)); /* the ticket from before the reload is refused */
+	assert_true(one(cl));
+	qpg_client_destroy(cl);
+	qpg_loopback_fini(&lb);
+}
+
+static void a_ticket_lasts_two_periods_at_most(void **state)
+{
+	struct qpg_loopback lb;
+	assert_int_equal(qpg_loopback_init(&lb), 0);
+	lb.o.tls_ticket_period_s = 1;
+	assert_int_equal(qpg_loopback_start(&lb), 0);
+	struct qpg_client *cl = client(&lb, true);
+	assert_false(one(cl));
+	assert_true(one(cl));
+	usleep(2200 * 1000);
+	assert_false(one(cl));
+	assert_true(one(cl));
+	qpg_client_destroy(cl);
+	qpg_loopback_fini(&lb);
+}
+
+static void a_server_without_tickets_never_resumes(void **state)
+{
+	struct qpg_loopback lb;
+	assert_int_equal(qpg_loopback_init(&lb), 0);
+	lb.o.tls_ticket_period_s = 0;
+	assert_int_equal(qpg_loopback_start(&lb), 0);
+	struct qpg_client *cl = client(&lb, true);
+	assert_false(one(cl));
+	assert_false(one(cl));
+	assert_int_equal(resumed_on_server(&lb), 0);
+	qpg_client_destroy(cl);
+	qpg_loopback_fini(&lb);
+}
+
+QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(resumes_from_the_newest_ticket),
+	      cmocka_unit_test(a_reload_forgets_every_ticket),
+	      cmocka_unit_test(a_ticket_lasts_two_periods_at_most),
+	      cmocka_unit_test(a_server_without_tickets_never_resumes))
