@@ -67,6 +67,17 @@ log_has() { # log_has PATTERN [MIN_COUNT]: poll the server log for up to 15 s
 	return 1
 }
 
+# Wait (bounded, 30 s) until no TCP connection to the server's port is
+# left established: the server has seen every client leave (a slow build,
+# under TSan, takes a while to take 1,000 closes).
+wait_left() {
+	for _ in $(seq 1 150); do
+		[ "$(ss -Htn state established "( sport = :$port )" | wc -l)" -eq 0 ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
 wait_qps() { # wait until the device's QP count is back to $1
 	for _ in $(seq 1 100); do
 		[ "$(qp_count)" -le "$1" ] && return 0
@@ -113,6 +124,7 @@ concurrent)
 	check "client table shows $n connected, 0 failed, 0 mismatches" \
 		grep -Eq "^ $n +$n +0 +$((n * 10)) +512 +$((n * 10)) +0 " <<<"$out"
 	check "device QP count back to baseline $baseline" wait_qps "$baseline"
+	check "the server closed every connection" wait_left
 	stop_server
 	check "server: connected=0 after all left" [ "$(stat connected)" = 0 ]
 	check "server: QPs created ($(stat qps_created)) == destroyed ($(stat qps_destroyed))" \

@@ -116,8 +116,13 @@ kill)
 	check "connections and QPs back to baseline $qp0" settle 0 "$qp0"
 	check "fds back to baseline $base_fds (now $(fds))" [ "$(fds)" -eq "$base_fds" ]
 	end_rss=$(rss)
-	check "RSS back near baseline: ${end_rss} kB vs ${base_rss} kB (+16 MiB for allocator caches)" \
-		[ "$end_rss" -le $((base_rss + 16384)) ]
+	# Under TSan every page the server ever touched also has shadow pages
+	# (several times its size) that are never given back: allow 64 MiB
+	# there; the ordinary build is held to 16 MiB.
+	slack=16384
+	ldd "$bin/qpgate-server" | grep -q libtsan && slack=65536
+	check "RSS back near baseline: ${end_rss} kB vs ${base_rss} kB (+$((slack / 1024)) MiB for allocator caches)" \
+		[ "$end_rss" -le $((base_rss + slack)) ]
 	;;
 esac
 qpg_stop_checked "$qp0"
