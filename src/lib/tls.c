@@ -32,6 +32,11 @@ static SSL_CTX *base_ctx(const SSL_METHOD *m, char *err, size_t err_len)
 	/* Thousands of idle control channels: give buffers back between reads. */
 	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+	/* Read what the socket has in one recv, not a record's header and its
+	 * body in two: one syscall per message on the tcp transport. What is
+	 * read ahead stays in SSL's buffer, where epoll cannot see it
+	 * (qpg__tls_pending). */
+	SSL_CTX_set_read_ahead(ctx, 1);
 	/* No resumption unless asked for (tls_tickets.c on a server,
 	 * qpg__tls_slot_resume on a client). In TLS 1.3, SSL_OP_NO_TICKET alone
 	 * switches to *stateful* tickets kept in the server's session cache (up
@@ -221,7 +226,7 @@ bool qpg__tls_peer_sent_nothing(const SSL *ssl)
 
 bool qpg__tls_pending(const SSL *ssl)
 {
-	return SSL_pending(ssl) > 0;
+	return SSL_has_pending(ssl) == 1; /* decrypted, or read ahead and not yet */
 }
 
 void qpg__tls_close_notify(SSL *ssl)

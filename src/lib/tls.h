@@ -85,8 +85,8 @@ int qpg__tls_verify_failed(SSL *ssl);
  * is a refusal before TLS (a limit), not a TLS failure. */
 bool qpg__tls_peer_sent_nothing(const SSL *ssl);
 
-/* Bytes already decrypted and waiting in SSL's buffer (epoll cannot see
- * them). */
+/* Bytes waiting in SSL's buffers, decrypted or read ahead (epoll cannot
+ * see them). */
 bool qpg__tls_pending(const SSL *ssl);
 /* A polite close_notify on a healthy session; never blocks. */
 void qpg__tls_close_notify(SSL *ssl);

@@ -140,6 +140,10 @@ static void tcp_on_stream(struct qpg__conn *c)
 			struct qpg_buf *b = tc->rx;
 			tc->rx = NULL;
 			qpg__conn_on_frame(c, b, total);
+			/* Nothing buffered: the socket is level-triggered, so wait
+			 * for epoll rather than spend a recv on EAGAIN. */
+			if (!qpg__tls_pending(c->ssl))
+				return;
 			continue;
 		}
 		size_t got = 0;
