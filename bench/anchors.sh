@@ -27,25 +27,12 @@ dev=$(ibv_devices | awk 'NR==3{print $1}')
 log() { echo "anchors: $*" >&2; }
 
 # ---- perftest on the lo-backed device (GID 1 = ::ffff:127.0.0.1) ----------
-perftest() { # TOOL EXTRA... -> the client's output
-	local tool=$1
-	shift
-	"$tool" -d "$dev" -x 1 -s "$size" -p 18515 "$@" >"$work/$tool.srv" 2>&1 &
-	local sp=$!
-	sleep 2
-	"$tool" -d "$dev" -x 1 -s "$size" -p 18515 "$@" 127.0.0.1 >"$work/$tool.cli" 2>&1 || {
-		cat "$work/$tool.cli" >&2
-		return 1
-	}
-	wait "$sp" || true
-	cat "$work/$tool.cli"
-}
 log "ib_send_lat -x 1 -s $size -n $iters"
-lat_out=$(perftest ib_send_lat -n "$iters")
+lat_out=$(qpg_perftest ib_send_lat -s "$size" -n "$iters")
 # Columns: #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
 lat_typical=$(awk -v s="$size" '$1 == s && NF >= 7 {print $5; exit}' <<<"$lat_out")
 log "ib_send_bw -x 1 -s $size"
-bw_out=$(perftest ib_send_bw -n $((iters * 5)))
+bw_out=$(qpg_perftest ib_send_bw -s "$size" -n $((iters * 5)))
 # Columns: #bytes #iterations BW_peak BW_average MsgRate[Mpps]
 bw_mpps=$(awk -v s="$size" '$1 == s && NF >= 5 {print $5; exit}' <<<"$bw_out")
 

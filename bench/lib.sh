@@ -29,3 +29,20 @@ qpg_bench_setup() {
 	trap 'for p in $srv "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"' EXIT
 	"$repo/scripts/make-certs" "$work" localhost 2>/dev/null
 }
+
+# qpg_perftest TOOL FLAGS...: a perftest pair (server, then client to
+# 127.0.0.1) on the lab's lo-backed device ($dev, GID 1 = ::ffff:127.0.0.1);
+# prints the client's output. $work must exist.
+qpg_perftest() {
+	local tool=$1
+	shift
+	"$tool" -d "$dev" -x 1 -p 18515 "$@" >"$work/$tool.srv" 2>&1 &
+	local sp=$!
+	sleep 2
+	"$tool" -d "$dev" -x 1 -p 18515 "$@" 127.0.0.1 >"$work/$tool.cli" 2>&1 || {
+		cat "$work/$tool.cli" >&2
+		return 1
+	}
+	wait "$sp" || true
+	cat "$work/$tool.cli"
+}
