@@ -21,7 +21,10 @@ qpg_bench_setup prof
 qpg_serve "$work" --handshake-timeout 120000 --allow-no-auth ${QPG_SERVER_ARGS:-}
 pids+=("$srv")
 "$bin/qpgate-perf" --ca "$work/ca.crt" -p "$port" -c "$clients" -n 200 "$@" 127.0.0.1 localhost >/dev/null 2>&1 # warm up
-perf record -e cpu-clock -F 2000 -g -a -o "$work/perf.data" -- \
+# DWARF call graphs (from .eh_frame: Debian's libcrypto has neither frame
+# pointers nor symbols for its internals, but its exported functions show
+# with what they include).
+perf record -e cpu-clock -F 1000 --call-graph dwarf,8192 -a -o "$work/perf.data" -- \
 	"$bin/qpgate-perf" --ca "$work/ca.crt" -p "$port" -c "$clients" -n "$iters" "$@" 127.0.0.1 localhost \
 	>"$work/run.txt" 2>&1 || true
 grep -E '^ [0-9]' "$work/run.txt" | tail -2
@@ -33,6 +36,9 @@ grep -E '^ [0-9]' "$work/run.txt" | tail -2
 	echo "# qpgate's processes, by object"
 	perf report -i "$work/perf.data" --no-children --sort comm,dso --stdio -g none --comms qpgate-perf,qpgate-server 2>/dev/null |
 		grep -E '^ +[0-9]' | head -16
+	echo "# qpgate's processes, inclusive (children), named functions only"
+	perf report -i "$work/perf.data" --children --sort sym --stdio -g none --comms qpgate-perf,qpgate-server 2>/dev/null |
+		grep -E '^ +[0-9]' | grep -v '\] 0x0000' | head -50
 	echo "# by symbol (self)"
 	perf report -i "$work/perf.data" --no-children --sort comm,dso,symbol --stdio -g none --comms qpgate-perf,qpgate-server 2>/dev/null |
 		grep -E '^ +[0-9]' | head -45
