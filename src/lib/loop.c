@@ -24,6 +24,9 @@ static void wake_cb(struct qpg__io *io, uint32_t events)
 {
 	struct qpg__loop *l = qpg__container_of(io, struct qpg__loop, wake);
 	drain_counter(io->fd);
+	/* Before on_wake looks for work: a wake after this point writes
+	 * again, so nothing handed over after on_wake has looked is missed. */
+	atomic_store(&l->wake_pending, false);
 	if (l->on_wake)
 		l->on_wake(l);
 }
@@ -200,6 +203,8 @@ int qpg__loop_run_once(struct qpg__loop *l, int timeout_ms)
 
 void qpg__loop_wake(struct qpg__loop *l)
 {
+	if (atomic_exchange(&l->wake_pending, true))
+		return; /* the loop has a wake coming: it will see this work too */
 	uint64_t one = 1;
 	ssize_t r = write(l->wake.fd, &one, sizeof(one));
 	(void)r;

@@ -5,6 +5,7 @@
 #ifndef QPG_LOOP_H
 #define QPG_LOOP_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -22,6 +23,9 @@ struct qpg__io {
 struct qpg__loop {
 	int epfd;
 	struct qpg__io wake;
+	/* A wake is written and not yet taken: later wakes until then write
+	 * nothing (they coalesce, as libuv's uv_async_send). */
+	atomic_bool wake_pending;
 	struct qpg__io tick;
 	uint32_t tick_ms;
 	void (*on_wake)(struct qpg__loop *loop);

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The event loop's deferred calls: a handler that stops with work left is
- * called again after the batch, without waiting for an event. */
+ * called again after the batch, without waiting for an event. Its wakes
+ * coalesce without losing work handed over from other threads. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -107,7 +110,93 @@ static void test_deleted_io_is_not_called(void **state)
 	qpg__loop_fini(&l);
 }
 
+/* Producers hand over work (under a lock, as the KV pool's inbox), wake
+ * the loop, and wait for their item to be taken before the next: every
+ * wake matters. The loop sleeps with no timer, so a lost wake leaves an
+ * item behind for good and the loop's wait runs out. */
+enum { PRODUCERS = 4, ITEMS = 5000 };
+struct inbox {
+	pthread_mutex_t lock;
+	long queued[PRODUCERS], taken[PRODUCERS];
+	atomic_long writes_avoided;
+	atomic_bool stop;
+	struct qpg__loop loop;
+};
+struct producer {
+	struct inbox *in;
+	int id;
+};
+
+static void take_all(struct qpg__loop *l)
+{
+	struct inbox *in = qpg__container_of(l, struct inbox, loop);
+	pthread_mutex_lock(&in->lock);
+	for (int i = 0; i < PRODUCERS; i++) {
+		in->taken[i] += in->queued[i];
+		in->queued[i] = 0;
+	}
+	pthread_mutex_unlock(&in->lock);
+}
+
+static void *produce(void *arg)
+{
+	struct producer *pr = arg;
+	struct inbox *in = pr->in;
+	for (long i = 0; i < ITEMS && !atomic_load(&in->stop); i++) {
+		pthread_mutex_lock(&in->lock);
+		in->queued[pr->id]++;
+		pthread_mutex_unlock(&in->lock);
+		if (atomic_load(&in->loop.wake_pending))
+			atomic_fetch_add(&in->writes_avoided, 1);
+		qpg__loop_wake(&in->loop);
+		for (bool done = false; !done && !atomic_load(&in->stop);) {
+			pthread_mutex_lock(&in->lock);
+			done = in->taken[pr->id] > i;
+			pthread_mutex_unlock(&in->lock);
+		}
+	}
+	return NULL;
+}
+
+static long total_taken(struct inbox *in)
+{
+	long n = 0;
+	pthread_mutex_lock(&in->lock);
+	for (int i = 0; i < PRODUCERS; i++)
+		n += in->taken[i];
+	pthread_mutex_unlock(&in->lock);
+	return n;
+}
+
+static void test_coalesced_wakes_lose_no_work(void **state)
+{
+	struct inbox in = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	assert_int_equal(qpg__loop_init(&in.loop, 0), 0);
+	in.loop.on_wake = take_all;
+	pthread_t t[PRODUCERS];
+	struct producer pr[PRODUCERS];
+	for (int i = 0; i < PRODUCERS; i++) {
+		pr[i] = (struct producer){&in, i};
+		assert_int_equal(pthread_create(&t[i], NULL, produce, &pr[i]), 0);
+	}
+	long want = (long)PRODUCERS * ITEMS;
+	int lost = 0;
+	while (total_taken(&in) < want)
+		if (qpg__loop_run_once(&in.loop, 2000) == 0) { /* 2 s and no wake */
+			lost = 1;
+			break;
+		}
+	atomic_store(&in.stop, true);
+	for (int i = 0; i < PRODUCERS; i++)
+		pthread_join(t[i], NULL);
+	print_message("  %ld of %ld items taken, %ld wakes coalesced (no write)\n",
+		      total_taken(&in), want, atomic_load(&in.writes_avoided));
+	assert_int_equal(lost, 0);
+	qpg__loop_fini(&in.loop);
+}
+
 QPG_UNIT_MAIN(NULL, NULL,
+	      cmocka_unit_test(test_coalesced_wakes_lose_no_work),
 	      cmocka_unit_test(test_deferred_io_runs_without_an_event),
 	      cmocka_unit_test(test_deferring_again_waits_for_the_next_batch),
 	      cmocka_unit_test(test_deleted_io_is_not_called))
