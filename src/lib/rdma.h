@@ -39,7 +39,14 @@ struct rdma_conn {
 	struct ibv_qp *qp;
 	struct rdma_window *windows, *free_windows;
 	uint32_t credits; /* this connection's share of rdma_ep.credits */
+	uint32_t max_inline; /* sends up to this long go inline (0: none) */
 };
+
+/* Small frames (an echo of up to 96 bytes with its header and tag) are
+ * sent inline: copied into the work request when it is posted, so the
+ * device does not read them from the pool. A device that offers no
+ * inline data gets QPs without it. */
+#define QPG__RDMA_INLINE 128
 
 /* Work request ids: a pointer with the kind of request in its low bits
  * (buffers and windows are at least 8-byte aligned). */

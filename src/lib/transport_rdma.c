@@ -286,8 +286,14 @@ static int rdma_conn_prepare(struct qpg__conn *c, struct qpg_wire_params *local)
 	o.send_cq = o.recv_cq = r->cq;
 	o.srq = r->srq;
 	o.max_send_wr = qpg__conn_send_depth(c);
-	if ((err = qpg_qp_create(ep->dev, &o, &rc->qp)) != 0)
+	o.max_inline = QPG__RDMA_INLINE;
+	if ((err = qpg_qp_create(ep->dev, &o, &rc->qp)) == -EINVAL) {
+		o.max_inline = 0;
+		err = qpg_qp_create(ep->dev, &o, &rc->qp);
+	}
+	if (err)
 		return err;
+	rc->max_inline = o.max_inline;
 	atomic_fetch_add_explicit(&ep->stats.qps_created, 1, memory_order_relaxed);
 	qpg__phase_end(c, QPG_PHASE_QP_CREATE);
 	/* Remote access on the QP only lets peers use windows granted to it;
@@ -382,11 +388,14 @@ static int rdma_send(struct qpg__conn *c, struct qpg_buf *b, size_t len)
 	struct rdma_conn *rc = to_rdma(c);
 	b->owner = c;
 	struct ibv_sge sge = {(uintptr_t)b->addr, (uint32_t)len, b->lkey};
+	/* Still signaled when inline: the completion is what ends the send
+	 * (in flight, the progress deadline) and gives the buffer back. */
+	unsigned flags = IBV_SEND_SIGNALED | (len <= rc->max_inline ? IBV_SEND_INLINE : 0);
 	struct ibv_send_wr wr = {.wr_id = wr_id_of(b, WR_BUF),
 				 .sg_list = &sge,
 				 .num_sge = 1,
 				 .opcode = IBV_WR_SEND,
-				 .send_flags = IBV_SEND_SIGNALED},
+				 .send_flags = flags},
 			   *bad;
 	int err = ibv_post_send(rc->qp, &wr, &bad);
 	if (err) {
