@@ -136,7 +136,8 @@ static json_t *build_json(const struct qpg_client_opts *co, const struct load_op
 	    " s:{s:I, s:I, s:I, s:o, s:f, s:f, s:f},"
 	    " s:{s:o, s:o}}",
 	    "connections", "attempted", r->nconns, "succeeded", r->established, "failed", r->failed,
-	    "tls_resumed", r->resumed, "success_rate", r->nconns ? (double)r->established / r->nconns : 0, "failures", fails,
+	    "tls_resumed", r->resumed, "success_rate",
+	    r->nconns ? (double)r->established / r->nconns : 0, "failures", fails,
 	    "connect_ms", hist_json(&r->setup, 1e6), "phases_us", phases, "connect_phase_s",
 	    r->connect_s, "data", "sent", (json_int_t)r->sent, "verified", (json_int_t)r->verified,
 	    "mismatches", (json_int_t)r->mismatches, "latency_us", hist_json(&r->lat, 1e3),
