@@ -51,8 +51,8 @@ int main(int argc, char **argv)
 	n = qpg_wire_encode_params(b, sizeof(b), QPG_WIRE_HELLO, &p);
 	put(boot, "hello-bad-psn", b, (size_t)n);
 	p.psn = 1;
-	b[4] = 2; /* version 2 */
-	put(boot, "hello-version-2", b, (size_t)n);
+	b[4] = QPG_WIRE_VERSION + 1; /* a version this side does not speak */
+	put(boot, "hello-unknown-version", b, (size_t)n);
 	put(boot, "hello-truncated", b, 20);
 
 	static const char *const payloads[] = {"", "x", "hello, qpgate",
