@@ -58,8 +58,8 @@ if [ -n "$anchors" ]; then
 	bps64k=$(j kv64k '.results.runs[0].gib_per_s * 1073741824')
 	ok4k=$(j kv4k '.results.runs[0].mismatches + .results.runs[0].errors')
 	ok64k=$(j kv64k '.results.runs[0].mismatches + .results.runs[0].errors')
-	r1=$(awk -v a="$ops4k" -v b="$send_rate" 'BEGIN{printf "%.3f", b > 0 ? a / b : 0}')
-	r2=$(awk -v a="$bps64k" -v b="$read_bps" 'BEGIN{printf "%.3f", b > 0 ? a / b : 0}')
+	r1=$(awk -v a="$ops4k" -v b="$send_rate" 'BEGIN{printf "%.3f", (b > 0 ? a / b : 0)}')
+	r2=$(awk -v a="$bps64k" -v b="$read_bps" 'BEGIN{printf "%.3f", (b > 0 ? a / b : 0)}')
 	printf '\n %-50s %14s %14s %8s %8s\n' "KV figure / anchor (same VM)" "qpgate" "anchor" "ratio" "target"
 	printf ' %-50s %14.0f %14s %8s %8s\n' "4 KiB two-sided GETs/s / ib_send_bw 4 KiB msg/s" \
 		"$ops4k" "$send_rate" "$r1" ">= 0.5"
