@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Per-message authentication with keys exported from the TLS session.
  *
- * Each direction has its own ChaCha20-Poly1305 key and 4-byte salt. A frame's
- * tag is the AEAD's tag over header||payload as associated data (empty
- * plaintext), with nonce = salt || seq, so the header's
+ * Each direction has its own AES-128-GCM key and 4-byte salt. A frame's tag
+ * is GMAC over header||payload with nonce = salt || seq, so the header's
  * sequence number is bound to the tag: a replayed, reordered or forged frame
  * fails. Payloads stay in clear (they are not secret in qpgate's threat model,
  * and zero-copy paths need them as they are). */
@@ -14,12 +13,9 @@
 #include <openssl/ssl.h>
 #include <stdint.h>
 
-#define QPG__AUTH_KEY_LEN  32
-#define QPG__AUTH_SALT_LEN 4
-
 struct qpg__auth_dir {
 	EVP_CIPHER_CTX *ctx;
-	uint8_t salt[QPG__AUTH_SALT_LEN];
+	uint8_t salt[4];
 	uint64_t seq; /* next sequence number to send, or to expect */
 };
 
@@ -32,10 +28,8 @@ struct qpg__auth {
 /* Derive both directions from SSL. IS_SERVER picks which half is tx. */
 int qpg__auth_init_from_tls(struct qpg__auth *a, SSL *ssl, int is_server, int enabled);
 /* Deterministic keys, for fuzzers and unit tests. */
-int qpg__auth_init_raw(struct qpg__auth *a, const uint8_t tx_key[QPG__AUTH_KEY_LEN],
-		       const uint8_t tx_salt[QPG__AUTH_SALT_LEN],
-		       const uint8_t rx_key[QPG__AUTH_KEY_LEN],
-		       const uint8_t rx_salt[QPG__AUTH_SALT_LEN]);
+int qpg__auth_init_raw(struct qpg__auth *a, const uint8_t tx_key[16], const uint8_t tx_salt[4],
+		       const uint8_t rx_key[16], const uint8_t rx_salt[4]);
 void qpg__auth_free(struct qpg__auth *a);
 
 /* Tag DATA[0..len) for sequence SEQ into TAG[16]. */

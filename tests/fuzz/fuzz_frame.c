@@ -32,8 +32,8 @@ static int differ(const uint8_t *a, const uint8_t *b, size_t n)
 
 #define MAX_PAYLOAD 4096
 
-static const uint8_t key_a[QPG__AUTH_KEY_LEN] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
-static const uint8_t key_b[QPG__AUTH_KEY_LEN] = {16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1};
+static const uint8_t key_a[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+static const uint8_t key_b[16] = {16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1};
 static const uint8_t salt_a[4] = {0xa1, 0xa2, 0xa3, 0xa4};
 static const uint8_t salt_b[4] = {0xb1, 0xb2, 0xb3, 0xb4};
 
