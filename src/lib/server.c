@@ -380,18 +380,17 @@ int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, 
 		if (rc)
 			goto fail;
 	}
+	if (s->o.tls_ticket_period_s &&
+	    (rc = qpg__tls_tickets_new(&s->tickets, s->o.tls_ticket_period_s)) != 0) {
+		snprintf(err, err_len, "cannot draw TLS ticket keys");
+		goto fail;
+	}
 	struct qpg__tls_files tf = {s->o.cert, s->o.key, s->o.client_ca};
-	SSL_CTX *ctx = qpg__tls_server_ctx(&tf, err, err_len);
+	SSL_CTX *ctx = qpg__tls_server_ctx(&tf, s->tickets, err, err_len);
 	if (!ctx)
 		goto fail; /* a certificate or key that does not load: -EINVAL */
 	qpg__tls_slot_init(&s->tls, ctx);
 	s->tls_ready = true;
-	if (s->o.tls_ticket_period_s &&
-	    ((rc = qpg__tls_tickets_new(&s->tickets, s->o.tls_ticket_period_s)) != 0 ||
-	     (rc = qpg__tls_tickets_attach(ctx, s->tickets)) != 0)) {
-		snprintf(err, err_len, "cannot set up TLS session tickets");
-		goto fail;
-	}
 	rc = -ENOMEM;
 	if (qpg__peers_init(&s->peers, 4099)) {
 		snprintf(err, err_len, "out of memory");
@@ -521,14 +520,9 @@ void qpg__server_metrics(struct qpg_server *s, FILE *f)
 int qpg_server_reload_tls(struct qpg_server *s, char *err, size_t err_len)
 {
 	struct qpg__tls_files tf = {s->o.cert, s->o.key, s->o.client_ca};
-	SSL_CTX *ctx = qpg__tls_server_ctx(&tf, err, err_len);
+	SSL_CTX *ctx = qpg__tls_server_ctx(&tf, s->tickets, err, err_len);
 	if (!ctx)
 		return -EINVAL;
-	if (s->tickets && qpg__tls_tickets_attach(ctx, s->tickets)) {
-		snprintf(err, err_len, "cannot set up TLS session tickets");
-		qpg__tls_ctx_free(ctx);
-		return -EIO;
-	}
 	qpg__tls_slot_replace(&s->tls, ctx);
 	/* A ticket carries a session verified under the old files: forget
 	 * them all, so every session from now on is checked against the new

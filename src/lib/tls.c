@@ -64,7 +64,8 @@ static int load_pair(SSL_CTX *ctx, const struct qpg__tls_files *f, char *err, si
 	return 0;
 }
 
-SSL_CTX *qpg__tls_server_ctx(const struct qpg__tls_files *f, char *err, size_t err_len)
+SSL_CTX *qpg__tls_server_ctx(const struct qpg__tls_files *f, struct qpg__tls_tickets *tickets,
+			     char *err, size_t err_len)
 {
 	if (!f->cert) {
 		snprintf(err, err_len, "the server needs --cert and --key (try 'make certs')");
@@ -84,6 +85,10 @@ SSL_CTX *qpg__tls_server_ctx(const struct qpg__tls_files *f, char *err, size_t e
 		}
 		SSL_CTX_set_client_CA_list(ctx, names);
 		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	}
+	if (tickets && qpg__tls_tickets_attach(ctx, tickets)) {
+		snprintf(err, err_len, "cannot set up TLS session tickets");
+		goto fail;
 	}
 	return ctx;
 fail:
@@ -248,7 +253,6 @@ void qpg__tls_slot_init(struct qpg__tls_slot *s, SSL_CTX *ctx)
 {
 	pthread_mutex_init(&s->lock, NULL);
 	s->ctx = ctx;
-	s->resume = false;
 	s->ticket = NULL;
 }
 
@@ -318,7 +322,6 @@ int qpg__tls_slot_resume(struct qpg__tls_slot *s)
 	SSL_CTX_set_session_cache_mode(s->ctx,
 				       SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
 	SSL_CTX_sess_set_new_cb(s->ctx, new_ticket);
-	s->resume = true;
 	return 0;
 }
 

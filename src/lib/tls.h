@@ -16,8 +16,11 @@ struct qpg__tls_files {
 	const char *ca; /* client: CA that signs the server; server: CA for client certs (mTLS) */
 };
 
-/* Return a context or NULL with a reason in ERR. */
-SSL_CTX *qpg__tls_server_ctx(const struct qpg__tls_files *f, char *err, size_t err_len);
+struct qpg__tls_tickets;
+/* Return a context or NULL with a reason in ERR. A server context issues
+ * and accepts session tickets under TICKETS (NULL: no resumption). */
+SSL_CTX *qpg__tls_server_ctx(const struct qpg__tls_files *f, struct qpg__tls_tickets *tickets,
+			     char *err, size_t err_len);
 SSL_CTX *qpg__tls_client_ctx(const struct qpg__tls_files *f, char *err, size_t err_len);
 
 /* A non-blocking session on FD. SERVERNAME (client only) is checked against
@@ -33,7 +36,6 @@ struct qpg__tls_slot {
 	SSL_CTX *ctx;
 	/* Client: resume with the newest ticket the server gave us (NULL:
 	 * none yet, or resumption off). */
-	bool resume;
 	SSL_SESSION *ticket;
 };
 void qpg__tls_slot_init(struct qpg__tls_slot *s, SSL_CTX *ctx);
@@ -53,15 +55,12 @@ int qpg__tls_ctx_index(void);
 
 /* Server: stateless session tickets (tls_tickets.c). The keys rotate every
  * PERIOD_S seconds; a ticket is accepted for at most two periods. */
-struct qpg__tls_tickets;
 int qpg__tls_tickets_new(struct qpg__tls_tickets **out, unsigned period_s);
 void qpg__tls_tickets_free(struct qpg__tls_tickets *t);
 /* Issue tickets from CTX under T, and accept them. */
 int qpg__tls_tickets_attach(SSL_CTX *ctx, struct qpg__tls_tickets *t);
 /* Forget every key (so every ticket), e.g. when the certificates change. */
 int qpg__tls_tickets_forget_all(struct qpg__tls_tickets *t);
-void qpg__tls_tickets_counts(struct qpg__tls_tickets *t, unsigned long long *sealed,
-			     unsigned long long *opened);
 
 enum qpg__tls_io {
 	QPG_TLS_DONE = 1,

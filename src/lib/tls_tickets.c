@@ -31,7 +31,6 @@ struct qpg__tls_tickets {
 	pthread_mutex_t lock;
 	unsigned period_s;
 	struct ticket_key cur, prev;
-	unsigned long long sealed, opened;
 };
 
 static int key_fresh(struct ticket_key *k, time_t now)
@@ -128,7 +127,6 @@ static int ticket_cb(SSL *ssl, unsigned char key_name[16], unsigned char *iv, EV
 			goto out;
 		memcpy(key_name, t->cur.name, 16);
 		ret = key_init(&t->cur, iv, cctx, hctx, 1) ? -1 : 1;
-		t->sealed += ret == 1;
 	} else {
 		const struct ticket_key *k = NULL;
 		if (t->cur.born && memcmp(key_name, t->cur.name, 16) == 0)
@@ -140,7 +138,6 @@ static int ticket_cb(SSL *ssl, unsigned char key_name[16], unsigned char *iv, EV
 			goto out;
 		}
 		ret = key_init(k, iv, cctx, hctx, 0) ? -1 : 2;
-		t->opened += ret > 0;
 	}
 out:
 	pthread_mutex_unlock(&t->lock);
@@ -162,11 +159,3 @@ int qpg__tls_tickets_attach(SSL_CTX *ctx, struct qpg__tls_tickets *t)
 	return 0;
 }
 
-void qpg__tls_tickets_counts(struct qpg__tls_tickets *t, unsigned long long *sealed,
-			     unsigned long long *opened)
-{
-	pthread_mutex_lock(&t->lock);
-	*sealed = t->sealed;
-	*opened = t->opened;
-	pthread_mutex_unlock(&t->lock);
-}
