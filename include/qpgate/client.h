@@ -38,6 +38,10 @@ struct qpg_client_opts {
 	uint8_t rd_atomic;     /* one-sided READs in flight per connection; 0: one */
 	uint32_t sq_depth;     /* send queue per connection (sends and READs); 0: 2 x credits */
 	bool tls_resume; /* offer the server's newest ticket on new connections (default on) */
+	/* Local addresses for the control connections, comma-separated, taken in
+	 * turn (NULL: the kernel picks). Each address has its own range of ports
+	 * towards one server port, so N addresses hold N times the connections. */
+	const char *source;
 };
 void qpg_client_opts_default(struct qpg_client_opts *o);
 

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,8 @@
 #include "gid_pick.h"
 #include "memlock.h"
 #include "tls.h"
+
+#define QPG__MAX_SOURCES 64
 
 struct qpg_client {
 	struct qpg__endpoint ep; /* first */
@@ -29,6 +32,8 @@ struct qpg_client {
 	void (*wake_cb)(void *arg);
 	void *wake_arg;
 	struct qpg__tls_slot tls;
+	struct sockaddr_storage src[QPG__MAX_SOURCES]; /* opts.source, parsed */
+	unsigned nsrc, next_src;
 };
 
 struct client_user {
@@ -55,6 +60,49 @@ void qpg_client_opts_default(struct qpg_client_opts *o)
 	o->handshake_timeout_ms = 10000;
 	o->srq_depth = 4096;
 	o->tls_resume = true;
+}
+
+/* Parse LIST (comma-separated numeric addresses of FAMILY) into CL->src. */
+static int parse_sources(struct qpg_client *cl, const char *list, int family, char *err,
+			 size_t err_len)
+{
+	const char *p = list;
+	while (*p) {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		char a[INET6_ADDRSTRLEN + 1];
+		struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_flags = AI_NUMERICHOST},
+				*ai = NULL;
+		if (n == 0 || n >= sizeof(a)) {
+			snprintf(err, err_len, "source addresses '%s': an empty or overlong entry", list);
+			return -EINVAL;
+		}
+		memcpy(a, p, n);
+		a[n] = 0;
+		if (getaddrinfo(a, NULL, &hints, &ai) != 0) {
+			snprintf(err, err_len, "source address '%s' is not a numeric IP address", a);
+			return -EINVAL;
+		}
+		int fam = ai->ai_family;
+		if (fam == family && cl->nsrc < QPG__MAX_SOURCES)
+			memcpy(&cl->src[cl->nsrc++], ai->ai_addr, ai->ai_addrlen);
+		freeaddrinfo(ai);
+		if (fam != family) {
+			snprintf(err, err_len, "source address '%s' is IPv%c, but the server is IPv%c",
+				 a, fam == AF_INET ? '4' : '6', family == AF_INET ? '4' : '6');
+			return -EINVAL;
+		}
+		if (cl->nsrc == QPG__MAX_SOURCES && end) {
+			snprintf(err, err_len, "more than %d source addresses", QPG__MAX_SOURCES);
+			return -EINVAL;
+		}
+		p = end ? end + 1 : p + n;
+	}
+	if (cl->nsrc == 0) {
+		snprintf(err, err_len, "source addresses: none given");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 static struct qpg_client *of(struct qpg__conn *c)
@@ -140,6 +188,10 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	memcpy(&cl->addr, ai->ai_addr, ai->ai_addrlen);
 	cl->addr_len = ai->ai_addrlen;
 	freeaddrinfo(ai);
+	if (o->source && (rc = parse_sources(cl, o->source, cl->addr.ss_family, err, err_len))) {
+		free(cl);
+		return rc;
+	}
 
 	const struct qpg__transport_ops *t = qpg__transport_by_kind(o->transport);
 	if (!t) {
@@ -150,11 +202,22 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	/* Message slots the client's pool may register (and, over rdma, pin). */
 	uint32_t pool_slots = o->pool_max ? o->pool_max : 16384;
 	if (t == &qpg__transport_rdma) {
-		struct sockaddr_storage local;
-		bool routed =
-		    qpg__local_addr_toward((struct sockaddr *)&cl->addr, cl->addr_len, &local) == 0;
+		/* The server checks HELLO's GID against the control connection's
+		 * address (reflection), so over rdma that is the address the GID
+		 * carries: one source address, or the one routed toward the server. */
+		struct sockaddr_storage local = cl->src[0];
+		if (cl->nsrc > 1) {
+			snprintf(err, err_len,
+				 "over rdma, give one source address: the one the GID carries");
+			free(cl);
+			return -EINVAL;
+		}
+		bool routed = cl->nsrc == 1 || qpg__local_addr_toward((struct sockaddr *)&cl->addr,
+								       cl->addr_len, &local) == 0;
 		rc = qpg__rdma_dev_open_for(&cl->dev, routed ? (struct sockaddr *)&local : NULL,
-					    "the source address toward the server", o->ib_dev,
+					    cl->nsrc ? "the source address"
+						     : "the source address toward the server",
+					    o->ib_dev,
 					    o->ib_port, o->gid_index, err, err_len);
 		if (rc == 0) {
 			rc = qpg__memlock_check((uint64_t)pool_slots *
@@ -259,6 +322,8 @@ int qpg_client_connect(struct qpg_client *cl, void *user, struct qpg_client_conn
 	struct qpg__client_params p = {
 	    .addr = (struct sockaddr *)&cl->addr,
 	    .addr_len = cl->addr_len,
+	    .src = cl->nsrc ? (struct sockaddr *)&cl->src[cl->next_src++ % cl->nsrc] : NULL,
+	    .src_len = cl->addr_len, /* the same family as the server's */
 	    .servername = cl->servername,
 	    .service = cl->o.service,
 	    .auth = cl->o.auth,

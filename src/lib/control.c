@@ -5,6 +5,7 @@
  * through its ops table (conn_prepare, conn_establish, on_stream). */
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -32,6 +33,16 @@ static void set_sockopts(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+}
+
+/* Bind FD to SRC's address, leaving the port to connect(): with
+ * IP_BIND_ADDRESS_NO_PORT the kernel picks it per destination, so a source
+ * address does not use up its ports at bind time. */
+static int bind_source(int fd, const struct sockaddr *src, socklen_t len)
+{
+	int one = 1;
+	setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+	return bind(fd, src, len);
 }
 
 int qpg__conn_accept(struct qpg__endpoint *ep, int fd, const struct sockaddr_storage *peer,
@@ -82,7 +93,9 @@ int qpg__conn_connect(struct qpg__endpoint *ep, const struct qpg__client_params 
 		*out = c;
 		return 0;
 	}
-	if (connect(fd, p->addr, p->addr_len) < 0 && errno != EINPROGRESS)
+	if (p->src && bind_source(fd, p->src, p->src_len) < 0)
+		qpg__conn_close(c, QPG_ERR_LOCAL, "bind to the source address: %s", strerror(errno));
+	else if (connect(fd, p->addr, p->addr_len) < 0 && errno != EINPROGRESS)
 		qpg__conn_close(c, QPG_ERR_REFUSED, "connect: %s", strerror(errno));
 	*out = c;
 	return 0;

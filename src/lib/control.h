@@ -20,6 +20,8 @@ int qpg__conn_accept(struct qpg__endpoint *ep, int fd, const struct sockaddr_sto
 struct qpg__client_params {
 	const struct sockaddr *addr;
 	socklen_t addr_len;
+	const struct sockaddr *src; /* bind to this first (NULL: the kernel picks) */
+	socklen_t src_len;
 	const char *servername;
 	uint8_t service;
 	bool auth;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 
 #include "qpgate/qpgate.h"
 
@@ -67,4 +68,17 @@ int qpg_cli_transport(const char *arg)
 		exit(2);
 	}
 	return t;
+}
+
+long qpg_cli_raise_nofile(void)
+{
+	struct rlimit r;
+	if (getrlimit(RLIMIT_NOFILE, &r) != 0)
+		return -1;
+	if (r.rlim_cur < r.rlim_max) {
+		r.rlim_cur = r.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &r) != 0)
+			getrlimit(RLIMIT_NOFILE, &r);
+	}
+	return r.rlim_cur == RLIM_INFINITY ? -1 : (long)r.rlim_cur;
 }

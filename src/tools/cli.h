@@ -13,5 +13,8 @@ unsigned long long qpg_cli_size(const char *arg, unsigned long long min, unsigne
 				const char *flag);
 /* "rdma" | "tcp", or exit(2). */
 int qpg_cli_transport(const char *arg);
+/* Raise the soft limit on open files to the hard one (a connection is one
+ * fd, or two with its QP's channel); returns the limit now, -1: none. */
+long qpg_cli_raise_nofile(void);
 
 #endif

@@ -177,6 +177,7 @@ int main(int argc, char **argv)
 	const struct qpg_opt *const opt_tables[] = {client, own, NULL};
 	int optind =
 	    qpg_opts_parse(argc, argv, opt_tables, "qpgate-kvbench [options] HOST SERVERNAME", 2);
+	qpg_cli_raise_nofile();
 	compare = get_mode == 3;
 	if (!compare)
 		b.po.get_mode = (uint8_t)get_mode;

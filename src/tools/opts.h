@@ -75,6 +75,8 @@ void qpg_opts_usage(FILE *f, const struct qpg_opt *const *tables, const char *sy
 	     0,                                                                                      \
 	     NULL,                                                                                   \
 	     "turn per-message authentication off (to measure its cost)"},                           \
+	    {"source", 0, OPT_STR, &(o)->source, 0, 0, "ADDR[,ADDR...]",                           \
+	     "local addresses for the control connections, in turn (each has its own ports)"},      \
 	    {"no-tls-resume", 0, OPT_FLAG_OFF, &(o)->tls_resume, 0, 0, NULL,                          \
 	     "a full TLS handshake every time (default: resume with the server's newest ticket)"},   \
 	    {"handshake-timeout",                                                                    \

@@ -228,6 +228,12 @@ int main(int argc, char **argv)
 	int optind =
 	    qpg_opts_parse(argc, argv, tables, "qpgate-perf -c N [options] HOST SERVERNAME", 2);
 	s.server_pid = (pid_t)server_pid;
+	long nofile = qpg_cli_raise_nofile();
+	if (nofile >= 0 && lo.nconns + 32 > nofile)
+		fprintf(stderr,
+			"qpgate-perf: warning: %ld clients need a file descriptor each, but open files "
+			"are limited to %ld (ulimit -n): expect 'Too many open files'\n",
+			(long)lo.nconns, nofile);
 	if (psn_log && !(s.psn_log = fopen(psn_log, "a"))) {
 		fprintf(stderr, "qpgate-perf: cannot open %s\n", psn_log);
 		return 2;

@@ -188,6 +188,12 @@ int main(int argc, char **argv)
 				"'make certs')\n");
 		return 2;
 	}
+	long nofile = qpg_cli_raise_nofile();
+	if (nofile >= 0 && (unsigned long)nofile < (unsigned long)o.max_clients + 64)
+		fprintf(stderr,
+			"qpgate-server: note: open files are limited to %ld (ulimit -n), so fewer "
+			"than --max-clients %u clients fit; past that, accepts fail with EMFILE\n",
+			nofile, (unsigned)o.max_clients);
 	char err[512];
 	/* Before any thread exists, so that all of them inherit it. */
 	sigset_t hup;

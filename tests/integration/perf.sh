@@ -30,4 +30,26 @@ fi
 check "CSV has a header and one row" [ "$(wc -l <"$work/r.csv")" -eq 2 ]
 check "CSV row says $n of $n connected" grep -q "^$n,$n,0,1.000000," "$work/r.csv"
 kill -TERM "$srv"; wait "$srv"; srv=""
+
+# --source: the control connections come from the given addresses, in turn.
+# Over tcp several (each has its own ports); over rdma the one the GID carries.
+if [ "$transport" = tcp ]; then src=127.0.0.2,127.0.0.3; else src=127.0.0.1; fi
+qpg_serve "$work" --transport "$transport" --handshake-timeout 60000 -v
+"$bin/qpgate-perf" --transport "$transport" --ca "$work/ca.crt" -p "$port" -c 20 -n 2 \
+	--source "$src" --json "$work/s.json" 127.0.0.1 localhost >"$work/out" 2>&1
+rc=$?
+qpg_json_file=$work/s.json
+check "--source run: all 20 connected and verified (rc $rc)" \
+	j '.results.connections.succeeded == 20 and .results.data.verified == 40'
+kill -TERM "$srv"; wait "$srv"; srv=""
+for a in ${src//,/ }; do
+	check "the server saw clients from $a" grep -q "from $a:" "$work/server.log"
+done
+check "and from no other address" bash -c "! grep -E ' from ' '$work/server.log' | grep -vqE ' from (${src//,/|}):'"
+if [ "$transport" = tcp ]; then
+	"$bin/qpgate-perf" --transport tcp --ca "$work/ca.crt" -p 1 -c 1 --source 127.0.0.1,::1 \
+		127.0.0.1 localhost >"$work/out" 2>&1
+	check "a source of the other family is refused, with why (rc $?)" \
+		grep -q "source address '::1' is IPv6, but the server is IPv4" "$work/out"
+fi
 finish_checks

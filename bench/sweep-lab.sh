@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# A capacity sweep in the lab, one fresh server per point, with the HTML
+# report in build/bench/sweep-TRANSPORT/.
+#   bench/sweep-lab.sh [-t rdma|tcp] [-s STEPS] [-m MAX] [-a N] [-- PERF FLAGS]
+#     -t  transport (default rdma)
+#     -s  client counts (default 1000,10000,25000,50000)
+#     -m  keep doubling past the last step up to MAX (default: the last step)
+#     -a  tcp: spread the control connections over N source addresses,
+#         127.0.0.1 .. 127.0.0.N (default 8). Over rdma the server checks
+#         HELLO's GID against the control address, so there is one source,
+#         127.0.0.1 (the lab's GID); the local port range is widened to
+#         1024-65535 instead, 64,512 ports towards the server's one port
+# It boots its own VM (QPG_LAB_MEM, default 20480 MiB; QPG_LAB_TIMEOUT,
+# default 10800 s) unless it already runs inside one.
+#   bench/sweep-lab.sh -t tcp -s 1000,10000,50000,100000
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+qpg_bench_in_lab 20480 10800 "$@"
+
+transport=rdma steps=1000,10000,25000,50000 max="" naddr=""
+while getopts "t:s:m:a:" o; do
+	case $o in
+	t) transport=$OPTARG ;;
+	s) steps=$OPTARG ;;
+	m) max=$OPTARG ;;
+	a) naddr=$OPTARG ;;
+	*) exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+[ -n "$naddr" ] || { [ "$transport" = tcp ] && naddr=8 || naddr=1; }
+[ "$transport" = rdma ] || [ "$transport" = tcp ] || { echo "sweep-lab.sh: -t rdma|tcp" >&2; exit 2; }
+[[ $naddr =~ ^[0-9]+$ ]] && [ "$naddr" -ge 1 ] && [ "$naddr" -le 64 ] ||
+	{ echo "sweep-lab.sh: -a wants 1..64" >&2; exit 2; }
+
+qpg_bench_setup sweep
+ulimit -n 1048576
+ulimit -l unlimited
+echo "1024 65535" >/proc/sys/net/ipv4/ip_local_port_range
+src=127.0.0.1
+for i in $(seq 2 "$naddr"); do src+=",127.0.0.$i"; done
+report=$out/sweep-$transport
+rm -rf "$report"
+nproc
+free -m
+cat /proc/sys/net/ipv4/ip_local_port_range
+echo "sweep-lab.sh: $transport, steps $steps${max:+, up to $max}, $naddr source addresses"
+# Capacity, not admission control: handshakes are not rate-limited and may
+# take as long as the emulated CPUs need; everything else is the default.
+"$bin/qpgate-sweep" --steps "$steps" ${max:+--max "$max"} --search-iters 2 --out "$report" \
+	--settle-timeout 600 --title "qpgate capacity in the lab ($transport)" \
+	--server-args "--transport $transport --cert $work/server.crt --key $work/server.key \
+--handshake-timeout 120000 --max-pending 100000 --max-pending-per-peer 100000 --handshake-rate 0" \
+	-- --transport "$transport" --ca "$work/ca.crt" --source "$src" -n 5 --timeout 3600000 "$@" \
+	127.0.0.1 localhost
+echo "report: $report/report.html"
