@@ -298,10 +298,14 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 			struct conn_state *s = &e.conns[r->started];
 			s->e = &e;
 			s->index = r->started;
-			if (qpg_client_connect(cl, s, &s->c) < 0) {
-				s->closed = s->done = true;
+			int crc = qpg_client_connect(cl, s, &s->c);
+			if (crc < 0) {
+				s->closed = true; /* finished when the traffic starts */
 				r->failed++;
-				r->fail_by_class[QPG_ERR_LOCAL]++;
+				if (r->fail_by_class[QPG_ERR_LOCAL]++ == 0)
+					snprintf(r->fail_example[QPG_ERR_LOCAL],
+						 sizeof(r->fail_example[QPG_ERR_LOCAL]),
+						 "connect: %s", qpg_strerror(crc));
 			}
 			r->started++;
 		}
@@ -309,7 +313,7 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 		tick(&e, "connect", &next);
 	}
 	for (int i = r->started; i < o->nconns; i++) { /* never started */
-		e.conns[i].closed = e.conns[i].done = true;
+		e.conns[i].closed = true;
 		r->failed++;
 		if (r->fail_by_class[QPG_ERR_TIMEOUT]++ == 0)
 			snprintf(r->fail_example[QPG_ERR_TIMEOUT], sizeof(r->fail_example[0]),

@@ -106,11 +106,14 @@ static double per_client_kb(const struct samples *s, const struct load_result *r
 static json_t *build_json(const struct qpg_client_opts *co, const struct load_opts *lo,
 			  const struct load_result *r, const struct samples *s)
 {
-	json_t *fails = json_object();
+	json_t *fails = json_object(), *examples = json_object();
 	for (int e = 1; e < QPG_ERR_COUNT; e++)
-		if (r->fail_by_class[e])
+		if (r->fail_by_class[e]) {
 			json_object_set_new(fails, qpg_err_class_name((enum qpg_err_class)e),
 					    json_integer(r->fail_by_class[e]));
+			json_object_set_new(examples, qpg_err_class_name((enum qpg_err_class)e),
+					    json_string(r->fail_example[e]));
+		}
 	json_t *phases = json_object();
 	for (int p = 0; p < QPG_PHASE_COUNT; p++)
 		json_object_set_new(phases, qpg_phase_name((enum qpg_phase)p),
@@ -132,12 +135,13 @@ static json_t *build_json(const struct qpg_client_opts *co, const struct load_op
 	    co->auth, "ramp_per_s", lo->ramp, "window", (json_int_t)lo->window, "size",
 	    (int)lo->size, "inflight", (json_int_t)lo->inflight);
 	json_t *results = json_pack(
-	    "{s:{s:i, s:i, s:i, s:i, s:f, s:o, s:o, s:o, s:f},"
+	    "{s:{s:i, s:i, s:i, s:i, s:f, s:o, s:o, s:o, s:o, s:f},"
 	    " s:{s:I, s:I, s:I, s:o, s:f, s:f, s:f},"
 	    " s:{s:o, s:o}}",
 	    "connections", "attempted", r->nconns, "succeeded", r->established, "failed", r->failed,
 	    "tls_resumed", r->resumed, "success_rate",
 	    r->nconns ? (double)r->established / r->nconns : 0, "failures", fails,
+	    "failure_examples", examples,
 	    "connect_ms", hist_json(&r->setup, 1e6), "phases_us", phases, "connect_phase_s",
 	    r->connect_s, "data", "sent", (json_int_t)r->sent, "verified", (json_int_t)r->verified,
 	    "mismatches", (json_int_t)r->mismatches, "latency_us", hist_json(&r->lat, 1e3),

@@ -37,6 +37,23 @@ static json_t *bound_json(const struct sweep_bound *b)
 			 b->fail_at == 0);
 }
 
+static json_t *exhausted_json(const struct exhausted *e)
+{
+	if (e->what == EXH_NONE)
+		return json_null();
+	return json_pack("{s:s, s:s, s:s}", "resource", exhausted_name(e->what), "value", e->value,
+			 "evidence", e->evidence);
+}
+
+/* The run at the smallest N that missed 100%: what ran out there. */
+static const struct sweep_point *breaking_point(const struct sweep_report *rep)
+{
+	for (int i = 0; rep->full.fail_at && i < rep->npoints; i++)
+		if (rep->points[i].clients == rep->full.fail_at)
+			return &rep->points[i];
+	return NULL;
+}
+
 static int write_json(const struct sweep_report *rep, const char *path)
 {
 	json_t *pts = json_array();
@@ -59,10 +76,20 @@ static int write_json(const struct sweep_report *rep, const char *path)
 				   "settled", p->settled, "server_exit_ok", p->server_exit_ok,
 				   "settle_s", p->settle_s, "failures", p->failures, "perf",
 				   p->perf ? p->perf : json_null()));
+		json_object_set_new(json_array_get(pts, json_array_size(pts) - 1), "exhausted",
+				    exhausted_json(&p->exh));
 	}
 	json_t *results = json_pack("{s:f, s:o, s:o, s:o}", "total_s", rep->total_s,
 				    "largest_at_100", bound_json(&rep->full), "largest_at_99",
 				    bound_json(&rep->p99), "points", pts);
+	const struct sweep_point *bp = breaking_point(rep);
+	json_t *bpj = json_null();
+	if (bp) {
+		bpj = exhausted_json(&bp->exh);
+		if (json_is_object(bpj))
+			json_object_set_new(bpj, "clients", json_integer(bp->clients));
+	}
+	json_object_set_new(results, "breaking_point", bpj);
 	if (results && rep->compare_seeds) {
 		json_t *seeds = json_array();
 		for (size_t i = 0; i < sizeof(seed_runs) / sizeof(seed_runs[0]); i++)
@@ -146,6 +173,10 @@ static int write_md(const struct sweep_report *rep, const char *path)
 			   "| resources per client | 1 QP (server side) |\n\n",
 			full, p99);
 	}
+	const struct sweep_point *bp = breaking_point(rep);
+	if (bp && bp->exh.what != EXH_NONE)
+		fprintf(f, "**Breaking point:** at %d clients, %s ran out first (%s): %s\n\n",
+			bp->clients, exhausted_name(bp->exh.what), bp->exh.value, bp->exh.evidence);
 	fprintf(f, "| clients | stage | connected | success | echoes | connect p50 [ms] | "
 		   "connect p99 [ms] | server kB/client | msg/s | echo p50 [us] | echo p99 [us] | "
 		   "settled | failures |\n");
@@ -388,6 +419,14 @@ static int write_html(const struct sweep_report *rep, const char *path)
 	html_card(f, "", big, what);
 	snprintf(big, sizeof(big), "%s%d", rep->p99.fail_at ? "" : "&ge; ", rep->p99.n);
 	html_card(f, "", big, "largest N at &ge; 99% success");
+	const struct sweep_point *bp = breaking_point(rep);
+	if (bp && bp->exh.what != EXH_NONE) {
+		char esc[512];
+		snprintf(what, sizeof(what), "ran out first at %d clients: %s", bp->clients,
+			 bp->exh.value);
+		snprintf(esc, sizeof(esc), "%s", exhausted_name(bp->exh.what));
+		html_card(f, "", esc, what);
+	}
 	if (rep->compare_seeds) {
 		snprintf(big, sizeof(big), "%d", SEED_FULL);
 		html_card(f, "seed", big, "seed prototype at 100% (thread per client)");

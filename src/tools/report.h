@@ -7,6 +7,8 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "exhaust.h"
+
 enum sweep_stage { STAGE_STEP, STAGE_SEARCH_FULL, STAGE_SEARCH_99 };
 
 /* One qpgate-perf run, reduced to what the report draws. Unknown values
@@ -27,6 +29,7 @@ struct sweep_point {
 	bool server_exit_ok; /* a server the sweep started exited 0 */
 	double settle_s;
 	char failures[256]; /* "timeout 3, server_full 1" or "" */
+	struct exhausted exh; /* what ran out, when anything failed */
 	json_t *perf;	    /* qpgate-perf's own JSON (owned) */
 };
 

@@ -160,12 +160,18 @@ static pid_t spawn_server(struct sweep *sw, char *port, size_t port_len)
 	return -1;
 }
 
-static bool stop_server(pid_t pid)
+/* Stops it; true if it exited 0. *KILLED: it had died of SIGKILL already
+ * (the OOM killer). */
+static bool stop_server(pid_t pid, bool *killed)
 {
 	int status = 0;
-	kill(pid, SIGTERM);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
+	*killed = waitpid(pid, &status, WNOHANG) == pid && WIFSIGNALED(status) &&
+		  WTERMSIG(status) == SIGKILL;
+	if (!*killed) {
+		kill(pid, SIGTERM);
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+	}
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
@@ -179,8 +185,11 @@ static int run_point(struct sweep *sw, int n, enum sweep_stage stage, struct swe
 	snprintf(nbuf, sizeof(nbuf), "%d", n);
 	unlink(json_path);
 
-	char port[16];
+	char port[16], log_path[PATH_MAX];
 	pid_t spawned = 0;
+	snprintf(log_path, sizeof(log_path), "%s/runs/server.log", sw->out_dir);
+	struct stat log_st;
+	long log_from = stat(log_path, &log_st) == 0 ? (long)log_st.st_size : 0;
 	if (sw->server_argc) {
 		if ((spawned = spawn_server(sw, port, sizeof(port))) < 0)
 			return -1;
@@ -226,9 +235,9 @@ static int run_point(struct sweep *sw, int n, enum sweep_stage stage, struct swe
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		if (g_stop)
 			kill(pid, SIGTERM);
-	bool server_ok = true;
+	bool server_ok = true, server_killed = false;
 	if (spawned) {
-		server_ok = stop_server(spawned);
+		server_ok = stop_server(spawned, &server_killed);
 		sw->server_base.ok = false; /* gone: only the device has to settle */
 	}
 	memset(p, 0, sizeof(*p));
@@ -262,6 +271,11 @@ static int run_point(struct sweep *sw, int n, enum sweep_stage stage, struct swe
 	double q1 = jnum(json_array_get(snap, 1), "device.qp");
 	p->dev_qps_per_client = q0 >= 0 && q1 >= 0 && n > 0 ? (q1 - q0) / n : -1;
 	describe_failures(r, p->failures, sizeof(p->failures));
+	struct exhaust_input ei = {r, spawned ? log_path : NULL, log_from, server_killed};
+	exhaust_classify(&ei, &p->exh);
+	if (p->exh.what != EXH_NONE)
+		fprintf(stderr, "qpgate-sweep: %d clients: ran out of %s (%s): %s\n", n,
+			exhausted_name(p->exh.what), p->exh.value, p->exh.evidence);
 	p->settled = settle(sw, &p->settle_s);
 	if (!server_ok)
 		fprintf(stderr, "qpgate-sweep: %d clients: the server did not exit cleanly\n", n);

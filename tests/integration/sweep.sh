@@ -27,4 +27,23 @@ check "with --compare-seeds, the seeds' published numbers are in the report" j '
 check "report.md has the table" grep -q "^| $limit | search-100 | $limit | 100.00% | all verified" "$work/rep/report.md"
 check "report.html has four SVG charts" [ "$(grep -c '<svg ' "$work/rep/report.html")" -eq 4 ]
 check "report.html is self-contained (no external fetches)" sh -c "! grep -Eq '(src|href)=\"?(https?:)?//' '$work/rep/report.html'"
+check "the breaking point ($((limit + 1))) names the limit that refused, with the client's reason" \
+	j ".results.breaking_point.clients == $((limit + 1)) and .results.breaking_point.resource == \"server admission limit\" and (.results.breaking_point.evidence | test(\"server full\"))"
+check "report.md names it" grep -q "^\*\*Breaking point:\*\* at $((limit + 1)) clients, server admission limit ran out first" "$work/rep/report.md"
+
+# A resource, not a setting: with open files limited to 100, the server runs
+# out of fds past about 90 clients, and the sweep must say so, with the limit.
+(
+	ulimit -n 100
+	"$bin/qpgate-sweep" --steps 20,200 --search-iters 1 --out "$work/fds" \
+		--server-args "--transport $transport --cert $work/server.crt --key $work/server.key" \
+		-- --transport "$transport" --ca "$work/ca.crt" -n 3 --handshake-timeout 3000 --timeout 30000 127.0.0.1 localhost
+) >"$work/out" 2>&1
+qpg_json_file=$work/fds/report.json
+check "fd-limited sweep: 20 clients at 100%" j '.results.points[] | select(.clients == 20) | .success_rate == 1'
+check "fd-limited sweep: 200 clients missed, and fds ran out first, at RLIMIT_NOFILE 100" \
+	j '.results.points[] | select(.clients == 200) | .success_rate < 1 and .exhausted.resource == "fds" and .exhausted.value == "RLIMIT_NOFILE 100"'
+check "fd-limited sweep: the breaking point is fds" j '.results.breaking_point.resource == "fds"'
+check "connects that failed at once (EMFILE) end the run: it did not wait for its timeout" \
+	sh -c "! grep -l 'run timed out' '$work'/fds/runs/perf-*.txt"
 finish_checks
