@@ -153,6 +153,7 @@ static void become_established(struct qpg__conn *c)
 		return;
 	}
 	c->state = QPG_CONN_ESTABLISHED;
+	qpg__conn_list_established(c);
 	c->deadline_ns = 0;
 	c->active_ns = c->progress_ns = qpg__now_ns();
 	c->handshake_done = true;
@@ -175,6 +176,7 @@ static void become_established(struct qpg__conn *c)
 	 * epoll cannot see them. */
 	if (c->state == QPG_CONN_ESTABLISHED && qpg__tls_pending(c->ssl))
 		c->t->on_stream(c);
+	qpg__stream_release_tls(c);
 }
 
 static void server_on_hello(struct qpg__conn *c)

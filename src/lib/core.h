@@ -59,6 +59,10 @@ struct qpg__transport_ops {
 	/* Bytes queued on the control channel have left the process (up to
 	 * C->out_flushed_total). NULL where sends do not ride on it. */
 	void (*on_flushed)(struct qpg__conn *c);
+	/* The data path rides on the TLS session (tcp). Otherwise the session
+	 * is freed once the bootstrap is done and flushed: the control
+	 * connection then only carries its close (docs/protocol.md). */
+	bool data_on_tls;
 
 	/* One-sided access; all NULL where the transport has none.
 	 * 0 if windows can be scoped to one connection, else -EOPNOTSUPP. */
@@ -149,7 +153,8 @@ struct qpg__conn {
 	bool read_paused;      /* stop reading requests until our output drains */
 	uint8_t test_mutation; /* test hook: enum qpg__hello_mutation */
 	uint64_t closing_since_ns;
-	struct qpg__conn *prev, *next; /* endpoint's list, in creation order */
+	struct qpg__conn *prev, *next; /* endpoint's handshaking or established list */
+	bool listed_established;
 	struct qpg__conn *next_dead;   /* on the endpoint's closing, then dead list */
 	uint64_t progress_ns;	       /* last send completion, or the first send after none */
 	uint64_t active_ns;	       /* last frame in or send completed (idle timeout) */
@@ -195,6 +200,11 @@ struct qpg__endpoint_cbs {
 	void (*read_done)(struct qpg__conn *c, struct qpg_buf *b);
 };
 
+struct qpg__conn_list {
+	struct qpg__conn *head, *tail;
+	size_t n;
+};
+
 struct qpg__endpoint {
 	struct qpg__loop loop;
 	const struct qpg__transport_ops *t;
@@ -217,7 +227,12 @@ struct qpg__endpoint {
 	uint8_t service;
 	uint16_t credits_max;
 	uint64_t handshake_timeout_ns;
-	struct qpg__conn *head, *tail;
+	/* Open connections. Each tick checks every handshaking one's deadline
+	 * (their number is bounded by the server's --max-pending) and a tenth
+	 * of the established ones, from SCAN on, so each of those once a
+	 * second: walking 100,000 connections every tick would cost a core. */
+	struct qpg__conn_list handshaking, established;
+	struct qpg__conn *scan;
 	/* Closed, their closed callback not yet called: that happens after the
 	 * batch, never under the caller of qpg__conn_close (as uv_close). */
 	struct qpg__conn *closing, *closing_tail;
@@ -259,6 +274,10 @@ void qpg__endpoint_settle(struct qpg__endpoint *ep);
 
 /* Count a connection that is only starting (used by control.c). */
 struct qpg__conn *qpg__conn_new(struct qpg__endpoint *ep, int fd, bool is_server);
+/* Move C from the handshaking list to the established one. */
+void qpg__conn_list_established(struct qpg__conn *c);
+/* Ticks over which the tick visits every established connection once. */
+#define QPG__SCAN_TICKS 10u
 /* End C with ERR and a reason. Idempotent. C stays valid until the loop's
  * current batch has ended: its closed callback runs then, never inside this
  * call, and C is freed only after that and once its data path has drained. */

@@ -32,13 +32,22 @@ void qpg__endpoint_tick(struct qpg__endpoint *ep)
 			      memory_order_relaxed);
 	atomic_store_explicit(&ep->stats.pool_slots, (long long)ep->pool.nslots,
 			      memory_order_relaxed);
-	struct qpg__conn *c = ep->head, *next;
-	for (; c; c = next) {
+	struct qpg__conn *c, *next;
+	for (c = ep->handshaking.head; c; c = next) {
 		next = c->next;
-		if (c->deadline_ns && now > c->deadline_ns && c->state != QPG_CONN_ESTABLISHED) {
+		if (c->deadline_ns && now > c->deadline_ns)
 			qpg__control_deadline(c, now);
-			continue;
-		}
+	}
+	if (!ep->progress_ns_max && !ep->idle_ns_max && !ep->cbs.tick)
+		return;
+	/* A tenth of the established connections, so each once a second (a
+	 * deadline of S seconds holds within S + 1). Closing one moves SCAN on. */
+	size_t quota = ep->established.n / QPG__SCAN_TICKS + 1;
+	for (size_t k = 0; k < quota && ep->established.n; k++) {
+		if (!ep->scan)
+			ep->scan = ep->established.head;
+		c = ep->scan;
+		ep->scan = c->next;
 		if (c->state != QPG_CONN_ESTABLISHED)
 			continue;
 		/* A paused reader has a full send queue, so in_flight covers it. */
@@ -99,8 +108,10 @@ err_loop:
 
 void qpg__endpoint_fini(struct qpg__endpoint *ep)
 {
-	while (ep->head)
-		qpg__conn_close(ep->head, QPG_ERR_LOCAL, "endpoint shutting down");
+	while (ep->established.head)
+		qpg__conn_close(ep->established.head, QPG_ERR_LOCAL, "endpoint shutting down");
+	while (ep->handshaking.head)
+		qpg__conn_close(ep->handshaking.head, QPG_ERR_LOCAL, "endpoint shutting down");
 	qpg__endpoint_settle(ep);
 	/* Let flushes arrive so QPs are destroyed idle, then force the rest. */
 	for (int i = 0; i < 200 && (ep->dead || ep->closing); i++)

@@ -26,6 +26,14 @@ void qpg__phase_end(struct qpg__conn *c, enum qpg_phase p)
 	c->phase_start_ns = now;
 }
 
+static void list_append(struct qpg__conn_list *l, struct qpg__conn *c)
+{
+	c->prev = l->tail;
+	c->next = NULL;
+	QPG__QUEUE_APPEND(l->head, l->tail, c, next);
+	l->n++;
+}
+
 struct qpg__conn *qpg__conn_new(struct qpg__endpoint *ep, int fd, bool is_server)
 {
 	struct qpg__conn *c = calloc(1, ep->t->conn_size);
@@ -38,26 +46,42 @@ struct qpg__conn *qpg__conn_new(struct qpg__endpoint *ep, int fd, bool is_server
 	c->started_ns = qpg__now_ns();
 	c->deadline_ns = c->started_ns + ep->handshake_timeout_ns;
 	c->phase_start_ns = c->started_ns;
-	c->prev = ep->tail;
-	QPG__QUEUE_APPEND(ep->head, ep->tail, c, next);
+	list_append(&ep->handshaking, c);
 	ep->nconns++;
 	atomic_fetch_add_explicit(&ep->stats.handshaking, 1, memory_order_relaxed);
 	return c;
 }
 
-static void conn_unlink(struct qpg__conn *c)
+static void list_remove(struct qpg__endpoint *ep, struct qpg__conn *c)
 {
-	struct qpg__endpoint *ep = c->ep;
+	struct qpg__conn_list *l = c->listed_established ? &ep->established : &ep->handshaking;
+	if (ep->scan == c)
+		ep->scan = c->next;
 	if (c->prev)
 		c->prev->next = c->next;
 	else
-		ep->head = c->next;
+		l->head = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
 	else
-		ep->tail = c->prev;
+		l->tail = c->prev;
 	c->prev = c->next = NULL;
-	ep->nconns--;
+	l->n--;
+}
+
+void qpg__conn_list_established(struct qpg__conn *c)
+{
+	if (c->listed_established)
+		return;
+	list_remove(c->ep, c);
+	c->listed_established = true;
+	list_append(&c->ep->established, c);
+}
+
+static void conn_unlink(struct qpg__conn *c)
+{
+	list_remove(c->ep, c);
+	c->ep->nconns--;
 }
 
 void qpg__conn_close(struct qpg__conn *c, enum qpg_err_class err, const char *fmt, ...)

@@ -72,12 +72,25 @@ int qpg__stream_flush(struct qpg__conn *c)
 		qpg__conn_close(c, c->err, "%s", c->why);
 	else if (c->t->on_flushed && c->state == QPG_CONN_ESTABLISHED)
 		c->t->on_flushed(c);
+	qpg__stream_release_tls(c);
 	return 0;
+}
+
+void qpg__stream_release_tls(struct qpg__conn *c)
+{
+	if (!c->ssl || c->t->data_on_tls || c->state != QPG_CONN_ESTABLISHED ||
+	    c->out_off < c->out_len || c->want_write)
+		return;
+	qpg__tls_release(c->ssl);
+	c->ssl = NULL;
+	free(c->out);
+	c->out = NULL;
+	c->out_cap = c->out_len = c->out_off = 0;
 }
 
 int qpg__conn_write(struct qpg__conn *c, const void *data, size_t len)
 {
-	if (c->state >= QPG_CONN_CLOSING)
+	if (c->state >= QPG_CONN_CLOSING || !c->ssl)
 		return -ENOTCONN;
 	if (c->out_len + len > c->out_cap) {
 		/* Compact first: bytes already sent are dead weight. */

@@ -19,6 +19,10 @@ struct qpg__conn;
 int qpg__conn_write(struct qpg__conn *c, const void *data, size_t len);
 /* Write what is queued while the socket takes it. */
 int qpg__stream_flush(struct qpg__conn *c);
+/* Over a transport whose data path does not ride on TLS: once C is
+ * established and its bootstrap flushed, free its TLS session and stream
+ * buffer (about 14 KB a connection); the control socket stays, for the close. */
+void qpg__stream_release_tls(struct qpg__conn *c);
 /* Stop (or resume) reading the control socket: the tcp transport's
  * backpressure while its output is full. */
 void qpg__conn_pause_read(struct qpg__conn *c, bool pause);

@@ -239,6 +239,15 @@ void qpg__tls_close_notify(SSL *ssl)
 	SSL_shutdown(ssl);
 }
 
+void qpg__tls_release(SSL *ssl)
+{
+	/* Shut down as far as OpenSSL is concerned, without a close_notify on
+	 * the wire: a session freed mid-connection is "bad", and its ticket
+	 * (the client keeps it to resume with) would be marked not resumable. */
+	SSL_set_shutdown(ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+	SSL_free(ssl);
+}
+
 void qpg__tls_free(SSL *ssl)
 {
 	SSL_free(ssl);

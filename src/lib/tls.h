@@ -90,6 +90,8 @@ bool qpg__tls_pending(const SSL *ssl);
 /* A polite close_notify on a healthy session; never blocks. */
 void qpg__tls_close_notify(SSL *ssl);
 void qpg__tls_free(SSL *ssl);
+/* Free an established session whose connection goes on without TLS. */
+void qpg__tls_release(SSL *ssl);
 void qpg__tls_ctx_free(SSL_CTX *ctx);
 
 #endif

@@ -6,6 +6,7 @@
  * in rdma_windows.c. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sys/socket.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -407,9 +408,22 @@ static int rdma_send(struct qpg__conn *c, struct qpg_buf *b, size_t len)
 
 static void rdma_on_stream(struct qpg__conn *c)
 {
-	/* After the bootstrap the control channel only carries the close. */
+	/* After the bootstrap the control channel only carries the close: its
+	 * TLS session is freed once the bootstrap is flushed, so it is read
+	 * as a plain socket from then on (docs/protocol.md). */
 	uint8_t buf[64];
 	size_t got;
+	if (!c->ssl) {
+		ssize_t n = recv(c->io.fd, buf, sizeof(buf), 0);
+		if (n > 0)
+			qpg__conn_close(c, QPG_ERR_PROTOCOL, "unexpected data on the control channel");
+		else if (n == 0)
+			qpg__conn_close(c, QPG_ERR_PEER_CLOSED, "peer closed the connection");
+		else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			qpg__conn_close(c, QPG_ERR_PEER_CLOSED, "control channel lost: %s",
+					strerror(errno));
+		return;
+	}
 	enum qpg__tls_io r = qpg__tls_read(c->ssl, buf, sizeof(buf), &got, c->why, sizeof(c->why));
 	if (r == QPG_TLS_DONE)
 		qpg__conn_close(c, QPG_ERR_PROTOCOL, "unexpected data on the control channel");

@@ -195,6 +195,7 @@ const struct qpg__transport_ops qpg__transport_tcp = {
     .conn_busy = tcp_conn_busy,
     .conn_release = tcp_conn_release,
     .on_flushed = tcp_on_flushed,
+    .data_on_tls = true,
 };
 
 const struct qpg__transport_ops *qpg__transport_by_kind(int kind)
