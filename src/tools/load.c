@@ -142,6 +142,7 @@ static void on_established(struct qpg_client_conn *c, void *user)
 	struct conn_state *s = user;
 	s->established = true;
 	s->e->r->established++;
+	s->e->r->settled++;
 	struct qpg_conn_info ci;
 	qpg_client_conn_info(c, &ci);
 	s->e->r->resumed += ci.resumed;
@@ -193,6 +194,8 @@ static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class 
 			r->have_first = true;
 		}
 	}
+	if (!s->established)
+		r->settled++;
 	s->closed = true;
 	request_done(e, s);
 	if (err != QPG_ERR_NONE) {
@@ -287,14 +290,16 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 	 * most RAMP per second), as a fleet of real clients arrives: the
 	 * server's handshake deadline then measures the server, not a queue we
 	 * made ourselves. */
-	while (r->established + r->failed < o->nconns && now_ns() < deadline) {
+	/* A connection that fails after it was established counts in both
+	 * established and failed: SETTLED counts each handshake once. */
+	while (r->settled < o->nconns && now_ns() < deadline) {
 		uint64_t now = now_ns();
 		long allowed =
 		    o->ramp > 0 ? (long)((double)(now - t0) / 1e9 * o->ramp) + 1 : o->nconns;
 		/* Priming: a window of one until the first connection is up. */
-		long window = o->prime && r->established + r->failed == 0 ? 1 : o->window;
+		long window = o->prime && r->settled == 0 ? 1 : o->window;
 		while (r->started < o->nconns && r->started < allowed &&
-		       r->started - (r->established + r->failed) < window) {
+		       r->started - r->settled < window) {
 			struct conn_state *s = &e.conns[r->started];
 			s->e = &e;
 			s->index = r->started;
@@ -302,6 +307,7 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 			if (crc < 0) {
 				s->closed = true; /* finished when the traffic starts */
 				r->failed++;
+				r->settled++;
 				if (r->fail_by_class[QPG_ERR_LOCAL]++ == 0)
 					snprintf(r->fail_example[QPG_ERR_LOCAL],
 						 sizeof(r->fail_example[QPG_ERR_LOCAL]),

@@ -51,6 +51,7 @@ struct load_opts {
 struct load_result {
 	int nconns;
 	int started, established, failed;
+	int settled; /* handshakes that ended: established, or failed before that */
 	int resumed; /* established with a resumed TLS session */
 	long sent, verified, mismatches;
 	bool timed_out;

@@ -58,4 +58,16 @@ if [ "$transport" = tcp ]; then
 	check "a source of the other family is refused, with why (rc $?)" \
 		grep -q "source address '::1' is IPv6, but the server is IPv4" "$work/out"
 fi
+# Connections that the server closes while later ones still connect (here
+# idle ones) are established and failed both: each must still be counted
+# once as a finished handshake, and every one of the 40 started.
+if [ "$transport" = tcp ]; then
+	qpg_serve "$work" --transport tcp --idle-timeout 300
+	"$bin/qpgate-perf" --transport tcp --ca "$work/ca.crt" -p "$port" -c 40 -n 1 --ramp 20 \
+		--json "$work/i.json" 127.0.0.1 localhost >"$work/out" 2>&1
+	qpg_json_file=$work/i.json
+	check "idle-closed while others connect: all 40 established, none left unstarted" \
+		j '.results.connections.succeeded == 40 and (.results.connections.failure_examples.timeout // "" | test("not started") | not)'
+	kill -TERM "$srv"; wait "$srv"; srv=""
+fi
 finish_checks
