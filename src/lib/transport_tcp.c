@@ -155,7 +155,10 @@ static void tcp_on_stream(struct qpg__conn *c)
 		}
 		if (r == QPG_TLS_WANT_READ || r == QPG_TLS_WANT_WRITE)
 			return;
-		qpg__conn_close(c, QPG_ERR_PEER_CLOSED, "peer closed the connection");
+		if (r == QPG_TLS_CLOSED)
+			qpg__conn_close(c, QPG_ERR_PEER_CLOSED, "peer closed the connection");
+		else /* reset, keepalive timeout, or a TLS error: say which */
+			qpg__conn_close(c, QPG_ERR_PEER_CLOSED, "connection lost: %s", c->why);
 		return;
 	}
 }
