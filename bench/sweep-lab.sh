@@ -52,10 +52,16 @@ echo "sweep-lab.sh: $transport, steps $steps${max:+, up to $max}, $naddr source 
 # Everything else is the default.
 peer_limit=""
 [ "$transport" = rdma ] && peer_limit="--max-conns-per-peer 0"
+rc=0
 "$bin/qpgate-sweep" --steps "$steps" ${max:+--max "$max"} --search-iters 2 --out "$report" \
 	--settle-timeout 600 --title "qpgate capacity in the lab ($transport)" \
 	--server-args "--transport $transport --cert $work/server.crt --key $work/server.key \
 --handshake-timeout 120000 --max-pending 100000 --max-pending-per-peer 100000 --handshake-rate 0 $peer_limit" \
 	-- --transport "$transport" --ca "$work/ca.crt" --source "$src" -n 5 --timeout 3600000 "$@" \
-	127.0.0.1 localhost
+	127.0.0.1 localhost || rc=$?
+# What the kernel saw: keepalive probes, connections it aborted on a
+# timeout, drops at the listen queue and the socket backlog.
+nstat -az TcpExtTCPKeepAlive TcpExtTCPAbortOnTimeout TcpExtTCPAbortOnData \
+	TcpExtListenOverflows TcpExtListenDrops TcpExtTCPBacklogDrop 2>/dev/null || true
 echo "report: $report/report.html"
+exit $rc
