@@ -6,6 +6,7 @@
 #     -t  transport (default rdma)
 #     -s  client counts (default 1000,10000,25000,50000)
 #     -m  keep doubling past the last step up to MAX (default: the last step)
+#     -i  runs per binary search once a step misses (default 2)
 #     -a  tcp: spread the control connections over N source addresses,
 #         127.0.0.1 .. 127.0.0.N (default 8). Over rdma the server checks
 #         HELLO's GID against the control address, so there is one source,
@@ -18,13 +19,14 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 qpg_bench_in_lab 20480 10800 "$@"
 
-transport=rdma steps=1000,10000,25000,50000 max="" naddr=""
-while getopts "t:s:m:a:" o; do
+transport=rdma steps=1000,10000,25000,50000 max="" naddr="" iters=2
+while getopts "t:s:m:i:a:" o; do
 	case $o in
 	t) transport=$OPTARG ;;
 	s) steps=$OPTARG ;;
 	m) max=$OPTARG ;;
 	a) naddr=$OPTARG ;;
+	i) iters=$OPTARG ;;
 	*) exit 2 ;;
 	esac
 done
@@ -53,7 +55,7 @@ echo "sweep-lab.sh: $transport, steps $steps${max:+, up to $max}, $naddr source 
 peer_limit=""
 [ "$transport" = rdma ] && peer_limit="--max-conns-per-peer 0"
 rc=0
-"$bin/qpgate-sweep" --steps "$steps" ${max:+--max "$max"} --search-iters 2 --out "$report" \
+"$bin/qpgate-sweep" --steps "$steps" ${max:+--max "$max"} --search-iters "$iters" --out "$report" \
 	--settle-timeout 600 --title "qpgate capacity in the lab ($transport)" \
 	--server-args "--transport $transport --cert $work/server.crt --key $work/server.key \
 --handshake-timeout 120000 --max-pending 100000 --max-pending-per-peer 100000 --handshake-rate 0 $peer_limit" \
