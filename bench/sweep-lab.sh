@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # A capacity sweep in the lab, one fresh server per point, with the HTML
 # report in build/bench/sweep-TRANSPORT/.
-#   bench/sweep-lab.sh [-t rdma|tcp] [-s STEPS] [-m MAX] [-a N] [-- PERF FLAGS]
+#   bench/sweep-lab.sh [-t rdma|tcp] [-s STEPS] [-m MAX] [-i K] [-a N] [-- PERF FLAGS]
 #     -t  transport (default rdma)
 #     -s  client counts (default 1000,10000,25000,50000)
 #     -m  keep doubling past the last step up to MAX (default: the last step)
