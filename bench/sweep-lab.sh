@@ -49,7 +49,8 @@ free -m
 cat /proc/sys/net/ipv4/ip_local_port_range
 echo "sweep-lab.sh: $transport, steps $steps${max:+, up to $max}, $naddr source addresses"
 # Capacity, not admission control: handshakes are not rate-limited and may
-# take as long as the emulated CPUs need; over rdma every client comes from
+# take as long as the emulated CPUs need (server 120 s, client 60 s: client
+# and server share the VM's two emulated CPUs); over rdma every client comes from
 # 127.0.0.1, so the per-address connection limit (16,384) is lifted too.
 # Everything else is the default.
 peer_limit=""
@@ -59,7 +60,8 @@ rc=0
 	--settle-timeout 600 --title "qpgate capacity in the lab ($transport)" \
 	--server-args "--transport $transport --cert $work/server.crt --key $work/server.key \
 --handshake-timeout 120000 --max-pending 100000 --max-pending-per-peer 100000 --handshake-rate 0 $peer_limit" \
-	-- --transport "$transport" --ca "$work/ca.crt" --source "$src" -n 5 --timeout 3600000 "$@" \
+	-- --transport "$transport" --ca "$work/ca.crt" --source "$src" -n 5 --timeout 3600000 \
+	--handshake-timeout 60000 "$@" \
 	127.0.0.1 localhost || rc=$?
 # What the kernel saw: keepalive probes, connections it aborted on a
 # timeout, drops at the listen queue and the socket backlog.
