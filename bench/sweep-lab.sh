@@ -46,7 +46,7 @@ report=$out/sweep-$transport
 rm -rf "$report"
 nproc
 free -m
-cat /proc/sys/net/ipv4/ip_local_port_range
+cat /proc/sys/net/ipv4/ip_local_port_range /proc/sys/net/ipv4/tcp_mem
 echo "sweep-lab.sh: $transport, steps $steps${max:+, up to $max}, $naddr source addresses"
 # Capacity, not admission control: handshakes are not rate-limited and may
 # take as long as the emulated CPUs need (server 120 s, client 60 s: client
@@ -65,7 +65,8 @@ rc=0
 	127.0.0.1 localhost || rc=$?
 # What the kernel saw: keepalive probes, connections it aborted on a
 # timeout, drops at the listen queue and the socket backlog.
-nstat -az TcpExtTCPKeepAlive TcpExtTCPAbortOnTimeout TcpExtTCPAbortOnData \
+nstat -az TcpExtTCPKeepAlive TcpExtTCPAbortOnTimeout TcpExtTCPAbortOnData TcpExtTCPAbortOnMemory \
+	TcpExtTCPMemoryPressures TcpEstabResets TcpExtTCPAbortOnClose \
 	TcpExtListenOverflows TcpExtListenDrops TcpExtTCPBacklogDrop 2>/dev/null || true
 echo "report: $report/report.html"
 exit $rc

@@ -38,6 +38,9 @@ static const struct {
     {"data path", "Cannot allocate memory", EXH_QPS}, /* creating the QP */
     {"data path", "No space left", EXH_QPS},
     {"Cannot allocate memory", NULL, EXH_RAM},
+    /* The kernel gave up on a TCP connection (retransmissions, keepalive):
+     * on one host, its CPUs were too busy to answer in time. */
+    {"Connection timed out", NULL, EXH_CPU},
     {"Out of memory", NULL, EXH_RAM},
     {"at its limit", NULL, EXH_ADMISSION},
     {"server full", NULL, EXH_ADMISSION},
