@@ -192,6 +192,9 @@ bad_input)
 	done
 	check "server logged the handshake timeouts" log_has 'closed (timeout): handshake timeout' 2
 
+	# Killed at 1 s, the first victim is in TLS or in the bootstrap,
+	# depending on how busy the VM is: either way the server must reap it.
+	closes=$(grep -c ' closed (' "$work/server.log")
 	client_exec --test-bad-hello stall -n 1 --handshake-timeout 20000 >/dev/null 2>&1 &
 	victim=$!
 	sleep 1
@@ -200,7 +203,8 @@ bad_input)
 	victim=$!
 	sleep 4
 	kill -9 $victim; wait $victim 2>/dev/null
-	check "killed mid-handshake and mid-traffic: server reaped both" log_has 'closed (peer_closed)' 2
+	check "killed mid-handshake and mid-traffic: server reaped both" log_has ' closed (' $((closes + 2))
+	check "the one killed mid-traffic as peer_closed" log_has 'closed (peer_closed)' 1
 
 	out=$(client -n 20 --test-corrupt-tag-at 5 2>&1); rc=$?
 	echo "  corrupt tag -> $(grep -m1 'e.g.' <<<"$out")"
