@@ -427,7 +427,8 @@ reload)
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.bind(sys.argv[1])
 with open(sys.argv[2], "a") as f:
     while True: f.write(s.recv(4096).decode() + "\n"); f.flush()' "$work/notify.sock" "$work/notify.log" &
-		for _ in $(seq 1 50); do [ -S "$work/notify.sock" ] && break; sleep 0.1; done
+		# python3 can take seconds to start on a busy emulated VM
+		for _ in $(seq 1 300); do [ -S "$work/notify.sock" ] && break; sleep 0.1; done
 		notify=$work/notify.sock
 	fi
 	NOTIFY_SOCKET=$notify srv_cert=$work/live/server.crt srv_key=$work/live/server.key \
