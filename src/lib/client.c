@@ -33,6 +33,7 @@ struct qpg_client {
 	void *wake_arg;
 	struct qpg__tls_slot tls;
 	struct sockaddr_storage src[QPG__MAX_SOURCES]; /* opts.source, parsed */
+	struct qpg__port_cursor ports[QPG__MAX_SOURCES]; /* each source's local ports */
 	unsigned nsrc, next_src;
 };
 
@@ -84,8 +85,10 @@ static int parse_sources(struct qpg_client *cl, const char *list, int family, ch
 			return -EINVAL;
 		}
 		int fam = ai->ai_family;
-		if (fam == family && cl->nsrc < QPG__MAX_SOURCES)
+		if (fam == family && cl->nsrc < QPG__MAX_SOURCES) {
+			qpg__port_cursor_init(&cl->ports[cl->nsrc]);
 			memcpy(&cl->src[cl->nsrc++], ai->ai_addr, ai->ai_addrlen);
+		}
 		freeaddrinfo(ai);
 		if (fam != family) {
 			snprintf(err, err_len, "source address '%s' is IPv%c, but the server is IPv%c",
@@ -319,11 +322,13 @@ int qpg_client_connect(struct qpg_client *cl, void *user, struct qpg_client_conn
 	if (!u)
 		return -ENOMEM;
 	u->user = user;
+	unsigned si = cl->nsrc ? cl->next_src++ % cl->nsrc : 0; /* sources in turn */
 	struct qpg__client_params p = {
 	    .addr = (struct sockaddr *)&cl->addr,
 	    .addr_len = cl->addr_len,
-	    .src = cl->nsrc ? (struct sockaddr *)&cl->src[cl->next_src++ % cl->nsrc] : NULL,
+	    .src = cl->nsrc ? (struct sockaddr *)&cl->src[si] : NULL,
 	    .src_len = cl->addr_len, /* the same family as the server's */
+	    .ports = cl->nsrc ? &cl->ports[si] : NULL,
 	    .servername = cl->servername,
 	    .service = cl->o.service,
 	    .auth = cl->o.auth,

@@ -16,12 +16,22 @@ struct qpg__conn;
  * later failure reaches the closed callback like every other close. */
 int qpg__conn_accept(struct qpg__endpoint *ep, int fd, const struct sockaddr_storage *peer,
 		     void *user);
+/* The local ports a client hands out itself for one source address, in
+ * turn from a random start: see bind_source in control.c. */
+struct qpg__port_cursor {
+	uint16_t lo, hi, next;
+};
+/* CUR covers the kernel's ephemeral range (ip_local_port_range), starting
+ * at a random port in it. */
+void qpg__port_cursor_init(struct qpg__port_cursor *cur);
+
 /* Client side: start a connection to ADDR. */
 struct qpg__client_params {
 	const struct sockaddr *addr;
 	socklen_t addr_len;
 	const struct sockaddr *src; /* bind to this first (NULL: the kernel picks) */
 	socklen_t src_len;
+	struct qpg__port_cursor *ports; /* SRC's ports (NULL: the kernel picks) */
 	const char *servername;
 	uint8_t service;
 	bool auth;
