@@ -78,8 +78,8 @@ static void set_port(struct sockaddr_storage *a, uint16_t port)
  * the kernel picks the port at connect() (IP_BIND_ADDRESS_NO_PORT: per
  * destination, so the address does not use up its ports at bind time). */
 #define QPG__PORT_TRIES 64
-static int bind_source(int fd, const struct sockaddr *src, socklen_t len,
-		       struct qpg__port_cursor *cur)
+int qpg__bind_source(int fd, const struct sockaddr *src, socklen_t len,
+		     struct qpg__port_cursor *cur)
 {
 	struct sockaddr_storage a;
 	memcpy(&a, src, len);
@@ -146,8 +146,9 @@ int qpg__conn_connect(struct qpg__endpoint *ep, const struct qpg__client_params 
 		*out = c;
 		return 0;
 	}
-	if (p->src && bind_source(fd, p->src, p->src_len, p->ports) < 0)
-		qpg__conn_close(c, QPG_ERR_LOCAL, "bind to the source address: %s", strerror(errno));
+	if (p->src && qpg__bind_source(fd, p->src, p->src_len, p->ports) < 0)
+		qpg__conn_close(c, QPG_ERR_LOCAL, "bind to the source address: %s",
+				strerror(errno));
 	else if (connect(fd, p->addr, p->addr_len) < 0 && errno != EINPROGRESS)
 		qpg__conn_close(c, QPG_ERR_REFUSED, "connect: %s", strerror(errno));
 	*out = c;
