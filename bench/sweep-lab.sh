@@ -63,6 +63,24 @@ echo "sweep-lab.sh: $transport, steps $steps${max:+, up to $max}, $naddr source 
 # Everything else is the default.
 peer_limit=""
 [ "$transport" = rdma ] && peer_limit="--max-conns-per-peer 0"
+# Every 30 s while the sweep runs, the kernel's view: tcp sockets in use,
+# orphaned and in TIME_WAIT, loopback backlog drops, aborts on timeout,
+# resets and keepalive probes, so that a drop or an abort can be placed in a
+# run's phases (the end-of-sweep totals below cannot say when).
+kmon() {
+	local d x
+	while :; do
+		d=0
+		while read -r _ x _; do d=$((d + 16#$x)); done </proc/net/softnet_stat
+		printf '%s t=%ss %s softnet_dropped=%d %s\n' "$(date +%T)" "$SECONDS" \
+			"$(awk '/^TCP:/ {print "inuse=" $3, "orphan=" $5, "tw=" $7}' /proc/net/sockstat)" "$d" \
+			"$(nstat -az TcpExtTCPAbortOnTimeout TcpEstabResets TcpExtTCPKeepAlive 2>/dev/null |
+				awk 'NR > 1 {printf "%s=%s ", $1, $2}')"
+		sleep 30
+	done
+}
+kmon >"$out/sweep-$transport.kernel.log" 2>&1 &
+kmon_pid=$!
 rc=0
 "$bin/qpgate-sweep" --steps "$steps" ${max:+--max "$max"} --search-iters "$iters" --out "$report" \
 	--settle-timeout 600 --title "qpgate capacity in the lab ($transport)" \
@@ -80,5 +98,7 @@ nstat -az TcpExtTCPKeepAlive TcpExtTCPAbortOnTimeout TcpExtTCPAbortOnData TcpExt
 dropped=0
 while read -r _ d _; do dropped=$((dropped + 16#$d)); done </proc/net/softnet_stat
 echo "softnet backlog drops: $dropped"
+kill "$kmon_pid" 2>/dev/null || true
+echo "kernel counters every 30 s: $out/sweep-$transport.kernel.log"
 echo "report: $report/report.html"
 exit $rc
