@@ -67,13 +67,16 @@ peer_limit=""
 # orphaned and in TIME_WAIT, loopback backlog drops, aborts on timeout,
 # resets and keepalive probes, so that a drop or an abort can be placed in a
 # run's phases (the end-of-sweep totals below cannot say when).
+# Packets dropped at the loopback backlog so far, over all CPUs.
+softnet_dropped() {
+	local d=0 x
+	while read -r _ x _; do d=$((d + 16#$x)); done </proc/net/softnet_stat
+	echo "$d"
+}
 kmon() {
-	local d x
 	while :; do
-		d=0
-		while read -r _ x _; do d=$((d + 16#$x)); done </proc/net/softnet_stat
-		printf '%s t=%ss %s softnet_dropped=%d %s\n' "$(date +%T)" "$SECONDS" \
-			"$(awk '/^TCP:/ {print "inuse=" $3, "orphan=" $5, "tw=" $7}' /proc/net/sockstat)" "$d" \
+		printf '%s t=%ss %s softnet_dropped=%s %s\n' "$(date +%T)" "$SECONDS" \
+			"$(awk '/^TCP:/ {print "inuse=" $3, "orphan=" $5, "tw=" $7}' /proc/net/sockstat)" "$(softnet_dropped)" \
 			"$(nstat -az TcpExtTCPAbortOnTimeout TcpEstabResets TcpExtTCPKeepAlive 2>/dev/null |
 				awk 'NR > 1 {printf "%s=%s ", $1, $2}')"
 		sleep 30
@@ -95,9 +98,7 @@ rc=0
 nstat -az TcpExtTCPKeepAlive TcpExtTCPAbortOnTimeout TcpExtTCPAbortOnData TcpExtTCPAbortOnMemory \
 	TcpExtTCPMemoryPressures TcpEstabResets TcpExtTCPAbortOnClose \
 	TcpExtListenOverflows TcpExtListenDrops TcpExtTCPBacklogDrop 2>/dev/null || true
-dropped=0
-while read -r _ d _; do dropped=$((dropped + 16#$d)); done </proc/net/softnet_stat
-echo "softnet backlog drops: $dropped"
+echo "softnet backlog drops: $(softnet_dropped)"
 kill "$kmon_pid" 2>/dev/null || true
 echo "kernel counters every 30 s: $out/sweep-$transport.kernel.log"
 echo "report: $report/report.html"
