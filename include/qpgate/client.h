@@ -66,6 +66,17 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 		      const struct qpg_client_cbs *cbs, char *err, size_t err_len);
 void qpg_client_destroy(struct qpg_client *cl);
 int qpg_client_connect(struct qpg_client *cl, void *user, struct qpg_client_conn **out);
+/* N connections (QPs) over one TLS session and one control connection
+ * (rdma only): one handshake instead of N. Each QP has keys and PSNs of its
+ * own, USERS[i] and *OUT[i] are the i-th's, and each gets its own
+ * established and closed callbacks. The session shares one fate: when any
+ * of its QPs closes, on either side, all of them do. N is 1 to 256; a
+ * server takes at most its --max-session-qps (default 64). Returns N (or
+ * fewer, when memory ran out after the first: those made close with the
+ * session and report it), or a negative errno when none was made:
+ * -EOPNOTSUPP on the tcp transport for N > 1. */
+int qpg_client_connect_session(struct qpg_client *cl, unsigned n, void *const *users,
+			       struct qpg_client_conn **out);
 /* Copy PAYLOAD into a registered buffer and send it. -EAGAIN: no credit, or
  * the send queue is full (retry from the sent callback). */
 int qpg_client_send(struct qpg_client_conn *c, uint8_t type, const void *payload, uint32_t len);

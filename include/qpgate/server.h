@@ -31,7 +31,10 @@ struct qpg_server_opts {
 	unsigned idle_timeout_ms;      /* no traffic for this long closes it (0: never) */
 	unsigned max_pending;	       /* unfinished handshakes, whole server */
 	unsigned max_pending_per_peer; /* unfinished handshakes per peer address */
-	unsigned max_conns_per_peer;   /* 0: no limit */
+	unsigned max_conns_per_peer;   /* 0: no limit (counts sessions, not their QPs) */
+	/* rdma: QPs one authenticated session may bring up (docs/protocol.md);
+	 * each counts against max_clients. 1: one QP per session. */
+	unsigned max_session_qps;
 	unsigned handshake_rate;  /* new handshakes per second per peer address (0: no limit) */
 	unsigned handshake_burst; /* ... of which this many at once */
 	/* TLS resumption: stateless tickets sealed under a key that rotates

@@ -4,7 +4,8 @@
  *
  * Bootstrap (inside TLS):  header | body
  *   header (12 B): magic "QPGB" u32 | version u8 | type u8 | reserved u16 | body_len u32
- *   HELLO / ACCEPT body (48 B): see struct qpg_wire_params
+ *   HELLO / ACCEPT body (48 B): see struct qpg_wire_params, then extra_qps
+ *   entries (16 B each): qpn u32 | psn u32 | conn_id u64 (0 in HELLO)
  *   REJECT body: code u16 | text_len u16 | text[text_len <= QPG_WIRE_REJECT_TEXT_MAX]
  *
  * Data frames (RDMA SEND payload, or TLS stream for the tcp transport):
@@ -23,7 +24,12 @@
 #define QPG_WIRE_REJECT_TEXT_MAX 200
 #define QPG_WIRE_MAX_MSG	 (1u << 20) /* 1 MiB payload per frame */
 #define QPG_WIRE_MAX_CREDITS	 1024
-#define QPG_WIRE_MAX_BOOT_LEN	 (QPG_WIRE_HDR_LEN + 4 + QPG_WIRE_REJECT_TEXT_MAX)
+/* A session may bring up more QPs than the one its HELLO names: each adds
+ * a 16-byte entry to the HELLO and to the ACCEPT (rdma only). */
+#define QPG_WIRE_QP_ENTRY_LEN	 16
+#define QPG_WIRE_MAX_EXTRA_QPS	 255
+#define QPG_WIRE_MAX_BOOT_LEN                                                                      \
+	(QPG_WIRE_HDR_LEN + QPG_WIRE_PARAMS_LEN + QPG_WIRE_MAX_EXTRA_QPS * QPG_WIRE_QP_ENTRY_LEN)
 
 enum qpg_wire_type {
 	QPG_WIRE_HELLO = 1,  /* client -> server */
@@ -70,6 +76,14 @@ struct qpg_wire_params {
 	uint8_t gid[16];
 	uint32_t max_msg; /* largest payload this side accepts */
 	uint16_t credits; /* requests in flight allowed */
+	uint16_t extra_qps; /* QPs this session brings up besides this one (rdma) */
+	uint64_t conn_id; /* server-assigned, 0 in HELLO */
+};
+
+/* One of a session's extra QPs: the entries that follow the params. */
+struct qpg_wire_qp {
+	uint32_t qpn;
+	uint32_t psn;
 	uint64_t conn_id; /* server-assigned, 0 in HELLO */
 };
 
@@ -78,8 +92,11 @@ struct qpg_wire_reject {
 	char text[QPG_WIRE_REJECT_TEXT_MAX + 1];
 };
 
-/* Encoders return the bytes written, or -ENOSPC. */
-int qpg_wire_encode_params(uint8_t *out, size_t cap, uint8_t type, const struct qpg_wire_params *p);
+/* Encoders return the bytes written, or -ENOSPC (-EINVAL: more extra QPs
+ * than the wire allows). encode_params writes P->extra_qps entries from
+ * EXTRA (which may be NULL when there are none). */
+int qpg_wire_encode_params(uint8_t *out, size_t cap, uint8_t type, const struct qpg_wire_params *p,
+			   const struct qpg_wire_qp *extra);
 int qpg_wire_encode_reject(uint8_t *out, size_t cap, uint16_t code, const char *text);
 
 /* Looks at a bootstrap header. Returns the full message length once the
@@ -93,6 +110,9 @@ int qpg_wire_peek(const uint8_t *in, size_t len, uint8_t *type, uint8_t *version
  * short human reason is written to why. */
 int qpg_wire_decode_params(const uint8_t *in, size_t len, struct qpg_wire_params *p, char *why,
 			   size_t why_len);
+/* Entry I (0 .. extra_qps - 1) of a message qpg_wire_decode_params has
+ * accepted (which validated every entry). */
+void qpg_wire_decode_qp(const uint8_t *in, unsigned i, struct qpg_wire_qp *q);
 int qpg_wire_decode_reject(const uint8_t *in, size_t len, struct qpg_wire_reject *r);
 const char *qpg_reject_code_name(uint16_t code);
 

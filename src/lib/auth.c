@@ -32,15 +32,19 @@ int qpg__auth_init_raw(struct qpg__auth *a, const uint8_t tx_key[16], const uint
 	return rc;
 }
 
-int qpg__auth_init_from_tls(struct qpg__auth *a, SSL *ssl, int is_server, int enabled)
+int qpg__auth_init_from_tls(struct qpg__auth *a, SSL *ssl, int is_server, int enabled,
+			    uint32_t qp_index)
 {
 	memset(a, 0, sizeof(*a));
 	if (!enabled)
 		return 0;
 	/* c2s key | c2s salt | s2c key | s2c salt */
 	uint8_t km[40];
+	const uint8_t ctx[4] = {(uint8_t)(qp_index >> 24), (uint8_t)(qp_index >> 16),
+				(uint8_t)(qp_index >> 8), (uint8_t)qp_index};
 	if (SSL_export_keying_material(ssl, km, sizeof(km), EXPORT_LABEL, strlen(EXPORT_LABEL),
-				       NULL, 0, 0) != 1)
+				       qp_index ? ctx : NULL, qp_index ? sizeof(ctx) : 0,
+				       qp_index != 0) != 1)
 		return -EIO;
 	const uint8_t *c2s = km, *s2c = km + 20;
 	int rc = is_server ? qpg__auth_init_raw(a, s2c, s2c + 16, c2s, c2s + 16)

@@ -25,8 +25,12 @@ struct qpg__auth {
 	struct qpg__auth_dir rx;
 };
 
-/* Derive both directions from SSL. IS_SERVER picks which half is tx. */
-int qpg__auth_init_from_tls(struct qpg__auth *a, SSL *ssl, int is_server, int enabled);
+/* Derive both directions from SSL. IS_SERVER picks which half is tx.
+ * QP_INDEX is the QP's place in its session: 0 (the session's own QP)
+ * exports with no context, each extra QP with its index as the context, so
+ * every QP of a session has keys of its own (docs/protocol.md). */
+int qpg__auth_init_from_tls(struct qpg__auth *a, SSL *ssl, int is_server, int enabled,
+			    uint32_t qp_index);
 /* Deterministic keys, for fuzzers and unit tests. */
 int qpg__auth_init_raw(struct qpg__auth *a, const uint8_t tx_key[16], const uint8_t tx_salt[4],
 		       const uint8_t rx_key[16], const uint8_t rx_salt[4]);

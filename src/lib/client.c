@@ -349,6 +349,53 @@ int qpg_client_connect(struct qpg_client *cl, void *user, struct qpg_client_conn
 	return 0;
 }
 
+int qpg_client_connect_session(struct qpg_client *cl, unsigned n, void *const *users,
+			       struct qpg_client_conn **out)
+{
+	if (n == 0 || n > QPG_WIRE_MAX_EXTRA_QPS + 1u)
+		return -EINVAL;
+	if (n > 1 && cl->ep.t->data_on_tls)
+		return -EOPNOTSUPP;
+	struct client_user *u[QPG_WIRE_MAX_EXTRA_QPS + 1];
+	for (unsigned i = 0; i < n; i++) {
+		u[i] = calloc(1, sizeof(*u[i]));
+		if (!u[i]) {
+			while (i--)
+				free(u[i]);
+			return -ENOMEM;
+		}
+		u[i]->user = users[i];
+	}
+	/* The leader first, as a lone connection; then its members, before
+	 * the loop runs again (the HELLO is written once TLS is up). */
+	struct qpg_client_conn *lead;
+	int rc = qpg_client_connect(cl, users[0], &lead);
+	free(u[0]);
+	if (rc) {
+		for (unsigned i = 1; i < n; i++)
+			free(u[i]);
+		return rc;
+	}
+	out[0] = lead;
+	struct qpg__conn *l = (struct qpg__conn *)lead;
+	for (unsigned i = 1; i < n; i++) {
+		struct qpg__conn *m = qpg__conn_new_member(l);
+		if (!m) {
+			/* The ones made so far close with the session, and report it. */
+			qpg__conn_close(l, QPG_ERR_LOCAL, "out of memory for the session's QPs");
+			for (unsigned j = i; j < n; j++)
+				free(u[j]);
+			return (int)i;
+		}
+		m->user = u[i];
+		out[i] = (struct qpg_client_conn *)m;
+		/* A leader that has already failed takes M with it. */
+		if (l->state >= QPG_CONN_CLOSING)
+			qpg__conn_close(m, l->err, "%s", l->why);
+	}
+	return (int)n;
+}
+
 int qpg_client_send(struct qpg_client_conn *cc, uint8_t type, const void *payload, uint32_t len)
 {
 	struct qpg__conn *c = (struct qpg__conn *)cc;

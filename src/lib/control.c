@@ -197,14 +197,16 @@ static void reject_as(struct qpg__conn *c, uint16_t code, enum qpg_err_class err
 
 #define reject(c, code, ...) reject_as(c, code, err_class_of_reject(code), NULL, __VA_ARGS__)
 
-static void become_established(struct qpg__conn *c)
+/* C's keys, and its place on the established list. SSL is the session's
+ * (a member has none of its own). */
+static bool mark_established(struct qpg__conn *c, SSL *ssl)
 {
 	struct qpg__endpoint *ep = c->ep;
-	int rc = qpg__auth_init_from_tls(&c->auth, c->ssl, c->is_server,
-					 (c->local.flags & QPG_WIRE_FLAG_AUTH) != 0);
+	int rc = qpg__auth_init_from_tls(&c->auth, ssl, c->is_server,
+					 (c->local.flags & QPG_WIRE_FLAG_AUTH) != 0, c->member_index);
 	if (rc) {
 		qpg__conn_close(c, QPG_ERR_LOCAL, "cannot derive message keys");
-		return;
+		return false;
 	}
 	c->state = QPG_CONN_ESTABLISHED;
 	qpg__conn_list_established(c);
@@ -212,8 +214,16 @@ static void become_established(struct qpg__conn *c)
 	c->active_ns = c->progress_ns = qpg__now_ns();
 	c->handshake_done = true;
 	c->counted_connected = true;
-	atomic_fetch_sub_explicit(&ep->stats.handshaking, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&ep->stats.connected, 1, memory_order_relaxed);
+	return true;
+}
+
+static void become_established(struct qpg__conn *c)
+{
+	struct qpg__endpoint *ep = c->ep;
+	if (!mark_established(c, c->ssl))
+		return;
+	atomic_fetch_sub_explicit(&ep->stats.handshaking, 1, memory_order_relaxed);
 	qpg__stat_add(&ep->stats.handshakes_ok, 1);
 	c->resumed = qpg__tls_resumed(c->ssl);
 	if (c->resumed)
@@ -224,8 +234,27 @@ static void become_established(struct qpg__conn *c)
 	for (uint64_t us = took / 1000; us > 1 && b < 23; us >>= 1)
 		b++;
 	qpg__stat_add(&ep->stats.handshake_ns_bucket[b], 1);
-	if (ep->cbs.established)
+	/* The session's other QPs, while its TLS session still exists: each
+	 * exports keys of its own. A failure there ends the whole session. */
+	for (struct qpg__conn *m = c->members; m && c->state == QPG_CONN_ESTABLISHED;
+	     m = m->member_next) {
+		memcpy(m->phase_ns, c->phase_ns, sizeof(m->phase_ns));
+		m->resumed = c->resumed;
+		if (!mark_established(m, c->ssl))
+			break;
+	}
+	free(c->boot_in);
+	c->boot_in = NULL;
+	if (c->state != QPG_CONN_ESTABLISHED)
+		return;
+	if (ep->cbs.established) {
 		ep->cbs.established(c);
+		struct qpg__conn *m = c->members, *next;
+		for (; m && c->state == QPG_CONN_ESTABLISHED; m = next) {
+			next = m->member_next;
+			ep->cbs.established(m);
+		}
+	}
 	/* Bytes that arrived with the bootstrap sit in OpenSSL's buffer, where
 	 * epoll cannot see them. */
 	if (c->state == QPG_CONN_ESTABLISHED && qpg__tls_pending(c->ssl))
@@ -272,6 +301,12 @@ static void server_on_hello(struct qpg__conn *c)
 		       ep->min_msg);
 		return;
 	}
+	unsigned qps_max = ep->session_qps_max ? ep->session_qps_max : 1;
+	if (peer.extra_qps >= qps_max) {
+		reject(c, QPG_REJECT_BAD_PARAMS, "at most %u QP%s per session here (asked for %u)",
+		       qps_max, qps_max == 1 ? "" : "s", peer.extra_qps + 1u);
+		return;
+	}
 	char text[QPG_WIRE_REJECT_TEXT_MAX + 1] = "";
 	if (c->t->check_peer && !ep->allow_any_gid &&
 	    c->t->check_peer(c, &peer, text, sizeof(text)) != 0) {
@@ -285,27 +320,58 @@ static void server_on_hello(struct qpg__conn *c)
 			return;
 		}
 	}
-	c->peer = peer;
-	c->max_msg = QPG_MIN(peer.max_msg, ep->max_msg);
-	c->credits = QPG_MIN(peer.credits, ep->credits_max);
-	c->local.service = ep->service;
-	c->local.flags = peer.flags & QPG_WIRE_FLAG_AUTH;
-	rc = c->t->conn_prepare(c, &c->local);
-	if (rc == 0)
-		rc = c->t->conn_establish(c, &peer);
-	if (rc) {
-		reject(c, QPG_REJECT_RESOURCES, "server could not create the data path: %s",
-		       strerror(-rc));
-		return;
+	/* Each of the session's extra QPs is a connection of its own, admitted
+	 * like one (the server's --max-clients counts QPs). */
+	for (unsigned i = 0; i < peer.extra_qps; i++) {
+		struct qpg__conn *m = qpg__conn_new_member(c);
+		if (!m) {
+			reject(c, QPG_REJECT_RESOURCES, "out of memory for the session's QPs");
+			return;
+		}
+		int code = ep->cbs.admit ? ep->cbs.admit(m, text, sizeof(text)) : 0;
+		if (code) {
+			reject(c, (uint16_t)code, "QP %u of the session's %u: %s", i + 2,
+			       peer.extra_qps + 1u, text);
+			return;
+		}
 	}
-	c->local.transport = c->t->wire_id;
-	c->local.service = ep->service;
-	c->local.flags = peer.flags & QPG_WIRE_FLAG_AUTH;
-	c->local.max_msg = c->max_msg;
-	c->local.credits = c->credits;
-	c->local.conn_id = c->conn_id;
-	uint8_t msg[QPG_WIRE_HDR_LEN + QPG_WIRE_PARAMS_LEN];
-	int n = qpg_wire_encode_params(msg, sizeof(msg), QPG_WIRE_ACCEPT, &c->local);
+	/* Every QP's entry in the ACCEPT (the leader's is in its params). */
+	struct qpg_wire_qp extra[QPG_WIRE_MAX_EXTRA_QPS];
+	for (struct qpg__conn *m = c; m; m = m == c ? c->members : m->member_next) {
+		m->peer = peer;
+		if (m != c) {
+			struct qpg_wire_qp q;
+			qpg_wire_decode_qp(c->boot_in, m->member_index - 1u, &q);
+			m->peer.qpn = q.qpn;
+			m->peer.psn = q.psn;
+			m->peer.extra_qps = 0;
+		}
+		m->max_msg = QPG_MIN(peer.max_msg, ep->max_msg);
+		m->credits = QPG_MIN(peer.credits, ep->credits_max);
+		m->local.service = ep->service;
+		m->local.flags = peer.flags & QPG_WIRE_FLAG_AUTH;
+		rc = m->t->conn_prepare(m, &m->local);
+		if (rc == 0)
+			rc = m->t->conn_establish(m, &m->peer);
+		if (rc) {
+			reject(c, QPG_REJECT_RESOURCES,
+			       "server could not create the data path%s: %s",
+			       m == c ? "" : " of an extra QP", strerror(-rc));
+			return;
+		}
+		m->local.transport = m->t->wire_id;
+		m->local.service = ep->service;
+		m->local.flags = peer.flags & QPG_WIRE_FLAG_AUTH;
+		m->local.max_msg = m->max_msg;
+		m->local.credits = m->credits;
+		m->local.conn_id = m->conn_id;
+		if (m != c)
+			extra[m->member_index - 1] = (struct qpg_wire_qp){
+			    .qpn = m->local.qpn, .psn = m->local.psn, .conn_id = m->conn_id};
+	}
+	c->local.extra_qps = c->nmembers;
+	uint8_t msg[QPG_WIRE_MAX_BOOT_LEN];
+	int n = qpg_wire_encode_params(msg, sizeof(msg), QPG_WIRE_ACCEPT, &c->local, extra);
 	if (n < 0 || qpg__conn_write(c, msg, (size_t)n) < 0)
 		return;
 	become_established(c);
@@ -322,14 +388,29 @@ static void client_send_hello(struct qpg__conn *c)
 	}
 	c->local.max_msg = c->max_msg;
 	c->local.credits = c->credits;
+	struct qpg_wire_qp extra[QPG_WIRE_MAX_EXTRA_QPS];
+	for (struct qpg__conn *m = c->members; m; m = m->member_next) {
+		m->local.transport = m->t->wire_id;
+		rc = m->t->conn_prepare(m, &m->local);
+		if (rc) {
+			qpg__conn_close(m, QPG_ERR_LOCAL, "cannot create the data path: %s",
+					strerror(-rc));
+			return;
+		}
+		m->local.max_msg = m->max_msg;
+		m->local.credits = m->credits;
+		extra[m->member_index - 1] =
+		    (struct qpg_wire_qp){.qpn = m->local.qpn, .psn = m->local.psn};
+	}
+	c->local.extra_qps = c->nmembers;
 	struct qpg_wire_params hello = c->local;
 	if (c->test_mutation == QPG_MUTATE_GID) {
 		static const uint8_t other[16] = {0, 0, 0,    0,    0,	 0, 0, 0,
 						  0, 0, 0xff, 0xff, 192, 0, 2, 1};
 		memcpy(hello.gid, other, 16);
 	}
-	uint8_t msg[QPG_WIRE_HDR_LEN + QPG_WIRE_PARAMS_LEN];
-	int n = qpg_wire_encode_params(msg, sizeof(msg), QPG_WIRE_HELLO, &hello);
+	uint8_t msg[QPG_WIRE_MAX_BOOT_LEN];
+	int n = qpg_wire_encode_params(msg, sizeof(msg), QPG_WIRE_HELLO, &hello, extra);
 	if (n < 0)
 		return;
 	switch (c->test_mutation) {
@@ -387,6 +468,12 @@ static void client_on_reply(struct qpg__conn *c)
 				"server answered with other transport or flags");
 		return;
 	}
+	if (peer.extra_qps != c->nmembers) {
+		qpg__conn_close(c, QPG_ERR_PROTOCOL,
+				"server answered for %u QPs, the session asked for %u",
+				peer.extra_qps + 1u, c->nmembers + 1u);
+		return;
+	}
 	qpg__phase_end(c, QPG_PHASE_EXCHANGE);
 	c->peer = peer;
 	c->conn_id = peer.conn_id;
@@ -397,6 +484,23 @@ static void client_on_reply(struct qpg__conn *c)
 		qpg__conn_close(c, QPG_ERR_LOCAL, "cannot connect the data path: %s",
 				strerror(-rc));
 		return;
+	}
+	for (struct qpg__conn *m = c->members; m; m = m->member_next) {
+		struct qpg_wire_qp q;
+		qpg_wire_decode_qp(c->boot_in, m->member_index - 1u, &q);
+		m->peer = peer;
+		m->peer.qpn = q.qpn;
+		m->peer.psn = q.psn;
+		m->peer.conn_id = m->conn_id = q.conn_id;
+		m->peer.extra_qps = 0;
+		m->max_msg = c->max_msg;
+		m->credits = c->credits;
+		rc = m->t->conn_establish(m, &m->peer);
+		if (rc) {
+			qpg__conn_close(m, QPG_ERR_LOCAL, "cannot connect the data path: %s",
+					strerror(-rc));
+			return;
+		}
 	}
 	become_established(c);
 }

@@ -169,9 +169,18 @@ struct qpg__conn {
 	uint16_t credits;   /* agreed requests in flight */
 	uint32_t in_flight; /* sends posted, not completed */
 	uint64_t conn_id;
-	/* bootstrap input, then (tcp) frame reassembly is the transport's */
-	uint8_t boot_in[QPG_WIRE_MAX_BOOT_LEN];
+	/* Bootstrap input (QPG_WIRE_MAX_BOOT_LEN bytes), only while the
+	 * bootstrap lasts; after it, (tcp) frame reassembly is the transport's. */
+	uint8_t *boot_in;
 	size_t boot_in_len;
+	/* A session's extra QPs (rdma; docs/protocol.md). The leader owns the
+	 * control channel; its members have none, and the session shares one
+	 * fate: when any of its connections closes, all of them do. */
+	struct qpg__conn *leader;      /* a member's; NULL otherwise */
+	struct qpg__conn *members;     /* a leader's, linked by member_next */
+	struct qpg__conn *member_next;
+	uint16_t nmembers;
+	uint16_t member_index; /* 1, 2, ...: the context its keys are exported with */
 	/* control channel output (bootstrap, and tcp frames) */
 	uint8_t *out;
 	size_t out_len, out_off, out_cap, out_retry;
@@ -226,6 +235,7 @@ struct qpg__endpoint {
 	bool allow_any_gid; /* server: skip check_peer (control and RoCE on other networks) */
 	uint8_t service;
 	uint16_t credits_max;
+	uint16_t session_qps_max; /* server: QPs a session may bring up (0 or 1: one) */
 	uint64_t handshake_timeout_ns;
 	/* Open connections. Each tick checks every handshaking one's deadline
 	 * (their number is bounded by the server's --max-pending) and a tenth
@@ -274,6 +284,9 @@ void qpg__endpoint_settle(struct qpg__endpoint *ep);
 
 /* Count a connection that is only starting (used by control.c). */
 struct qpg__conn *qpg__conn_new(struct qpg__endpoint *ep, int fd, bool is_server);
+/* One more QP in LEADER's session: a connection with no control channel of
+ * its own, closed with it. NULL when out of memory or the wire's limit. */
+struct qpg__conn *qpg__conn_new_member(struct qpg__conn *leader);
 /* Move C from the handshaking list to the established one. */
 void qpg__conn_list_established(struct qpg__conn *c);
 /* Ticks over which the tick visits every established connection once. */

@@ -25,6 +25,18 @@ static void ep_batch_end(struct qpg__loop *l)
 	qpg__endpoint_settle(l->owner);
 }
 
+/* A session is idle when all of its QPs are: one idle QP must not end its
+ * busy siblings, so only the leader (or a lone connection) is judged. */
+static bool session_idle(const struct qpg__conn *c, uint64_t now, uint64_t idle_ns)
+{
+	if (c->member_index)
+		return false;
+	for (const struct qpg__conn *m = c; m; m = m == c ? c->members : m->member_next)
+		if (m->in_flight || now - m->active_ns <= idle_ns)
+			return false;
+	return true;
+}
+
 void qpg__endpoint_tick(struct qpg__endpoint *ep)
 {
 	uint64_t now = qpg__now_ns();
@@ -58,8 +70,7 @@ void qpg__endpoint_tick(struct qpg__endpoint *ep)
 					"reading?)",
 					c->in_flight,
 					(unsigned long long)(ep->progress_ns_max / 1000000));
-		else if (ep->idle_ns_max && c->in_flight == 0 &&
-			 now - c->active_ns > ep->idle_ns_max)
+		else if (ep->idle_ns_max && session_idle(c, now, ep->idle_ns_max))
 			qpg__conn_close(c, QPG_ERR_TIMEOUT, "idle for %llu ms",
 					(unsigned long long)(ep->idle_ns_max / 1000000));
 		else if (ep->cbs.tick)

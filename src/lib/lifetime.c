@@ -39,6 +39,11 @@ struct qpg__conn *qpg__conn_new(struct qpg__endpoint *ep, int fd, bool is_server
 	struct qpg__conn *c = calloc(1, ep->t->conn_size);
 	if (!c)
 		return NULL;
+	c->boot_in = malloc(QPG_WIRE_MAX_BOOT_LEN);
+	if (!c->boot_in) {
+		free(c);
+		return NULL;
+	}
 	c->t = ep->t;
 	c->ep = ep;
 	c->is_server = is_server;
@@ -49,6 +54,36 @@ struct qpg__conn *qpg__conn_new(struct qpg__endpoint *ep, int fd, bool is_server
 	list_append(&ep->handshaking, c);
 	ep->nconns++;
 	atomic_fetch_add_explicit(&ep->stats.handshaking, 1, memory_order_relaxed);
+	return c;
+}
+
+struct qpg__conn *qpg__conn_new_member(struct qpg__conn *leader)
+{
+	struct qpg__endpoint *ep = leader->ep;
+	if (leader->nmembers >= QPG_WIRE_MAX_EXTRA_QPS)
+		return NULL;
+	struct qpg__conn *c = calloc(1, ep->t->conn_size);
+	if (!c)
+		return NULL;
+	c->t = ep->t;
+	c->ep = ep;
+	c->is_server = leader->is_server;
+	c->io.fd = -1;
+	c->started_ns = leader->started_ns;
+	c->phase_start_ns = leader->phase_start_ns;
+	c->peer_addr = leader->peer_addr;
+	c->credits = leader->credits;
+	c->max_msg = leader->max_msg;
+	c->local.service = leader->local.service;
+	c->local.flags = leader->local.flags;
+	c->state = leader->state;
+	/* No deadline of its own: the leader's covers the session. */
+	c->leader = leader;
+	c->member_index = ++leader->nmembers;
+	c->member_next = leader->members;
+	leader->members = c;
+	list_append(&ep->handshaking, c);
+	ep->nconns++;
 	return c;
 }
 
@@ -84,6 +119,29 @@ static void conn_unlink(struct qpg__conn *c)
 	c->ep->nconns--;
 }
 
+/* A session shares one fate: the control channel is the only way to tell
+ * the peer that one of its QPs is gone. */
+static void close_session(struct qpg__conn *c)
+{
+	struct qpg__conn *l = c->leader;
+	if (l) {
+		struct qpg__conn **pp = &l->members;
+		while (*pp != c)
+			pp = &(*pp)->member_next;
+		*pp = c->member_next;
+		c->leader = c->member_next = NULL;
+		qpg__conn_close(l, c->err, "QP %u of this session closed: %s", c->member_index,
+				c->why);
+		return;
+	}
+	while (c->members) {
+		struct qpg__conn *m = c->members;
+		c->members = m->member_next;
+		m->leader = m->member_next = NULL;
+		qpg__conn_close(m, c->err, "session closed: %s", c->why);
+	}
+}
+
 void qpg__conn_close(struct qpg__conn *c, enum qpg_err_class err, const char *fmt, ...)
 {
 	if (c->state >= QPG_CONN_CLOSING)
@@ -101,7 +159,7 @@ void qpg__conn_close(struct qpg__conn *c, enum qpg_err_class err, const char *fm
 		c->err = err;
 	}
 	qpg__stat_add(&ep->stats.closed_by_reason[c->err], 1);
-	if (!c->handshake_done) {
+	if (!c->handshake_done && !c->member_index) { /* a member is no handshake */
 		atomic_fetch_sub_explicit(&ep->stats.handshaking, 1, memory_order_relaxed);
 		qpg__stat_add(&ep->stats.handshakes_failed, 1);
 	}
@@ -125,6 +183,7 @@ void qpg__conn_close(struct qpg__conn *c, enum qpg_err_class err, const char *fm
 	c->next_dead = NULL;
 	QPG__QUEUE_APPEND(ep->closing, ep->closing_tail, c, next_dead);
 	ep->nclosing++;
+	close_session(c);
 }
 
 static void conn_free(struct qpg__conn *c)
@@ -132,6 +191,7 @@ static void conn_free(struct qpg__conn *c)
 	c->t->conn_release(c);
 	qpg__tls_free(c->ssl);
 	qpg__auth_free(&c->auth);
+	free(c->boot_in);
 	free(c->out);
 	free(c);
 }

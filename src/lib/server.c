@@ -77,6 +77,9 @@ void qpg_server_opts_default(struct qpg_server_opts *o)
 	 * one host, or give them several source addresses). */
 	o->max_pending_per_peer = 1024;
 	o->max_conns_per_peer = 16384;
+	/* A session brings up its QPs in one go on one loop thread, so the
+	 * bound also bounds that stall. */
+	o->max_session_qps = 64;
 	/* New handshakes per address: 500 a second, 1,000 at once. Each costs
 	 * the server a TLS handshake's public-key work (about 1 ms of a core),
 	 * so one address cannot make it do more than this; refused at accept,
@@ -127,8 +130,10 @@ static int srv_admit(struct qpg__conn *c, char *text, size_t text_len)
 static void srv_established(struct qpg__conn *c)
 {
 	struct qpg_server *s = ((struct worker *)c->ep)->srv;
-	atomic_fetch_sub(&s->pending, 1);
-	qpg__peers_handshake_done(&s->peers, c->user);
+	if (!c->member_index) { /* a session's extra QP is no handshake of its own */
+		atomic_fetch_sub(&s->pending, 1);
+		qpg__peers_handshake_done(&s->peers, c->user);
+	}
 	if (s->service->on_connect)
 		s->service->on_connect(pub(c));
 	if (s->o.verbose) {
@@ -179,7 +184,7 @@ static void srv_closed(struct qpg__conn *c)
 	struct qpg_server *s = ((struct worker *)c->ep)->srv;
 	if (s->service->on_close)
 		s->service->on_close(pub(c));
-	if (!c->handshake_done)
+	if (!c->handshake_done && !c->member_index)
 		atomic_fetch_sub(&s->pending, 1);
 	if (c->admitted)
 		atomic_fetch_sub(&s->clients, 1);
@@ -434,6 +439,7 @@ int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, 
 		w->ep.credits_max = 64; /* pipelining services use them; echo clients ask few */
 		w->ep.auth_required = !s->o.allow_no_auth;
 		w->ep.allow_any_gid = s->o.allow_any_gid;
+		w->ep.session_qps_max = s->o.max_session_qps;
 		w->ep.handshake_timeout_ns = (uint64_t)s->o.handshake_timeout_ms * 1000000ull;
 		w->ep.progress_ns_max = (uint64_t)s->o.progress_timeout_ms * 1000000ull;
 		w->ep.idle_ns_max = (uint64_t)s->o.idle_timeout_ms * 1000000ull;

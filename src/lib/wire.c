@@ -16,11 +16,15 @@ static void encode_hdr(uint8_t *out, uint8_t type, uint32_t body_len)
 	qpg__put32(out + 8, body_len);
 }
 
-int qpg_wire_encode_params(uint8_t *out, size_t cap, uint8_t type, const struct qpg_wire_params *p)
+int qpg_wire_encode_params(uint8_t *out, size_t cap, uint8_t type, const struct qpg_wire_params *p,
+			   const struct qpg_wire_qp *extra)
 {
-	if (cap < QPG_WIRE_HDR_LEN + QPG_WIRE_PARAMS_LEN)
+	if (p->extra_qps > QPG_WIRE_MAX_EXTRA_QPS || (p->extra_qps && !extra))
+		return -EINVAL;
+	uint32_t body = QPG_WIRE_PARAMS_LEN + (uint32_t)p->extra_qps * QPG_WIRE_QP_ENTRY_LEN;
+	if (cap < QPG_WIRE_HDR_LEN + body)
 		return -ENOSPC;
-	encode_hdr(out, type, QPG_WIRE_PARAMS_LEN);
+	encode_hdr(out, type, body);
 	uint8_t *b = out + QPG_WIRE_HDR_LEN;
 	b[0] = p->transport;
 	b[1] = p->flags;
@@ -34,9 +38,23 @@ int qpg_wire_encode_params(uint8_t *out, size_t cap, uint8_t type, const struct 
 	memcpy(b + 16, p->gid, 16);
 	qpg__put32(b + 32, p->max_msg);
 	qpg__put16(b + 36, p->credits);
-	qpg__put16(b + 38, 0);
+	qpg__put16(b + 38, p->extra_qps);
 	qpg__put64(b + 40, p->conn_id);
-	return QPG_WIRE_HDR_LEN + QPG_WIRE_PARAMS_LEN;
+	for (unsigned i = 0; i < p->extra_qps; i++) {
+		uint8_t *e = b + QPG_WIRE_PARAMS_LEN + i * QPG_WIRE_QP_ENTRY_LEN;
+		qpg__put32(e, extra[i].qpn);
+		qpg__put32(e + 4, extra[i].psn);
+		qpg__put64(e + 8, extra[i].conn_id);
+	}
+	return (int)(QPG_WIRE_HDR_LEN + body);
+}
+
+void qpg_wire_decode_qp(const uint8_t *in, unsigned i, struct qpg_wire_qp *q)
+{
+	const uint8_t *e = in + QPG_WIRE_HDR_LEN + QPG_WIRE_PARAMS_LEN + i * QPG_WIRE_QP_ENTRY_LEN;
+	q->qpn = qpg__get32(e);
+	q->psn = qpg__get32(e + 4);
+	q->conn_id = qpg__get64(e + 8);
 }
 
 int qpg_wire_encode_reject(uint8_t *out, size_t cap, uint16_t code, const char *text)
@@ -68,7 +86,10 @@ int qpg_wire_peek(const uint8_t *in, size_t len, uint8_t *type, uint8_t *version
 	switch (in[5]) {
 	case QPG_WIRE_HELLO:
 	case QPG_WIRE_ACCEPT:
-		if (body != QPG_WIRE_PARAMS_LEN)
+		/* The params, then whole QP entries. Whether their number
+		 * matches extra_qps is the decoder's check. */
+		if (body < QPG_WIRE_PARAMS_LEN || body > QPG_WIRE_MAX_BOOT_LEN - QPG_WIRE_HDR_LEN ||
+		    (body - QPG_WIRE_PARAMS_LEN) % QPG_WIRE_QP_ENTRY_LEN)
 			return -EPROTO;
 		break;
 	case QPG_WIRE_REJECT:
@@ -110,10 +131,14 @@ int qpg_wire_decode_params(const uint8_t *in, size_t len, struct qpg_wire_params
 	memcpy(p->gid, b + 16, 16);
 	p->max_msg = qpg__get32(b + 32);
 	p->credits = qpg__get16(b + 36);
+	p->extra_qps = qpg__get16(b + 38);
 	p->conn_id = qpg__get64(b + 40);
 
-	if (b[15] != 0 || qpg__get16(b + 38) != 0)
+	if (b[15] != 0)
 		return fail(why, why_len, "reserved fields must be zero", -EINVAL);
+	if (len != QPG_WIRE_HDR_LEN + QPG_WIRE_PARAMS_LEN +
+		       (size_t)p->extra_qps * QPG_WIRE_QP_ENTRY_LEN)
+		return fail(why, why_len, "length does not match the number of extra QPs", -EPROTO);
 	if (p->flags & ~QPG_WIRE_FLAG_AUTH)
 		return fail(why, why_len, "unknown flags", -EINVAL);
 	/* Which services exist is the server's business (REJECT "service
@@ -140,11 +165,30 @@ int qpg_wire_decode_params(const uint8_t *in, size_t len, struct qpg_wire_params
 			return fail(why, why_len, "multicast GID", -EINVAL);
 		if (p->port == 0)
 			return fail(why, why_len, "port 0", -EINVAL);
+		for (unsigned i = 0; i < p->extra_qps; i++) {
+			struct qpg_wire_qp q;
+			qpg_wire_decode_qp(in, i, &q);
+			if (q.psn > 0xffffff)
+				return fail(why, why_len, "extra QP: PSN out of range (24 bits)",
+					    -EINVAL);
+			if (q.qpn <= 1 || q.qpn > 0xffffff)
+				return fail(why, why_len, "extra QP: QPN out of range (2..0xffffff)",
+					    -EINVAL);
+			if ((type == QPG_WIRE_HELLO) != (q.conn_id == 0))
+				return fail(why, why_len,
+					    type == QPG_WIRE_HELLO ? "extra QP: conn_id set in HELLO"
+								   : "extra QP: no conn_id",
+					    -EINVAL);
+		}
 		break;
 	}
 	case QPG_TRANSPORT_TCP:
 		if (p->qpn || p->psn || p->lid || p->mtu)
 			return fail(why, why_len, "verbs fields set on the tcp transport", -EINVAL);
+		if (p->extra_qps)
+			return fail(why, why_len,
+				    "extra QPs on the tcp transport (one connection per session)",
+				    -EINVAL);
 		break;
 	default:
 		return fail(why, why_len, "unknown transport", -EINVAL);

@@ -244,6 +244,7 @@ void load_opts_default(struct load_opts *o)
 	o->msgs = 100;
 	o->size = 64;
 	o->window = 64;
+	o->qps_per_session = 1;
 	o->timeout_ms = 120000;
 	/* A cap on echoes in flight over all connections. One per connection
 	 * with no cap means 10,000 clients burst 10,000 requests at once; on
@@ -296,24 +297,42 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 		uint64_t now = now_ns();
 		long allowed =
 		    o->ramp > 0 ? (long)((double)(now - t0) / 1e9 * o->ramp) + 1 : o->nconns;
-		/* Priming: a window of one until the first connection is up. */
-		long window = o->prime && r->settled == 0 ? 1 : o->window;
+		/* Priming: a window of one until the first session is up. The
+		 * window counts sessions: each brings up QPS connections. */
+		long qps = o->qps_per_session ? o->qps_per_session : 1;
+		long window = (o->prime && r->settled == 0 ? 1 : o->window) * qps;
 		while (r->started < o->nconns && r->started < allowed &&
 		       r->started - r->settled < window) {
-			struct conn_state *s = &e.conns[r->started];
-			s->e = &e;
-			s->index = r->started;
-			int crc = qpg_client_connect(cl, s, &s->c);
-			if (crc < 0) {
+			long left = o->nconns - r->started;
+			unsigned k = (unsigned)(qps < left ? qps : left);
+			void *users[QPG_WIRE_MAX_EXTRA_QPS + 1];
+			struct qpg_client_conn *cc[QPG_WIRE_MAX_EXTRA_QPS + 1];
+			for (unsigned j = 0; j < k; j++) {
+				struct conn_state *s = &e.conns[r->started + (int)j];
+				s->e = &e;
+				s->index = r->started + (int)j;
+				users[j] = s;
+			}
+			int crc = k == 1 ? qpg_client_connect(cl, users[0], &cc[0])
+					 : qpg_client_connect_session(cl, k, users, cc);
+			if (k == 1 && crc == 0)
+				crc = 1;
+			for (unsigned j = 0; j < k; j++) {
+				struct conn_state *s = &e.conns[r->started + (int)j];
+				if ((int)j < crc) {
+					s->c = cc[j];
+					continue;
+				}
 				s->closed = true; /* finished when the traffic starts */
 				r->failed++;
 				r->settled++;
 				if (r->fail_by_class[QPG_ERR_LOCAL]++ == 0)
 					snprintf(r->fail_example[QPG_ERR_LOCAL],
 						 sizeof(r->fail_example[QPG_ERR_LOCAL]),
-						 "connect: %s", qpg_strerror(crc));
+						 "connect: %s",
+						 qpg_strerror(crc < 0 ? crc : -ENOMEM));
 			}
-			r->started++;
+			r->started += (int)k;
 		}
 		qpg_client_run(cl, o->ramp > 0 ? 5 : 100);
 		tick(&e, "connect", &next);

@@ -19,7 +19,8 @@ struct load_opts {
 	long msgs;	   /* per connection; ignored when duration_s > 0 */
 	double duration_s; /* traffic phase length, 0: use msgs */
 	uint32_t size;
-	long window;	 /* handshakes in flight */
+	long window;	 /* handshakes (sessions) in flight */
+	unsigned qps_per_session; /* connections brought up over one TLS session */
 	long inflight;	 /* echoes in flight over all connections, 0: one per connection */
 	double ramp;	 /* new connections per second, 0: as fast as the window allows */
 	long hold_ms;	 /* all connected -> wait -> traffic */

@@ -128,12 +128,13 @@ static json_t *build_json(const struct qpg_client_opts *co, const struct load_op
 	double pkb = per_client_kb(s, r);
 	double rate = r->traffic_s > 0 ? (double)r->verified / r->traffic_s : 0;
 	json_t *params = json_pack(
-	    "{s:s, s:s, s:i, s:i, s:I, s:f, s:b, s:f, s:I, s:i, s:I}", "transport",
+	    "{s:s, s:s, s:i, s:i, s:I, s:f, s:b, s:f, s:I, s:i, s:I, s:i}", "transport",
 	    co->transport == QPG_KIND_RDMA ? "rdma" : "tcp", "host", co->host, "port", co->port,
 	    "clients", lo->nconns, "msgs_per_client",
 	    (json_int_t)(lo->duration_s > 0 ? 0 : lo->msgs), "duration_s", lo->duration_s, "auth",
 	    co->auth, "ramp_per_s", lo->ramp, "window", (json_int_t)lo->window, "size",
-	    (int)lo->size, "inflight", (json_int_t)lo->inflight);
+	    (int)lo->size, "inflight", (json_int_t)lo->inflight, "qps_per_session",
+	    (int)lo->qps_per_session);
 	json_t *results = json_pack(
 	    "{s:{s:i, s:i, s:i, s:i, s:f, s:o, s:o, s:o, s:o, s:f},"
 	    " s:{s:I, s:I, s:I, s:o, s:f, s:f, s:f},"
@@ -215,6 +216,9 @@ int main(int argc, char **argv)
 	    QPG_OPTS_LOAD(&lo),
 	    {"ramp", 0, OPT_DOUBLE, &lo.ramp, 0.001, 1e9, "R",
 	     "new connections per second (default: as fast as --window allows)"},
+	    {"qp", 'q', OPT_UINT, &lo.qps_per_session, 1, QPG_WIRE_MAX_EXTRA_QPS + 1, "N",
+	     "rdma: bring up N clients' QPs over each TLS session (default 1; --window counts "
+	     "sessions)"},
 	    {"inflight", 0, OPT_LONG, &lo.inflight, 0, 100000000, "N",
 	     "echoes in flight over all clients (default 1024; 0: one per client)"},
 	    {"duration", 'D', OPT_DOUBLE, &lo.duration_s, 0.001, 86400, "S",
@@ -240,6 +244,12 @@ int main(int argc, char **argv)
 			(long)lo.nconns, nofile);
 	if (psn_log && !(s.psn_log = fopen(psn_log, "a"))) {
 		fprintf(stderr, "qpgate-perf: cannot open %s\n", psn_log);
+		return 2;
+	}
+	if (lo.qps_per_session > 1 && co.transport != QPG_KIND_RDMA) {
+		fprintf(stderr, "qpgate-perf: -q %u: sessions of several QPs need the rdma "
+				"transport (over tcp the data rides on each session's own TLS)\n",
+			lo.qps_per_session);
 		return 2;
 	}
 	co.host = argv[optind];

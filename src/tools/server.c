@@ -142,6 +142,10 @@ int main(int argc, char **argv)
 	     "unfinished handshakes per address, IPv6 per /64 (default 1024)"},
 	    {"max-conns-per-peer", 0, OPT_UINT, &o.max_conns_per_peer, 0, 10000000, "N",
 	     "connections per address, IPv6 per /64 (default 16384; 0: no limit)"},
+	    {"max-session-qps", 0, OPT_UINT, &o.max_session_qps, 1, QPG_WIRE_MAX_EXTRA_QPS + 1,
+	     "N",
+	     "rdma: QPs one TLS session may bring up, each a client of --max-clients "
+	     "(default 64)"},
 	    {"handshake-rate", 0, OPT_CALL, &o, 0, 0, "N[,B]",
 	     "new handshakes a second per address, B at once (default 500,1000; 0: off)",
 	     parse_rate},

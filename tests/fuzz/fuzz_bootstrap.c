@@ -19,8 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int need = qpg_wire_peek(data, size, &type, &version);
 	if (need <= 0)
 		return 0;
-	if ((size_t)need > QPG_WIRE_MAX_BOOT_LEN &&
-	    (size_t)need > QPG_WIRE_HDR_LEN + QPG_WIRE_PARAMS_LEN)
+	if ((size_t)need > QPG_WIRE_MAX_BOOT_LEN)
 		abort();
 	if ((size_t)need > size)
 		return 0;
@@ -41,13 +40,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (p.psn > 0xFFFFFF || p.qpn > 0xFFFFFF || p.credits == 0 ||
 	    p.credits > QPG_WIRE_MAX_CREDITS || p.max_msg > QPG_WIRE_MAX_MSG)
 		abort();
-	uint8_t again[QPG_WIRE_HDR_LEN + QPG_WIRE_PARAMS_LEN];
-	int n = qpg_wire_encode_params(again, sizeof(again), type, &p);
+	struct qpg_wire_qp extra[QPG_WIRE_MAX_EXTRA_QPS];
+	for (unsigned i = 0; i < p.extra_qps; i++) {
+		qpg_wire_decode_qp(data, i, &extra[i]);
+		if (extra[i].psn > 0xFFFFFF || extra[i].qpn > 0xFFFFFF)
+			abort();
+	}
+	uint8_t again[QPG_WIRE_MAX_BOOT_LEN];
+	int n = qpg_wire_encode_params(again, sizeof(again), type, &p, extra);
 	if (n != need)
 		abort();
 	struct qpg_wire_params q;
 	if (qpg_wire_decode_params(again, (size_t)n, &q, why, sizeof(why)) != 0 ||
-	    memcmp(&p, &q, sizeof(p)) != 0)
+	    memcmp(&p, &q, sizeof(p)) != 0 || memcmp(again, data, (size_t)n) != 0)
 		abort();
 	return 0;
 }

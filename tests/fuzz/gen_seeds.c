@@ -33,22 +33,22 @@ int main(int argc, char **argv)
 
 	uint8_t b[256];
 	struct qpg_wire_params p = qpg_test_wire_sample();
-	int n = qpg_wire_encode_params(b, sizeof(b), QPG_WIRE_HELLO, &p);
+	int n = qpg_wire_encode_params(b, sizeof(b), QPG_WIRE_HELLO, &p, NULL);
 	put(boot, "hello-rdma", b, (size_t)n);
 	p.conn_id = 42;
-	n = qpg_wire_encode_params(b, sizeof(b), QPG_WIRE_ACCEPT, &p);
+	n = qpg_wire_encode_params(b, sizeof(b), QPG_WIRE_ACCEPT, &p, NULL);
 	put(boot, "accept-rdma", b, (size_t)n);
 	struct qpg_wire_params t = {.transport = QPG_TRANSPORT_TCP,
 				    .service = QPG_SERVICE_KV,
 				    .max_msg = 1 << 20,
 				    .credits = 64};
-	n = qpg_wire_encode_params(b, sizeof(b), QPG_WIRE_HELLO, &t);
+	n = qpg_wire_encode_params(b, sizeof(b), QPG_WIRE_HELLO, &t, NULL);
 	put(boot, "hello-tcp", b, (size_t)n);
 	n = qpg_wire_encode_reject(b, sizeof(b), QPG_REJECT_SERVER_FULL,
 				   "server full (100 of 100)");
 	put(boot, "reject-full", b, (size_t)n);
 	p.psn = 0x1000000;
-	n = qpg_wire_encode_params(b, sizeof(b), QPG_WIRE_HELLO, &p);
+	n = qpg_wire_encode_params(b, sizeof(b), QPG_WIRE_HELLO, &p, NULL);
 	put(boot, "hello-bad-psn", b, (size_t)n);
 	p.psn = 1;
 	b[4] = QPG_WIRE_VERSION + 1; /* a version this side does not speak */

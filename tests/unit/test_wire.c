@@ -16,7 +16,7 @@ static void test_roundtrip(void **state)
 {
 	uint8_t buf[128];
 	struct qpg_wire_params in = good(), out;
-	int n = qpg_wire_encode_params(buf, sizeof(buf), QPG_WIRE_HELLO, &in);
+	int n = qpg_wire_encode_params(buf, sizeof(buf), QPG_WIRE_HELLO, &in, NULL);
 	assert_int_equal(n, QPG_WIRE_HDR_LEN + QPG_WIRE_PARAMS_LEN);
 	/* network byte order on the wire */
 	assert_int_equal(buf[0], 'Q');
@@ -32,7 +32,7 @@ static int decode_mutated(size_t off, uint8_t val, char *why)
 {
 	uint8_t buf[128];
 	struct qpg_wire_params in = good(), out;
-	int n = qpg_wire_encode_params(buf, sizeof(buf), QPG_WIRE_HELLO, &in);
+	int n = qpg_wire_encode_params(buf, sizeof(buf), QPG_WIRE_HELLO, &in, NULL);
 	buf[off] = val;
 	return qpg_wire_decode_params(buf, (size_t)n, &out, why, 128);
 }
@@ -63,18 +63,80 @@ static void test_every_field_validated(void **state)
 	struct qpg_wire_params p = good(), out;
 	for (uint32_t q = 0; q < 2; q++) {
 		p.qpn = q;
-		int n = qpg_wire_encode_params(buf, sizeof(buf), QPG_WIRE_HELLO, &p);
+		int n = qpg_wire_encode_params(buf, sizeof(buf), QPG_WIRE_HELLO, &p, NULL);
 		assert_int_equal(qpg_wire_decode_params(buf, (size_t)n, &out, why, sizeof(why)),
 				 -EINVAL);
 		assert_non_null(strstr(why, "QPN"));
 	}
 }
 
+/* A session's extra QPs: entries after the params, each checked, their
+ * number bound to the body length. */
+static void test_extra_qps(void **state)
+{
+	uint8_t buf[QPG_WIRE_MAX_BOOT_LEN], type, ver;
+	char why[128];
+	struct qpg_wire_params p = good(), out;
+	struct qpg_wire_qp extra[3] = {{0x000102, 0x0a0b0c, 0}, {0x333, 0x1, 0}, {0xffffff, 0, 0}};
+	p.extra_qps = 3;
+	int n = qpg_wire_encode_params(buf, sizeof(buf), QPG_WIRE_HELLO, &p, extra);
+	assert_int_equal(n, QPG_WIRE_HDR_LEN + QPG_WIRE_PARAMS_LEN + 3 * QPG_WIRE_QP_ENTRY_LEN);
+	assert_int_equal(qpg_wire_peek(buf, (size_t)n, &type, &ver), n);
+	assert_int_equal(qpg_wire_decode_params(buf, (size_t)n, &out, why, sizeof(why)), 0);
+	assert_memory_equal(&p, &out, sizeof(p));
+	const size_t e0 = QPG_WIRE_HDR_LEN + QPG_WIRE_PARAMS_LEN;
+	assert_int_equal(buf[e0 + 2], 0x01); /* big-endian QPN */
+	assert_int_equal(buf[e0 + 3], 0x02);
+	for (unsigned i = 0; i < 3; i++) {
+		struct qpg_wire_qp q;
+		qpg_wire_decode_qp(buf, i, &q);
+		assert_memory_equal(&q, &extra[i], sizeof(q));
+	}
+	/* the count says 3, the body holds 2 */
+	uint8_t short_body[QPG_WIRE_MAX_BOOT_LEN];
+	memcpy(short_body, buf, (size_t)n);
+	short_body[11] -= QPG_WIRE_QP_ENTRY_LEN;
+	assert_int_equal(qpg_wire_decode_params(short_body, (size_t)n - QPG_WIRE_QP_ENTRY_LEN, &out,
+						why, sizeof(why)),
+			 -EPROTO);
+	/* a partial entry is malformed at the header already */
+	short_body[11] += 1;
+	assert_int_equal(qpg_wire_peek(short_body, QPG_WIRE_HDR_LEN, &type, &ver), -EPROTO);
+	/* each entry is checked like the params */
+	buf[e0 + 16 + 3] = 1; /* second entry: QPN 0x000001 */
+	buf[e0 + 16 + 2] = 0;
+	assert_int_equal(qpg_wire_decode_params(buf, (size_t)n, &out, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "extra QP: QPN"));
+	buf[e0 + 16 + 2] = 3;
+	buf[e0 + 16 + 4] = 1; /* PSN > 24 bits */
+	assert_int_equal(qpg_wire_decode_params(buf, (size_t)n, &out, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "extra QP: PSN"));
+	buf[e0 + 16 + 4] = 0;
+	buf[e0 + 16 + 15] = 7; /* a conn_id in a HELLO */
+	assert_int_equal(qpg_wire_decode_params(buf, (size_t)n, &out, why, sizeof(why)), -EINVAL);
+	buf[e0 + 16 + 15] = 0;
+	assert_int_equal(qpg_wire_decode_params(buf, (size_t)n, &out, why, sizeof(why)), 0);
+	/* an ACCEPT must name every QP's connection */
+	buf[5] = QPG_WIRE_ACCEPT;
+	assert_int_equal(qpg_wire_decode_params(buf, (size_t)n, &out, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "no conn_id"));
+	/* more than the wire allows, and none on tcp */
+	p.extra_qps = QPG_WIRE_MAX_EXTRA_QPS + 1;
+	assert_int_equal(qpg_wire_encode_params(buf, sizeof(buf), QPG_WIRE_HELLO, &p, extra), -EINVAL);
+	struct qpg_wire_params t = good();
+	t.transport = QPG_TRANSPORT_TCP;
+	t.qpn = t.psn = t.lid = t.mtu = 0;
+	t.extra_qps = 1;
+	n = qpg_wire_encode_params(buf, sizeof(buf), QPG_WIRE_HELLO, &t, extra);
+	assert_int_equal(qpg_wire_decode_params(buf, (size_t)n, &out, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "tcp"));
+}
+
 static void test_truncated_and_garbage(void **state)
 {
 	uint8_t buf[128], type, ver;
 	struct qpg_wire_params p = good(), out;
-	int n = qpg_wire_encode_params(buf, sizeof(buf), QPG_WIRE_HELLO, &p);
+	int n = qpg_wire_encode_params(buf, sizeof(buf), QPG_WIRE_HELLO, &p, NULL);
 	for (int len = 0; len < n; len++)
 		assert_int_not_equal(qpg_wire_decode_params(buf, (size_t)len, &out, NULL, 0), 0);
 	/* a partial header is "need more", garbage is an error at once */
@@ -117,6 +179,7 @@ static void test_frame_header(void **state)
 QPG_UNIT_MAIN(NULL, NULL,
 	      cmocka_unit_test(test_roundtrip),
 	      cmocka_unit_test(test_every_field_validated),
-	      cmocka_unit_test(test_truncated_and_garbage),
+	      cmocka_unit_test(test_extra_qps),
+	    cmocka_unit_test(test_truncated_and_garbage),
 	      cmocka_unit_test(test_reject_roundtrip_and_sanitized),
 	      cmocka_unit_test(test_frame_header))
