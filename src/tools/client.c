@@ -61,6 +61,8 @@ int main(int argc, char **argv)
 	    qpg_opts_parse(argc, argv, tables, "qpgate-client [options] HOST SERVERNAME", 2);
 	o.host = argv[optind];
 	o.servername = argv[optind + 1];
+	if (!load_opts_fit(&o, &lo, "qpgate-client"))
+		return 2;
 	load_size_client(&o, &lo);
 	lo.prime = o.tls_resume;
 	signal(SIGPIPE, SIG_IGN);

@@ -224,6 +224,18 @@ const struct qpg_client_cbs load_callbacks = {
     .closed = on_closed,
 };
 
+bool load_opts_fit(const struct qpg_client_opts *co, const struct load_opts *o, const char *prog)
+{
+	if (o->qps_per_session > 1 && co->transport != QPG_KIND_RDMA) {
+		fprintf(stderr,
+			"%s: -q %u: sessions of several QPs need the rdma transport (over tcp "
+			"the data rides on each session's own TLS)\n",
+			prog, o->qps_per_session);
+		return false;
+	}
+	return true;
+}
+
 void load_size_client(struct qpg_client_opts *co, const struct load_opts *o)
 {
 	if (o->size > co->max_msg)

@@ -69,6 +69,8 @@ struct load_result {
 /* Size CO for O: messages of O's size, and a pool for its connection count
  * (a receive and a send each). */
 void load_size_client(struct qpg_client_opts *co, const struct load_opts *o);
+/* Options that cannot work together: false, with why on stderr. */
+bool load_opts_fit(const struct qpg_client_opts *co, const struct load_opts *o, const char *prog);
 
 /* Pass these to qpg_client_create for a client that load_run drives. */
 extern const struct qpg_client_cbs load_callbacks;

@@ -107,7 +107,9 @@ void qpg_opts_usage(FILE *f, const struct qpg_opt *const *tables, const char *sy
 	    {"iters", 'n', OPT_LONG, &(lo)->msgs, 0, 1000000000, "N", "messages per client"},      \
 	    {"size", 's', OPT_U32, &(lo)->size, 1, QPG_WIRE_MAX_MSG, "BYTES", "message size"},     \
 	    {"window", 0, OPT_LONG, &(lo)->window, 1, 10000000, "N",                               \
-	     "handshakes in progress at once"},                                                    \
+	     "handshakes (sessions) in progress at once"},                                         \
+	    {"qp", 'q', OPT_UINT, &(lo)->qps_per_session, 1, QPG_WIRE_MAX_EXTRA_QPS + 1, "N",      \
+	     "rdma: clients brought up over each TLS session (default 1)"},                        \
 	    {"hold", 0, OPT_LONG, &(lo)->hold_ms, 0, 86400000, "MS",                               \
 	     "once all are connected, wait MS before traffic"},                                    \
 	    {"report_gbits", 0, OPT_FLAG, &(lo)->report_gbits, 0, 0, NULL,                         \

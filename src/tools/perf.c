@@ -216,9 +216,6 @@ int main(int argc, char **argv)
 	    QPG_OPTS_LOAD(&lo),
 	    {"ramp", 0, OPT_DOUBLE, &lo.ramp, 0.001, 1e9, "R",
 	     "new connections per second (default: as fast as --window allows)"},
-	    {"qp", 'q', OPT_UINT, &lo.qps_per_session, 1, QPG_WIRE_MAX_EXTRA_QPS + 1, "N",
-	     "rdma: bring up N clients' QPs over each TLS session (default 1; --window counts "
-	     "sessions)"},
 	    {"inflight", 0, OPT_LONG, &lo.inflight, 0, 100000000, "N",
 	     "echoes in flight over all clients (default 1024; 0: one per client)"},
 	    {"duration", 'D', OPT_DOUBLE, &lo.duration_s, 0.001, 86400, "S",
@@ -246,12 +243,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "qpgate-perf: cannot open %s\n", psn_log);
 		return 2;
 	}
-	if (lo.qps_per_session > 1 && co.transport != QPG_KIND_RDMA) {
-		fprintf(stderr, "qpgate-perf: -q %u: sessions of several QPs need the rdma "
-				"transport (over tcp the data rides on each session's own TLS)\n",
-			lo.qps_per_session);
+	if (!load_opts_fit(&co, &lo, "qpgate-perf"))
 		return 2;
-	}
 	co.host = argv[optind];
 	co.servername = argv[optind + 1];
 	load_size_client(&co, &lo);

@@ -58,6 +58,36 @@ if [ "$transport" = tcp ]; then
 	check "a source of the other family is refused, with why (rc $?)" \
 		grep -q "source address '::1' is IPv6, but the server is IPv4" "$work/out"
 fi
+# Sessions of several QPs (-q): one TLS handshake and one control connection
+# bring up a session's QPs, each with keys and PSNs of its own; the server
+# bounds their number; a session shares one fate.
+if [ "$transport" = rdma ]; then
+	qpg_serve "$work" --handshake-timeout 60000 --max-session-qps 8 -v
+	"$bin/qpgate-perf" --ca "$work/ca.crt" -p "$port" -c 20 -q 8 -n 3 --server-pid "$srv" \
+		--json "$work/q.json" 127.0.0.1 localhost >"$work/out" 2>&1
+	rc=$?
+	qpg_json_file=$work/q.json
+	check "-q 8: 20 clients in 3 sessions, all connected and every echo verified (rc $rc)" \
+		j '.parameters.qps_per_session == 8 and .results.connections.succeeded == 20 and .results.data.verified == 60'
+	check "-q 8: device QPs at 'connected' = 2 per client + QP1" j '.results.resources.snapshots[1].device.qp == 41'
+	check "-q 8: device QPs back to baseline at the end" j '.results.resources.snapshots[2].device.qp == .results.resources.snapshots[0].device.qp'
+	# The server logs each QP as a connection, from its session's one
+	# control connection (address:port).
+	sessions=$(sed -n 's/.*conn [0-9]* from \([0-9.:]*\): QPN.*/\1/p' "$work/server.log" | sort -u | wc -l)
+	qps=$(grep -c ': QPN' "$work/server.log")
+	check "-q 8: the server saw 20 QPs over 3 control connections ($qps over $sessions)" [ "$qps" -eq 20 -a "$sessions" -eq 3 ]
+	"$bin/qpgate-perf" --ca "$work/ca.crt" -p "$port" -c 9 -q 9 -n 1 127.0.0.1 localhost >"$work/out" 2>&1
+	check "-q 9 against --max-session-qps 8: refused, with why (rc $?)" \
+		grep -q 'at most 8 QPs per session here (asked for 9)' "$work/out"
+	check "-q 9: the server logged the refusal" grep -q 'closed (rejected): rejected: at most 8 QPs' "$work/server.log"
+	# A bad tag on one QP ends its session (all 4), not the other one.
+	"$bin/qpgate-client" --ca "$work/ca.crt" -p "$port" -c 8 -q 4 -n 5 --test-corrupt-tag-at 2 \
+		127.0.0.1 localhost >"$work/out" 2>&1
+	check "a bad tag ends its session's 4 QPs and no others (rc $?)" grep -q 'failed: 4 x peer_closed' "$work/out"
+	check "the server says why: the QP with the bad tag, then its 3 siblings" \
+		[ "$(grep -c 'closed (.*): session closed: message 2 failed authentication' "$work/server.log")" -eq 3 ]
+	kill -TERM "$srv"; wait "$srv"; srv=""
+fi
 # Connections that the server closes while later ones still connect (here
 # idle ones) are established and failed both: each must still be counted
 # once as a finished handshake, and every one of the 40 started.

@@ -6,6 +6,11 @@
 
 #include "auth.h"
 
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
 static const uint8_t k1[16] = {1}, k2[16] = {2}, s1[4] = {9}, s2[4] = {8};
 
 /* The wire format pinned (docs/protocol.md, "The tag"): AES-128-GCM with an
@@ -46,5 +51,80 @@ static void test_tag_verifies_and_binds_seq_and_bytes(void **state)
 	qpg__auth_free(&rx);
 }
 
-QPG_UNIT_MAIN(NULL, NULL,
-	      cmocka_unit_test(test_tag_verifies_and_binds_seq_and_bytes))
+/* A TLS 1.3 session between two in-memory ends, with a throwaway P-256
+ * certificate. */
+static void tls_pair(SSL **cli, SSL **srv)
+{
+	EVP_PKEY *pk = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+	X509 *x = X509_new();
+	assert_non_null(pk);
+	assert_non_null(x);
+	ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+	X509_gmtime_adj(X509_getm_notBefore(x), 0);
+	X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+	X509_set_pubkey(x, pk);
+	X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
+				   (const unsigned char *)"test", -1, -1, 0);
+	X509_set_issuer_name(x, X509_get_subject_name(x));
+	assert_true(X509_sign(x, pk, EVP_sha256()) > 0);
+	SSL_CTX *sc = SSL_CTX_new(TLS_server_method()), *cc = SSL_CTX_new(TLS_client_method());
+	SSL_CTX_set_min_proto_version(sc, TLS1_3_VERSION);
+	SSL_CTX_set_min_proto_version(cc, TLS1_3_VERSION);
+	assert_int_equal(SSL_CTX_use_certificate(sc, x), 1);
+	assert_int_equal(SSL_CTX_use_PrivateKey(sc, pk), 1);
+	*cli = SSL_new(cc);
+	*srv = SSL_new(sc);
+	BIO *a, *b;
+	assert_int_equal(BIO_new_bio_pair(&a, 0, &b, 0), 1);
+	SSL_set_bio(*cli, a, a);
+	SSL_set_bio(*srv, b, b);
+	SSL_set_connect_state(*cli);
+	SSL_set_accept_state(*srv);
+	int rc = 0, rs = 0;
+	for (int i = 0; i < 100 && (rc != 1 || rs != 1); i++) {
+		rc = SSL_do_handshake(*cli);
+		rs = SSL_do_handshake(*srv);
+	}
+	assert_int_equal(rc, 1);
+	assert_int_equal(rs, 1);
+	SSL_CTX_free(sc);
+	SSL_CTX_free(cc);
+	X509_free(x);
+	EVP_PKEY_free(pk);
+}
+
+/* The QPs of one session (docs/protocol.md): each exports keys of its own,
+ * so their sequence numbers, which all start at 0, never share a nonce
+ * under one key. QP i's client and server agree; no other QP's keys
+ * verify its tags. */
+static void test_session_qps_have_their_own_keys(void **state)
+{
+	SSL *c, *s;
+	tls_pair(&c, &s);
+	enum { N = 3 };
+	struct qpg__auth ca[N], sa[N];
+	for (uint32_t i = 0; i < N; i++) {
+		assert_int_equal(qpg__auth_init_from_tls(&ca[i], c, 0, 1, i), 0);
+		assert_int_equal(qpg__auth_init_from_tls(&sa[i], s, 1, 1, i), 0);
+	}
+	uint8_t msg[64] = {1, 2, 3}, tag[16];
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(qpg__auth_tag(&ca[i].tx, 0, msg, sizeof(msg), tag), 0);
+		for (int j = 0; j < N; j++)
+			assert_int_equal(qpg__auth_verify(&sa[j].rx, 0, msg, sizeof(msg), tag),
+					 i == j ? 0 : -EBADMSG);
+		assert_int_equal(qpg__auth_tag(&sa[i].tx, 0, msg, sizeof(msg), tag), 0);
+		for (int j = 0; j < N; j++)
+			assert_int_equal(qpg__auth_verify(&ca[j].rx, 0, msg, sizeof(msg), tag),
+					 i == j ? 0 : -EBADMSG);
+	}
+	for (int i = 0; i < N; i++) {
+		qpg__auth_free(&ca[i]);
+		qpg__auth_free(&sa[i]);
+	}
+	SSL_free(c);
+	SSL_free(s);
+}
+
+QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_tag_verifies_and_binds_seq_and_bytes),
+	      cmocka_unit_test(test_session_qps_have_their_own_keys))
