@@ -52,6 +52,8 @@ struct qpg_kv_request {
 	uint8_t *stage;		   /* one-sided GET: the value, held until it is checked */
 };
 
+#define QPG_KV_MAX_SESSION_QPS 256 /* QPG_WIRE_MAX_EXTRA_QPS + 1 */
+
 struct qpg_kv_pool_opts {
 	struct qpg_client_opts client; /* service is set to KV */
 	unsigned threads;	       /* default 4 */
@@ -64,6 +66,12 @@ struct qpg_kv_pool_opts {
 	 * fails (a server at a limit, a handshake past its deadline) is tried
 	 * again after 100 ms, doubled each time, with jitter. */
 	unsigned connect_attempts;
+	/* rdma: bring up to this many of a thread's connections over one TLS
+	 * session (qpg_client_connect_session; default 1: one each). A
+	 * session shares one fate, so a lost one takes all of its
+	 * connections; the window counts connections, and a session may
+	 * start while it has room for one. */
+	unsigned qps_per_session;
 };
 
 /* How GETs fetch values over rdma (over tcp they are always sent). */

@@ -30,6 +30,7 @@ void qpg_kv_pool_opts_default(struct qpg_kv_pool_opts *o)
 	o->threads = 4;
 	o->conns = 4;
 	o->connect_window = 32;
+	o->qps_per_session = 1;
 	o->connect_attempts = 6;
 }
 
@@ -306,28 +307,51 @@ static void start_connects(struct pool_thread *th)
 {
 	struct qpg_kv_pool *p = th->pool;
 	uint64_t now = 0;
-	for (unsigned i = 0; i < th->nconns; i++) {
-		struct kv_conn *k = &th->conns[i];
-		if (k->up || k->dead || k->conn || k->connecting)
-			continue;
-		if (k->retry_ns && (now ? now : (now = qpg__now_ns())) < k->retry_ns)
-			continue;
+	unsigned per = p->o.qps_per_session ? p->o.qps_per_session : 1;
+	struct kv_conn *batch[QPG_KV_MAX_SESSION_QPS];
+	void *users[QPG_KV_MAX_SESSION_QPS];
+	struct qpg_client_conn *cc[QPG_KV_MAX_SESSION_QPS];
+	unsigned i = 0;
+	while (i < th->nconns) {
+		unsigned n = 0;
+		for (; i < th->nconns && n < per; i++) {
+			struct kv_conn *k = &th->conns[i];
+			if (k->up || k->dead || k->conn || k->connecting)
+				continue;
+			if (k->retry_ns && (now ? now : (now = qpg__now_ns())) < k->retry_ns)
+				continue;
+			batch[n] = k;
+			users[n++] = k;
+		}
+		if (n == 0)
+			return;
 		unsigned in = atomic_load(&p->connecting);
 		do {
 			if (in >= p->o.connect_window)
 				return;
-		} while (!atomic_compare_exchange_weak(&p->connecting, &in, in + 1));
-		k->connecting = true;
-		k->attempts++;
-		int rc = qpg_client_connect(th->cl, k, &k->conn);
-		if (rc < 0) { /* never started: no closed callback will come */
+		} while (!atomic_compare_exchange_weak(&p->connecting, &in, in + n));
+		for (unsigned j = 0; j < n; j++) {
+			batch[j]->connecting = true;
+			batch[j]->attempts++;
+		}
+		int rc = n == 1 ? qpg_client_connect(th->cl, users[0], &cc[0])
+				: qpg_client_connect_session(th->cl, n, users, cc);
+		if (n == 1 && rc == 0)
+			rc = 1;
+		for (unsigned j = 0; j < n; j++) {
+			struct kv_conn *k = batch[j];
+			if ((int)j < rc) {
+				k->conn = cc[j];
+				continue;
+			}
+			/* never started: no closed callback will come */
 			k->connecting = false;
 			atomic_fetch_sub(&p->connecting, 1);
 			k->dead = true;
 			pthread_mutex_lock(&p->lock);
 			p->failed++;
 			snprintf(p->err, sizeof(p->err), "cannot start a connection: %s",
-				 strerror(-rc));
+				 strerror(rc < 0 ? -rc : ENOMEM));
 			pthread_cond_broadcast(&p->cv);
 			pthread_mutex_unlock(&p->lock);
 		}
@@ -391,11 +415,13 @@ int qpg_kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *
 	*out = NULL;
 	if (o->threads == 0 || o->conns == 0 || o->client.credits > (1u << SLOT_BITS) ||
 	    o->client.max_msg < QPG_KV_MIN_MSG || o->connect_window == 0 ||
+	    o->qps_per_session > QPG_KV_MAX_SESSION_QPS ||
+	    (o->qps_per_session > 1 && o->client.transport != QPG_KIND_RDMA) ||
 	    o->connect_attempts == 0) {
 		snprintf(err, err_len,
 			 "threads, conns, connect window and attempts must be > 0, credits <= %u, "
-			 "max_msg >= %u",
-			 1u << SLOT_BITS, QPG_KV_MIN_MSG);
+			 "max_msg >= %u, QPs per session <= %u (more than 1 over rdma only)",
+			 1u << SLOT_BITS, QPG_KV_MIN_MSG, QPG_KV_MAX_SESSION_QPS);
 		return -EINVAL;
 	}
 	struct qpg_kv_pool *p = calloc(1, sizeof(*p));

@@ -148,6 +148,8 @@ int main(int argc, char **argv)
 	    {"threads", 0, OPT_UINT, &b.po.threads, 1, 256, "N", "pool threads (default 4)"},
 	    {"window", 0, OPT_UINT, &b.po.connect_window, 1, 100000, "N",
 	     "handshakes in progress at once while the pool connects"},
+	    {"qp", 'q', OPT_UINT, &b.po.qps_per_session, 1, QPG_KV_MAX_SESSION_QPS, "N",
+	     "rdma: pooled connections brought up over each TLS session (default 1)"},
 	    {"connect-attempts", 0, OPT_UINT, &b.po.connect_attempts, 1, 100, "N",
 	     "tries per connection, with backoff"},
 	    {"num-workers", 0, OPT_UINT, &b.workers, 1, 100000, "N",
@@ -250,10 +252,11 @@ int main(int argc, char **argv)
 	if (json_path) {
 		json_t *root = qpg_json_doc(
 		    "qpgate-kvbench",
-		    json_pack("{s:i, s:i, s:s, s:s, s:b}", "num_keys", (int)b.nkeys, "value_size",
-			      (int)b.value_size, "dist", b.zipf ? "zipf" : "uniform", "transport",
-			      b.po.client.transport == QPG_KIND_RDMA ? "rdma" : "tcp", "auth",
-			      b.po.client.auth),
+		    json_pack("{s:i, s:i, s:s, s:s, s:b, s:i}", "num_keys", (int)b.nkeys,
+			      "value_size", (int)b.value_size, "dist", b.zipf ? "zipf" : "uniform",
+			      "transport", b.po.client.transport == QPG_KIND_RDMA ? "rdma" : "tcp",
+			      "auth", b.po.client.auth, "qps_per_session",
+			      (int)b.po.qps_per_session),
 		    json_pack("{s:o}", "runs", rows));
 		if (!root || json_dump_file(root, json_path, JSON_INDENT(2))) {
 			fprintf(stderr, "qpgate-kvbench: cannot write %s\n", json_path);

@@ -23,4 +23,25 @@ check "all 20000 GETs verified, no mismatch, no error" \
 kill -TERM "$srv"; wait "$srv"; src=$?; srv=""
 grep 'stats:' "$work/server.log" | sed 's/^/  /'
 check "server exit 0" [ $src -eq 0 ]
+
+# Over rdma the pool can bring its connections up 64 to a TLS session: a
+# sixty-fourth of the handshakes, the same verified GETs.
+if [ "$transport" = rdma ]; then
+	qpg_serve "$work" --service kv --kv-capacity 64M -s 8192
+	"$bin/qpgate-kvbench" --ca "$work/ca.crt" -p "$port" --threads 2 -q 64 \
+		--num-clients "$n" --num-workers $((2 * n)) --num-keys 1000 --value-size 4096 -n 20000 \
+		--json "$work/q.json" 127.0.0.1 localhost >"$work/out" 2>"$work/err"
+	rc=$?
+	cat "$work/out"
+	qpg_json_file=$work/q.json
+	check "-q 64: all $n pooled connections up (rc $rc)" \
+		j '.parameters.qps_per_session == 64 and .results.runs[0].clients == '"$n"' and .results.runs[0].error == ""'
+	check "-q 64: all 20000 GETs verified, no mismatch, no error" \
+		j '.results.runs[0].gets == 20000 and .results.runs[0].mismatches == 0 and .results.runs[0].errors == 0'
+	kill -TERM "$srv"; wait "$srv"; srv=""
+	grep 'stats:' "$work/server.log" | sed 's/^/  /'
+	hs=$(sed -n 's/.*stats: .* handshakes_ok=\([0-9]*\).*/\1/p' "$work/server.log")
+	check "-q 64: the server made $((n / 64)) TLS handshakes for $n connections (made ${hs:-?})" \
+		[ "${hs:-0}" -eq $((n / 64)) ]
+fi
 finish_checks
