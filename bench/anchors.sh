@@ -4,20 +4,24 @@
 # device in one lab VM, printed as ratios (absolute times under qemu TCG are
 # inflated; ratios between runs in the same VM are what carry over).
 #
-#   bench/anchors.sh [-s SIZE] [-c CLIENTS] [-C CONNECT_CLIENTS] [-n ITERS]
+#   bench/anchors.sh [-s SIZE] [-c CLIENTS] [-C CONNECT_CLIENTS] [-n ITERS] [-S SESSION_QPS_TOTAL]
+#
+# -S: how many QPs the multi-QP session runs bring up in all (default 8192),
+# in sessions of 64 (the server's default bound) and of 256 (the wire's).
 #
 # Boots the lab unless it already runs on an RDMA device. Writes
 # build/bench/anchors.json. Prints numbers; asserts nothing about them.
 set -euo pipefail
 [ -n "${QPG_TRACE:-}" ] && set -x
-size=64 clients=1000 conn_clients=200 iters=2000
-while getopts "s:c:C:n:" o; do
+size=64 clients=1000 conn_clients=200 iters=2000 sess_clients=8192
+while getopts "s:c:C:n:S:" o; do
 	case $o in
 	s) size=$OPTARG ;;
 	c) clients=$OPTARG ;;
 	C) conn_clients=$OPTARG ;;
 	n) iters=$OPTARG ;;
-	*) echo "usage: $0 [-s SIZE] [-c CLIENTS] [-C CONNECT_CLIENTS] [-n ITERS]" >&2; exit 2 ;;
+	S) sess_clients=$OPTARG ;;
+	*) echo "usage: $0 [-s SIZE] [-c CLIENTS] [-C CONNECT_CLIENTS] [-n ITERS] [-S SESSION_QPS_TOTAL]" >&2; exit 2 ;;
 	esac
 done
 . "$(dirname "$0")/lib.sh"
@@ -87,6 +91,7 @@ ip link delete qpgdummy0 || true
 
 # ---- qpgate on the same lo-backed device ----------------------------------
 qpg_serve "$work" --handshake-timeout 120000 --allow-no-auth --max-pending 100000 --max-pending-per-peer 100000 \
+	--max-session-qps 256 \
 	-s "$((size > 4096 ? size : 4096))"
 pids+=("$srv")
 perf() { # NAME FLAGS... -> runs qpgate-perf, JSON in $work/NAME.json
@@ -109,6 +114,11 @@ done
 # Reconnects: the client resumes its TLS session from a ticket (one
 # connection first, alone, to get the first ticket).
 perf "reconn-on" -c "$conn_clients" -n 1 --window "$conn_clients"
+# QPs over sessions: one full TLS handshake brings up many QPs, each with
+# its own keys and PSNs (docs/protocol.md).
+for q in 64 256; do
+	perf "sess-$q" -c "$sess_clients" -q "$q" -n 1 --window 4 --no-tls-resume
+done
 kill -TERM "$srv"
 wait "$srv" || true
 
@@ -162,23 +172,33 @@ reconn=$(j reconn-on '.results.connections.succeeded / .results.connections.conn
 resumed=$(j reconn-on '.results.connections.tls_resumed')
 r5=$(ratio "$reconn" "$cm_rate")
 printf ' %-5s %-48s %12.1f %12s %8s %8s\n' "on" "resumed reconnects/s ($resumed resumed) / cmtime" "$reconn" "$cm_rate" "$r5" ">= 2.0"
+sess_rows=()
+for q in 64 256; do
+	qps=$(j "sess-$q" '.results.connections.succeeded / .results.connections.connect_phase_s')
+	ok=$(j "sess-$q" '.results.connections.succeeded')
+	r6=$(ratio "$qps" "$cm_rate")
+	printf ' %-5s %-48s %12.1f %12s %8s %8s\n' "on" "QPs/s, $ok in sessions of $q / cmtime" "$qps" "$cm_rate" "$r6" ">= 3.0"
+	sess_rows+=("{\"qps_per_session\":$q,\"qps\":$ok,\"qps_per_s\":$qps,\"ratio\":$r6}")
+done
 tcp_p50=$(j tcp-lat '.results.data.latency_us.p50')
 r4=$(ratio "$tcp_p50" "${tcp_anchor_p50:-0}")
 printf ' %-5s %-48s %12.1f %12s %8s %8s\n' "on" "tcp transport echo p50 [us] / sockperf TCP" "$tcp_p50" "${tcp_anchor_p50:-n/a}" "$r4" "<= 1.2"
 rows=$(IFS=,; echo "${json_rows[*]}")
+srows=$(IFS=,; echo "${sess_rows[*]}")
 version=$("$bin/qpgate-perf" --version | awk '{print $3}')
 jq -n --arg version "$version" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg dev "$dev" \
 	--argjson size "$size" --argjson clients "$clients" --argjson conn "$conn_clients" --argjson iters "$iters" \
 	--argjson lat "$lat_typical" --argjson rtt "$rtt_anchor" --argjson bw "$bw_rate" --argjson cm "$cm_rate" \
 	--argjson tcpa "${tcp_anchor_p50:-null}" --argjson tcpq "$tcp_p50" --argjson r4 "$r4" --argjson rows "[$rows]" \
 	--argjson ffull "$floor_full" --argjson fres "$floor_resumed" --argjson reconn "$reconn" \
-	--argjson resumed "$resumed" --argjson r5 "$r5" \
+	--argjson resumed "$resumed" --argjson r5 "$r5" --argjson sess "[$srows]" --argjson sessn "$sess_clients" \
 	'{schema_version: 1, tool: "bench/anchors.sh", version: $version, date: $date,
-	  parameters: {device: $dev, size: $size, clients: $clients, connect_clients: $conn, iters: $iters},
+	  parameters: {device: $dev, size: $size, clients: $clients, connect_clients: $conn, iters: $iters, session_qps: $sessn},
 	  results: {ib_send_lat_typical_us: $lat, round_trip_anchor_us: $rtt, ib_send_bw_msgs_per_s: $bw,
 	            cmtime_connects_per_s: $cm, tcp_pingpong_p50_us: $tcpa,
 	            tls_floor: {full_handshakes_per_s: $ffull, resumptions_per_s: $fres},
 	            reconnects: {connects_per_s: $reconn, tls_resumed: $resumed, ratio: $r5},
+	            sessions: $sess,
 	            tcp_transport: {echo_p50_us: $tcpq, ratio: $r4}, qpgate: $rows}}' >"$out/anchors.json"
 "$bin/json_check" "$out/anchors.json" >&2 || log "anchors.json does not have the tools' schema"
 echo " json: $out/anchors.json"
