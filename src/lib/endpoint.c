@@ -47,8 +47,12 @@ void qpg__endpoint_tick(struct qpg__endpoint *ep)
 	struct qpg__conn *c, *next;
 	for (c = ep->handshaking.head; c; c = next) {
 		next = c->next;
-		if (c->deadline_ns && now > c->deadline_ns)
-			qpg__control_deadline(c, now);
+		if (!c->deadline_ns || now <= c->deadline_ns)
+			continue;
+		/* Its members (next to it on the list) close with it. */
+		while (next && next->leader == c)
+			next = next->next;
+		qpg__control_deadline(c, now);
 	}
 	if (!ep->progress_ns_max && !ep->idle_ns_max && !ep->cbs.tick)
 		return;
