@@ -82,6 +82,8 @@ int qpg_wire_peek(const uint8_t *in, size_t len, uint8_t *type, uint8_t *version
 	if (in[4] != QPG_WIRE_VERSION)
 		return -EPROTONOSUPPORT;
 	*type = in[5];
+	if (qpg__get16(in + 6) != 0) /* reserved */
+		return -EPROTO;
 	uint32_t body = qpg__get32(in + 8);
 	switch (in[5]) {
 	case QPG_WIRE_HELLO:

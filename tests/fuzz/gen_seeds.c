@@ -38,6 +38,17 @@ int main(int argc, char **argv)
 	p.conn_id = 42;
 	n = qpg_wire_encode_params(b, sizeof(b), QPG_WIRE_ACCEPT, &p, NULL);
 	put(boot, "accept-rdma", b, (size_t)n);
+	/* a session of three QPs, both ways */
+	struct qpg_wire_qp extra[2] = {{0x123, 0x456, 0}, {0x789, 0xabc, 0}};
+	struct qpg_wire_params sess = qpg_test_wire_sample();
+	sess.extra_qps = 2;
+	n = qpg_wire_encode_params(b, sizeof(b), QPG_WIRE_HELLO, &sess, extra);
+	put(boot, "hello-session", b, (size_t)n);
+	sess.conn_id = 7;
+	extra[0].conn_id = 8;
+	extra[1].conn_id = 9;
+	n = qpg_wire_encode_params(b, sizeof(b), QPG_WIRE_ACCEPT, &sess, extra);
+	put(boot, "accept-session", b, (size_t)n);
 	struct qpg_wire_params t = {.transport = QPG_TRANSPORT_TCP,
 				    .service = QPG_SERVICE_KV,
 				    .max_msg = 1 << 20,

@@ -47,6 +47,7 @@ static void test_every_field_validated(void **state)
 	assert_int_equal(decode_mutated(0, 'X', why), -EPROTO);	       /* magic */
 	assert_int_equal(decode_mutated(5, 9, why), -EPROTO);	       /* type */
 	assert_int_equal(decode_mutated(11, 47, why), -EPROTO);	       /* length */
+	assert_int_equal(decode_mutated(7, 1, why), -EPROTO); /* header reserved */
 	assert_int_equal(decode_mutated(b + 0, 9, why), -EINVAL);      /* transport */
 	assert_int_equal(decode_mutated(b + 1, 0x80, why), -EINVAL);   /* flags */
 	assert_int_equal(decode_mutated(b + 2, 0, why), -EINVAL);      /* service */
