@@ -76,7 +76,9 @@ struct qpg__conn *qpg__conn_new_member(struct qpg__conn *leader)
 	c->max_msg = leader->max_msg;
 	c->local.service = leader->local.service;
 	c->local.flags = leader->local.flags;
-	c->state = leader->state;
+	/* A member of a leader that has already failed must still be closed
+	 * (and reported) by its caller: never born closing. */
+	c->state = leader->state < QPG_CONN_CLOSING ? leader->state : QPG_CONN_CONNECTING;
 	/* No deadline of its own: the leader's covers the session. */
 	c->leader = leader;
 	c->member_index = ++leader->nmembers;
