@@ -8,7 +8,9 @@
  * - a handler closes another connection whose reply is already in the
  *   same batch of events;
  * - a connect that fails reaches the closed callback with its user
- *   pointer, and the connection is counted until then. */
+ *   pointer, and the connection is counted until then;
+ * - a session's QPs share one fate (tcp carries no sessions, so the
+ *   members here never reach the wire: their lifetime is what is tested). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,7 @@
 
 #include "unit.h"
 
+#include "core.h" /* a session's members, below the public API */
 #include "loopback.h"
 #include "qpgate/wire.h"
 
@@ -41,7 +44,10 @@ struct conn {
 	int replies_after_close;
 	bool in_close_call; /* set around our own qpg_client_close */
 	void *closed_user;
+	char why[256];
 };
+
+static int anon_closed; /* closed callbacks without a user (session members) */
 
 static int closed_inside_close_call;
 
@@ -79,10 +85,15 @@ static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class 
 		      const char *why)
 {
 	struct conn *k = user;
+	if (!k) {
+		anon_closed++;
+		return;
+	}
 	if (k->in_close_call)
 		closed_inside_close_call++;
 	k->closed++;
 	k->closed_user = user;
+	snprintf(k->why, sizeof(k->why), "%s", why);
 }
 
 static const struct qpg_client_cbs cbs = {
@@ -213,7 +224,53 @@ static void wrong_frame_type_closes_only_its_connection(void **state)
 	qpg_client_destroy(cl);
 }
 
+/* Closing one QP of a session closes the session, later, never under the
+ * caller, and the leader says which QP it was. */
+static void session_shares_one_fate(void **state)
+{
+	struct qpg_client *cl = client(lb.port);
+	struct conn k = {0};
+	assert_int_equal(qpg_client_connect(cl, &k, &k.c), 0);
+	struct qpg__conn *l = (struct qpg__conn *)k.c;
+	struct qpg__conn *m1 = qpg__conn_new_member(l), *m2 = qpg__conn_new_member(l);
+	assert_non_null(m1);
+	assert_non_null(m2);
+	assert_int_equal(m2->member_index, 2);
+	assert_int_equal(qpg_client_conn_count(cl), 3);
+	anon_closed = 0;
+	qpg__conn_close(m2, QPG_ERR_LOCAL, "closed by the test");
+	assert_int_equal(anon_closed + k.closed, 0); /* never under the caller */
+	RUN_UNTIL(cl, qpg_client_conn_count(cl) == 0);
+	assert_int_equal(qpg_client_conn_count(cl), 0);
+	assert_int_equal(k.closed, 1);
+	assert_int_equal(anon_closed, 2);
+	assert_non_null(strstr(k.why, "QP 2 of this session closed: closed by the test"));
+	qpg_client_destroy(cl);
+}
+
+/* A member made for a leader that has already failed (connect() refused at
+ * once) is still closed and reported when its maker closes it. */
+static void member_of_a_failed_leader_is_reported(void **state)
+{
+	struct qpg_client *cl = client_at("127.255.255.255", 1);
+	struct conn k = {0};
+	assert_int_equal(qpg_client_connect(cl, &k, &k.c), 0);
+	struct qpg__conn *l = (struct qpg__conn *)k.c;
+	assert_true(l->state >= QPG_CONN_CLOSING);
+	struct qpg__conn *m = qpg__conn_new_member(l);
+	assert_non_null(m);
+	anon_closed = 0;
+	qpg__conn_close(m, l->err, "%s", l->why);
+	RUN_UNTIL(cl, qpg_client_conn_count(cl) == 0);
+	assert_int_equal(qpg_client_conn_count(cl), 0);
+	assert_int_equal(anon_closed, 1);
+	assert_int_equal(k.closed, 1);
+	qpg_client_destroy(cl);
+}
+
 QPG_UNIT_MAIN(start, stop, cmocka_unit_test(close_self_inside_reply),
 	      cmocka_unit_test(close_other_in_same_batch),
 	      cmocka_unit_test(failed_connect_reaches_closed_with_user),
-	      cmocka_unit_test(wrong_frame_type_closes_only_its_connection))
+	      cmocka_unit_test(wrong_frame_type_closes_only_its_connection),
+	      cmocka_unit_test(session_shares_one_fate),
+	      cmocka_unit_test(member_of_a_failed_leader_is_reported))
