@@ -334,10 +334,7 @@ static void start_connects(struct pool_thread *th)
 			batch[j]->connecting = true;
 			batch[j]->attempts++;
 		}
-		int rc = n == 1 ? qpg_client_connect(th->cl, users[0], &cc[0])
-				: qpg_client_connect_session(th->cl, n, users, cc);
-		if (n == 1 && rc == 0)
-			rc = 1;
+		int rc = qpg_client_connect_session(th->cl, n, users, cc);
 		for (unsigned j = 0; j < n; j++) {
 			struct kv_conn *k = batch[j];
 			if ((int)j < rc) {

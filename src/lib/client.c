@@ -356,11 +356,12 @@ int qpg_client_connect_session(struct qpg_client *cl, unsigned n, void *const *u
 		return -EINVAL;
 	if (n > 1 && cl->ep.t->data_on_tls)
 		return -EOPNOTSUPP;
+	/* The members' (qpg_client_connect makes the leader's). */
 	struct client_user *u[QPG_WIRE_MAX_EXTRA_QPS + 1];
-	for (unsigned i = 0; i < n; i++) {
+	for (unsigned i = 1; i < n; i++) {
 		u[i] = calloc(1, sizeof(*u[i]));
 		if (!u[i]) {
-			while (i--)
+			while (--i)
 				free(u[i]);
 			return -ENOMEM;
 		}
@@ -370,7 +371,6 @@ int qpg_client_connect_session(struct qpg_client *cl, unsigned n, void *const *u
 	 * the loop runs again (the HELLO is written once TLS is up). */
 	struct qpg_client_conn *lead;
 	int rc = qpg_client_connect(cl, users[0], &lead);
-	free(u[0]);
 	if (rc) {
 		for (unsigned i = 1; i < n; i++)
 			free(u[i]);

@@ -218,6 +218,20 @@ static bool mark_established(struct qpg__conn *c, SSL *ssl)
 	return true;
 }
 
+/* Member M's peer: the session's params, with M's own entry of the
+ * bootstrap message in LEADER's input. */
+static void member_peer(const struct qpg__conn *leader, struct qpg__conn *m,
+			const struct qpg_wire_params *session)
+{
+	struct qpg_wire_qp q;
+	qpg_wire_decode_qp(leader->boot_in, m->member_index - 1u, &q);
+	m->peer = *session;
+	m->peer.qpn = q.qpn;
+	m->peer.psn = q.psn;
+	m->peer.conn_id = q.conn_id;
+	m->peer.extra_qps = 0;
+}
+
 static void become_established(struct qpg__conn *c)
 {
 	struct qpg__endpoint *ep = c->ep;
@@ -338,14 +352,10 @@ static void server_on_hello(struct qpg__conn *c)
 	/* Every QP's entry in the ACCEPT (the leader's is in its params). */
 	struct qpg_wire_qp extra[QPG_WIRE_MAX_EXTRA_QPS];
 	for (struct qpg__conn *m = c; m; m = m == c ? c->members : m->member_next) {
-		m->peer = peer;
-		if (m != c) {
-			struct qpg_wire_qp q;
-			qpg_wire_decode_qp(c->boot_in, m->member_index - 1u, &q);
-			m->peer.qpn = q.qpn;
-			m->peer.psn = q.psn;
-			m->peer.extra_qps = 0;
-		}
+		if (m == c)
+			m->peer = peer;
+		else
+			member_peer(c, m, &peer);
 		m->max_msg = QPG_MIN(peer.max_msg, ep->max_msg);
 		m->credits = QPG_MIN(peer.credits, ep->credits_max);
 		m->local.service = ep->service;
@@ -486,13 +496,8 @@ static void client_on_reply(struct qpg__conn *c)
 		return;
 	}
 	for (struct qpg__conn *m = c->members; m; m = m->member_next) {
-		struct qpg_wire_qp q;
-		qpg_wire_decode_qp(c->boot_in, m->member_index - 1u, &q);
-		m->peer = peer;
-		m->peer.qpn = q.qpn;
-		m->peer.psn = q.psn;
-		m->peer.conn_id = m->conn_id = q.conn_id;
-		m->peer.extra_qps = 0;
+		member_peer(c, m, &peer);
+		m->conn_id = m->peer.conn_id;
 		m->max_msg = c->max_msg;
 		m->credits = c->credits;
 		rc = m->t->conn_establish(m, &m->peer);

@@ -325,10 +325,7 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 				s->index = r->started + (int)j;
 				users[j] = s;
 			}
-			int crc = k == 1 ? qpg_client_connect(cl, users[0], &cc[0])
-					 : qpg_client_connect_session(cl, k, users, cc);
-			if (k == 1 && crc == 0)
-				crc = 1;
+			int crc = qpg_client_connect_session(cl, k, users, cc);
 			for (unsigned j = 0; j < k; j++) {
 				struct conn_state *s = &e.conns[r->started + (int)j];
 				if ((int)j < crc) {
