@@ -52,6 +52,15 @@ read -r ec_sign ec_verify <<<"$(awk '/ecdsa \(nistp256\)/ {print $(NF-1), $NF}' 
 x25519=$(awk '/ecdh \(X25519\)/ {print $NF}' <<<"$speed_out")
 floor_full=$(awk -v s="$ec_sign" -v v="$ec_verify" -v x="$x25519" 'BEGIN{printf "%.0f", 2 / (1/s + 2/v + 4/x)}')
 floor_resumed=$(awk -v x="$x25519" 'BEGIN{printf "%.0f", 2 / (4/x)}')
+# ... and what OpenSSL's whole handshake costs, as qpgate makes it (the same
+# contexts, certificate, host check and tickets; no bootstrap, no QP):
+# bench/tls_floor.c, each end's CPU timed, both on one core in turn.
+log "qpg_tls_floor -n 300"
+lib_out=$("$bin/qpg_tls_floor" --cert "$work/server.crt" --key "$work/server.key" --ca "$work/ca.crt" -n 300)
+echo "$lib_out" >&2
+read -r lib_full lib_resumed <<<"$(sed -n 's/^floor full=\([0-9]*\) resumed=\([0-9]*\)$/\1 \2/p' <<<"$lib_out")"
+read -r lib_full_cli lib_full_srv <<<"$(awk '$1 == "full" {print $4, $5}' <<<"$lib_out")"
+read -r lib_res_cli lib_res_srv <<<"$(awk '$1 == "resumed" {print $4, $5}' <<<"$lib_out")"
 
 # ---- cmtime: rdma_cm needs an IP on the netdev, so rxe on a dummy ----------
 modprobe rdma_ucm # /dev/infiniband/rdma_cm for librdmacm
@@ -150,6 +159,10 @@ printf ' %-48s %14s\n' "sockperf TCP ping-pong p50 round trip [us]" "${tcp_ancho
 printf ' %-48s %14s   (P-256 sign %s/s, verify %s/s, X25519 %s/s, one core)\n' \
 	"TLS public-key floor, full handshakes/s (2 cores)" "$floor_full" "$ec_sign" "$ec_verify" "$x25519"
 printf ' %-48s %14s\n' "TLS public-key floor, resumptions/s (2 cores)" "$floor_resumed"
+printf ' %-48s %14s   (client %s us, server %s us of CPU each)\n' \
+	"TLS library floor, full handshakes/s (2 cores)" "$lib_full" "$lib_full_cli" "$lib_full_srv"
+printf ' %-48s %14s   (client %s us, server %s us)\n' \
+	"TLS library floor, resumptions/s (2 cores)" "$lib_resumed" "$lib_res_cli" "$lib_res_srv"
 printf '\n %-5s %-48s %12s %12s %8s %8s\n' "auth" "qpgate figure / anchor" "qpgate" "anchor" "ratio" "target"
 json_rows=()
 for auth in on off; do
@@ -172,6 +185,11 @@ reconn=$(j reconn-on '.results.connections.succeeded / .results.connections.conn
 resumed=$(j reconn-on '.results.connections.tls_resumed')
 r5=$(ratio "$reconn" "$cm_rate")
 printf ' %-5s %-48s %12.1f %12s %8s %8s\n' "on" "resumed reconnects/s ($resumed resumed) / cmtime" "$reconn" "$cm_rate" "$r5" ">= 2.0"
+cps_on=$(j conn-on '.results.connections.succeeded / .results.connections.connect_phase_s')
+r7=$(ratio "$cps_on" "$lib_full")
+r8=$(ratio "$reconn" "$lib_resumed")
+printf ' %-5s %-48s %12.1f %12s %8s\n' "on" "full-handshake connects/s / TLS library floor" "$cps_on" "$lib_full" "$r7"
+printf ' %-5s %-48s %12.1f %12s %8s\n' "on" "resumed reconnects/s / TLS library floor" "$reconn" "$lib_resumed" "$r8"
 sess_rows=()
 for q in 64 256; do
 	qps=$(j "sess-$q" '.results.connections.succeeded / .results.connections.connect_phase_s')
@@ -191,12 +209,19 @@ jq -n --arg version "$version" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg
 	--argjson lat "$lat_typical" --argjson rtt "$rtt_anchor" --argjson bw "$bw_rate" --argjson cm "$cm_rate" \
 	--argjson tcpa "${tcp_anchor_p50:-null}" --argjson tcpq "$tcp_p50" --argjson r4 "$r4" --argjson rows "[$rows]" \
 	--argjson ffull "$floor_full" --argjson fres "$floor_resumed" --argjson reconn "$reconn" \
+	--argjson lfull "$lib_full" --argjson lres "$lib_resumed" --argjson lfc "$lib_full_cli" \
+	--argjson lfs "$lib_full_srv" --argjson lrc "$lib_res_cli" --argjson lrs "$lib_res_srv" \
+	--argjson r7 "$r7" --argjson r8 "$r8" \
 	--argjson resumed "$resumed" --argjson r5 "$r5" --argjson sess "[$srows]" --argjson sessn "$sess_clients" \
 	'{schema_version: 1, tool: "bench/anchors.sh", version: $version, date: $date,
 	  parameters: {device: $dev, size: $size, clients: $clients, connect_clients: $conn, iters: $iters, session_qps: $sessn},
 	  results: {ib_send_lat_typical_us: $lat, round_trip_anchor_us: $rtt, ib_send_bw_msgs_per_s: $bw,
 	            cmtime_connects_per_s: $cm, tcp_pingpong_p50_us: $tcpa,
 	            tls_floor: {full_handshakes_per_s: $ffull, resumptions_per_s: $fres},
+	            tls_library_floor: {full_handshakes_per_s: $lfull, resumptions_per_s: $lres,
+	                                full_client_us: $lfc, full_server_us: $lfs,
+	                                resumed_client_us: $lrc, resumed_server_us: $lrs,
+	                                full_connect_ratio: $r7, reconnect_ratio: $r8},
 	            reconnects: {connects_per_s: $reconn, tls_resumed: $resumed, ratio: $r5},
 	            sessions: $sess,
 	            tcp_transport: {echo_p50_us: $tcpq, ratio: $r4}, qpgate: $rows}}' >"$out/anchors.json"

@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The TLS floor of a connect: N TLS 1.3 handshakes between a client and a
+ * server made exactly as qpgate makes them (tls.c: the same contexts,
+ * certificates, host check and stateless tickets), over a local socketpair,
+ * with nothing else: no bootstrap, no QP, no event loop. One thread plays
+ * both ends in turn and times each end's CPU (CLOCK_THREAD_CPUTIME_ID, user
+ * and kernel) from SSL_new to SSL_free.
+ *
+ * bench/anchors.sh prints this beside the public-key floor (openssl speed)
+ * and cmtime: the public-key floor is what the handshake's asymmetric
+ * crypto costs; this is what OpenSSL's whole handshake costs; what qpgate
+ * adds is the rest.
+ *
+ *   qpg_tls_floor --cert C --key K --ca CA [-n N] [--servername NAME]
+ *
+ * Prints a table, then one line "floor full=F resumed=R" (handshakes/s on
+ * 2 cores: 2 / (client + server CPU per handshake)). The resumed run
+ * starts after one untimed full handshake (the first ticket). Exits 1 if
+ * any handshake fails, or a resumption did not resume. */
+#include "tls.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static double cpu_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+struct side {
+	SSL *ssl;
+	double cpu; /* seconds, summed over the run */
+	int done;
+};
+
+/* One step of a side's handshake, timed; -1 on failure (with a reason). */
+static int step(struct side *s, char *why, size_t why_len)
+{
+	if (s->done)
+		return 0;
+	double t0 = cpu_now();
+	enum qpg__tls_io r = qpg__tls_handshake(s->ssl, why, why_len);
+	s->cpu += cpu_now() - t0;
+	if (r == QPG_TLS_DONE)
+		s->done = 1;
+	return r == QPG_TLS_FAILED ? -1 : 0;
+}
+
+/* The client reads what the server sent after its Finished (the ticket):
+ * qpgate's client does it while reading the bootstrap reply. */
+static void take_ticket(struct side *c)
+{
+	char b[1], why[256];
+	size_t n;
+	double t0 = cpu_now();
+	(void)qpg__tls_read(c->ssl, b, sizeof(b), &n, why, sizeof(why));
+	c->cpu += cpu_now() - t0;
+}
+
+struct run {
+	int n, resumed;
+	double cli_cpu, srv_cpu, wall;
+};
+
+static int handshakes(struct qpg__tls_slot *cs, SSL_CTX *sctx, const char *name, int resume,
+		      struct run *out)
+{
+	struct timespec w0, w1;
+	clock_gettime(CLOCK_MONOTONIC, &w0);
+	for (int i = 0; i < out->n; i++) {
+		int fds[2];
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds)) {
+			perror("socketpair");
+			return -1;
+		}
+		struct side c = {0}, s = {0};
+		double t0 = cpu_now();
+		c.ssl = qpg__tls_slot_session(cs, fds[0], 0, name);
+		double t1 = cpu_now();
+		s.ssl = qpg__tls_session(sctx, fds[1], 1, NULL);
+		s.cpu += cpu_now() - t1;
+		c.cpu += t1 - t0;
+		char why[256] = "";
+		int rounds = 0;
+		if (!c.ssl || !s.ssl) {
+			snprintf(why, sizeof(why), "cannot make a TLS session");
+			goto fail;
+		}
+		while (!(c.done && s.done) && rounds++ < 20)
+			if (step(&c, why, sizeof(why)) || step(&s, why, sizeof(why)))
+				goto fail;
+		if (!(c.done && s.done)) {
+			snprintf(why, sizeof(why), "handshake did not finish in 20 rounds");
+			goto fail;
+		}
+		take_ticket(&c);
+		if (qpg__tls_resumed(c.ssl))
+			out->resumed++;
+		else if (resume) {
+			snprintf(why, sizeof(why), "handshake %d was not resumed", i);
+			goto fail;
+		}
+		/* As qpgate does once the bootstrap is over: TLS goes, the
+		 * connection (and the client's ticket) stays good. */
+		t0 = cpu_now();
+		qpg__tls_release(c.ssl);
+		close(fds[0]);
+		t1 = cpu_now();
+		qpg__tls_release(s.ssl);
+		close(fds[1]);
+		s.cpu += cpu_now() - t1;
+		c.cpu += t1 - t0;
+		out->cli_cpu += c.cpu;
+		out->srv_cpu += s.cpu;
+		continue;
+fail:
+		fprintf(stderr, "qpg_tls_floor: handshake %d: %s\n", i, why);
+		qpg__tls_free(c.ssl);
+		qpg__tls_free(s.ssl);
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &w1);
+	out->wall = (w1.tv_sec - w0.tv_sec) + (w1.tv_nsec - w0.tv_nsec) / 1e9;
+	return 0;
+}
+
+static double floor_rate(const struct run *r)
+{
+	return 2.0 * r->n / (r->cli_cpu + r->srv_cpu);
+}
+
+static void row(const char *what, const struct run *r)
+{
+	printf(" %-10s %8d %8d %14.1f %14.1f %16.0f\n", what, r->n, r->resumed,
+	       1e6 * r->cli_cpu / r->n, 1e6 * r->srv_cpu / r->n, floor_rate(r));
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: qpg_tls_floor --cert FILE --key FILE --ca FILE [-n N] "
+		   "[--servername NAME]\n");
+}
+
+int main(int argc, char **argv)
+{
+	struct qpg__tls_files sf = {0}, cf = {0};
+	const char *name = "localhost";
+	long n = 500;
+	static const struct option lo[] = {
+		{"cert", required_argument, NULL, 'C'}, {"key", required_argument, NULL, 'K'},
+		{"ca", required_argument, NULL, 'A'},	{"servername", required_argument, NULL, 'S'},
+		{"iters", required_argument, NULL, 'n'}, {"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}};
+	int o;
+	while ((o = getopt_long(argc, argv, "n:h", lo, NULL)) != -1) {
+		switch (o) {
+		case 'C': sf.cert = optarg; break;
+		case 'K': sf.key = optarg; break;
+		case 'A': cf.ca = optarg; break;
+		case 'S': name = optarg; break;
+		case 'n': {
+			char *end;
+			errno = 0;
+			n = strtol(optarg, &end, 10);
+			if (errno || *end || n < 2 || n > 1000000) {
+				fprintf(stderr, "qpg_tls_floor: -n wants 2 to 1000000, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
+		}
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (!sf.cert || !sf.key || !cf.ca || optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	char err[256];
+	struct qpg__tls_tickets *tickets = NULL;
+	SSL_CTX *full_s = NULL, *res_s = NULL, *full_c = NULL, *res_c = NULL;
+	int rc = 1;
+	if (qpg__tls_tickets_new(&tickets, 3600)) {
+		fprintf(stderr, "qpg_tls_floor: cannot make ticket keys\n");
+		return 1;
+	}
+	full_s = qpg__tls_server_ctx(&sf, NULL, err, sizeof(err));
+	res_s = full_s ? qpg__tls_server_ctx(&sf, tickets, err, sizeof(err)) : NULL;
+	full_c = res_s ? qpg__tls_client_ctx(&cf, err, sizeof(err)) : NULL;
+	res_c = full_c ? qpg__tls_client_ctx(&cf, err, sizeof(err)) : NULL;
+	if (!res_c) {
+		fprintf(stderr, "qpg_tls_floor: %s\n", err);
+		goto out;
+	}
+	struct qpg__tls_slot full_slot, res_slot;
+	qpg__tls_slot_init(&full_slot, full_c);
+	qpg__tls_slot_init(&res_slot, res_c);
+	full_c = res_c = NULL; /* the slots own them */
+	struct run full = {.n = (int)n}, res = {.n = (int)n};
+	struct run warm = {.n = 1}; /* a full handshake for the first ticket */
+	if (qpg__tls_slot_resume(&res_slot) == 0 &&
+	    handshakes(&full_slot, full_s, name, 0, &full) == 0 &&
+	    handshakes(&res_slot, res_s, name, 0, &warm) == 0 &&
+	    handshakes(&res_slot, res_s, name, 1, &res) == 0) {
+		printf(" TLS 1.3 handshakes in one thread, over a socketpair, as qpgate makes them\n");
+		printf(" %-10s %8s %8s %14s %14s %16s\n", "kind", "count", "resumed",
+		       "client [us]", "server [us]", "floor/s, 2 cores");
+		row("full", &full);
+		row("resumed", &res);
+		printf("floor full=%.0f resumed=%.0f\n", floor_rate(&full), floor_rate(&res));
+		rc = 0;
+	}
+	qpg__tls_slot_fini(&full_slot);
+	qpg__tls_slot_fini(&res_slot);
+out:
+	SSL_CTX_free(full_s);
+	SSL_CTX_free(res_s);
+	SSL_CTX_free(full_c);
+	SSL_CTX_free(res_c);
+	qpg__tls_tickets_free(tickets);
+	return rc;
+}
