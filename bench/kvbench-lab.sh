@@ -2,34 +2,37 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # qpgate-kvbench against a fresh KV server on one rxe device, in the lab.
 #   bench/kvbench-lab.sh [qpgate-kvbench flags]      e.g. --scaling -D 5
-#   bench/kvbench-lab.sh --anchors [-D SECONDS] [qpgate-kvbench flags]
+#   bench/kvbench-lab.sh --anchors [-D SECONDS] [-r RUNS] [qpgate-kvbench flags]
 # --anchors runs perftest in the same VM and prints two ratios: 4 KiB
 # two-sided GETs/s against ib_send_bw's 4 KiB message rate (a GET is a round
 # trip; target >= 0.5), and 64 KiB one-sided GET throughput against
 # ib_read_bw at 64 KiB (target >= 0.8). Every GET is verified either way.
+# Like perftest (one QP, a deep send queue), the 4 KiB run pipelines over
+# one pooled connection on one pool thread: --num-clients 1 --threads 1
+# --credits 32 --num-workers 32 (flags given after these win). Each pair
+# runs RUNS times (default 3), one after the other; the medians and each
+# run's ratio are printed, since one run here can be 30% off the next.
 # Boots the lab unless it already runs on an RDMA device. Writes
 # build/bench/kvbench.json (or kvbench-anchors.json). Prints numbers;
 # asserts nothing about them.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 qpg_bench_in_lab 6144 2400 "$@"
-anchors="" secs=10
+anchors="" secs=10 runs=3
 if [ "${1:-}" = --anchors ]; then
 	anchors=1
 	shift
-	if [ "${1:-}" = -D ]; then secs=$2; shift 2; fi
+	while :; do
+		case ${1:-} in
+		-D) secs=$2; shift 2 ;;
+		-r) runs=$2; shift 2 ;;
+		*) break ;;
+		esac
+	done
+	case $runs in '' | *[!0-9]* | 0) echo "kvbench-lab: -r wants a count of runs, not '$runs'" >&2; exit 2 ;; esac
 fi
 qpg_bench_setup kvb
 dev=$(ibv_devices | awk 'NR==3{print $1}')
-if [ -n "$anchors" ]; then
-	echo " ib_send_bw -s 4096 and ib_read_bw -s 65536 on $dev" >&2
-	send_out=$(qpg_perftest ib_send_bw -s 4096 -n 20000)
-	read_out=$(qpg_perftest ib_read_bw -s 65536 -n 5000)
-	# Columns: #bytes #iterations BW_peak BW_average[MB/s] MsgRate[Mpps];
-	# perftest's MB is 2^20 bytes.
-	send_rate=$(awk '$1 == 4096 && NF >= 5 {printf "%.0f", $5 * 1e6; exit}' <<<"$send_out")
-	read_bps=$(awk '$1 == 65536 && NF >= 5 {printf "%.0f", $4 * 1048576; exit}' <<<"$read_out")
-fi
 qpg_serve "$work" --handshake-timeout 120000 --service kv --kv-capacity 256M -s 8192
 echo " server: $dev, QPs on the device before: $(rdma res show qp | grep -c lqpn)"
 rc=0
@@ -39,12 +42,32 @@ kvbench() { # JSON FLAGS...
 	"$bin/qpgate-kvbench" --ca "$work/ca.crt" -p "$port" --handshake-timeout 60000 \
 		--json "$json" "$@" 127.0.0.1 localhost || rc=$?
 }
+j() { jq -r "$2" "$work/$1.json"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{if (a != "null" && b != "null" && b + 0 > 0) printf "%.3f", a / b; else print "null"}'; }
+median() { grep -v '^null$' | sort -g | awk '{a[NR] = $1} END {if (NR == 0) print "null"; else print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+med() { printf '%s\n' "$@" | median; }
+send_rate=() read_bps=() ops4k=() bps64k=() bad=() r1=() r2=()
 if [ -z "$anchors" ]; then
 	kvbench "$out/kvbench.json" "$@"
 else
-	kvbench "$work/kv4k.json" --value-size 4096 --get-mode two-sided -D "$secs" "$@"
-	kvbench "$work/kv64k.json" --value-size 65536 --num-keys 1000 --get-mode one-sided \
-		-D "$secs" "$@"
+	for r in $(seq 1 "$runs"); do
+		echo " run $r of $runs: ib_send_bw -s 4096 and ib_read_bw -s 65536 on $dev, then the KV runs" >&2
+		send_out=$(qpg_perftest ib_send_bw -s 4096 -n 20000)
+		read_out=$(qpg_perftest ib_read_bw -s 65536 -n 5000)
+		# Columns: #bytes #iterations BW_peak BW_average[MB/s] MsgRate[Mpps];
+		# perftest's MB is 2^20 bytes.
+		send_rate+=("$(awk '$1 == 4096 && NF >= 5 {v = $5} END {if (v == "") print "null"; else printf "%.0f", v * 1e6}' <<<"$send_out")")
+		read_bps+=("$(awk '$1 == 65536 && NF >= 5 {v = $4} END {if (v == "") print "null"; else printf "%.0f", v * 1048576}' <<<"$read_out")")
+		kvbench "$work/kv4k-$r.json" --value-size 4096 --get-mode two-sided -D "$secs" \
+			--num-clients 1 --threads 1 --credits 32 --num-workers 32 "$@"
+		kvbench "$work/kv64k-$r.json" --value-size 65536 --num-keys 1000 --get-mode one-sided \
+			-D "$secs" "$@"
+		ops4k+=("$(j "kv4k-$r" '.results.runs[0].ops_per_s')")
+		bps64k+=("$(j "kv64k-$r" '.results.runs[0].gib_per_s * 1073741824 | floor')")
+		bad+=("$(j "kv4k-$r" '.results.runs[0].mismatches + .results.runs[0].errors')+$(j "kv64k-$r" '.results.runs[0].mismatches + .results.runs[0].errors')")
+		r1+=("$(ratio "${ops4k[-1]}" "${send_rate[-1]}")")
+		r2+=("$(ratio "${bps64k[-1]}" "${read_bps[-1]}")")
+	done
 fi
 echo " server RSS: $(awk '/VmRSS/{print $2}' "/proc/$srv/status") kB"
 kill -TERM "$srv"
@@ -53,29 +76,32 @@ srv=""
 grep 'stats:' "$work/server.log" | sed 's/^/ /'
 echo " QPs on the device after: $(rdma res show qp | grep -c lqpn)"
 if [ -n "$anchors" ]; then
-	j() { jq -r "$2" "$work/$1.json"; }
-	ops4k=$(j kv4k '.results.runs[0].ops_per_s')
-	bps64k=$(j kv64k '.results.runs[0].gib_per_s * 1073741824')
-	ok4k=$(j kv4k '.results.runs[0].mismatches + .results.runs[0].errors')
-	ok64k=$(j kv64k '.results.runs[0].mismatches + .results.runs[0].errors')
-	r1=$(awk -v a="$ops4k" -v b="$send_rate" 'BEGIN{printf "%.3f", (b > 0 ? a / b : 0)}')
-	r2=$(awk -v a="$bps64k" -v b="$read_bps" 'BEGIN{printf "%.3f", (b > 0 ? a / b : 0)}')
-	printf '\n %-50s %14s %14s %8s %8s\n' "KV figure / anchor (same VM)" "qpgate" "anchor" "ratio" "target"
-	printf ' %-50s %14.0f %14s %8s %8s\n' "4 KiB two-sided GETs/s / ib_send_bw 4 KiB msg/s" \
-		"$ops4k" "$send_rate" "$r1" ">= 0.5"
-	printf ' %-50s %14.0f %14s %8s %8s\n' "64 KiB one-sided GET B/s / ib_read_bw 64 KiB B/s" \
-		"$bps64k" "$read_bps" "$r2" ">= 0.8"
-	printf ' mismatches + errors: 4 KiB %s, 64 KiB %s\n' "$ok4k" "$ok64k"
+	m1=$(med "${r1[@]}" | awk '{if ($1 == "null") print; else printf "%.3f", $1}')
+	m2=$(med "${r2[@]}" | awk '{if ($1 == "null") print; else printf "%.3f", $1}')
+	printf '\n %-50s %14s %14s %8s %8s   %s\n' "KV figure / anchor (same VM, medians of $runs)" "qpgate" "anchor" \
+		"ratio" "target" "ratio in each run"
+	printf ' %-50s %14.0f %14.0f %8s %8s   %s\n' "4 KiB two-sided GETs/s / ib_send_bw 4 KiB msg/s" \
+		"$(med "${ops4k[@]}")" "$(med "${send_rate[@]}")" "$m1" ">= 0.5" "${r1[*]}"
+	printf ' %-50s %14.0f %14.0f %8s %8s   %s\n' "64 KiB one-sided GET B/s / ib_read_bw 64 KiB B/s" \
+		"$(med "${bps64k[@]}")" "$(med "${read_bps[@]}")" "$m2" ">= 0.8" "${r2[*]}"
+	printf ' mismatches + errors per run (4 KiB+64 KiB): %s\n' "${bad[*]}"
+	jarr() { printf '%s\n' "$@" | jq -s -c .; }
 	version=$("$bin/qpgate-kvbench" --version | awk '{print $3}')
 	jq -n --arg version "$version" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg dev "$dev" \
-		--argjson secs "$secs" --argjson sr "$send_rate" --argjson rb "$read_bps" \
-		--argjson o4 "$ops4k" --argjson b64 "$bps64k" --argjson r1 "$r1" --argjson r2 "$r2" \
-		--slurpfile k4 "$work/kv4k.json" --slurpfile k64 "$work/kv64k.json" \
+		--argjson secs "$secs" --argjson runs "$runs" \
+		--argjson sr "$(med "${send_rate[@]}")" --argjson rb "$(med "${read_bps[@]}")" \
+		--argjson o4 "$(med "${ops4k[@]}")" --argjson b64 "$(med "${bps64k[@]}")" --argjson r1 "$m1" --argjson r2 "$m2" \
+		--argjson asr "$(jarr "${send_rate[@]}")" --argjson arb "$(jarr "${read_bps[@]}")" \
+		--argjson ao4 "$(jarr "${ops4k[@]}")" --argjson ab64 "$(jarr "${bps64k[@]}")" \
+		--argjson ar1 "$(jarr "${r1[@]}")" --argjson ar2 "$(jarr "${r2[@]}")" \
+		--slurpfile k4 "$work/kv4k-1.json" --slurpfile k64 "$work/kv64k-1.json" \
 		'{schema_version: 1, tool: "bench/kvbench-lab.sh", version: $version, date: $date,
-		  parameters: {device: $dev, duration_s: $secs},
+		  parameters: {device: $dev, duration_s: $secs, runs: $runs},
 		  results: {ib_send_bw_4k_msgs_per_s: $sr, ib_read_bw_64k_bytes_per_s: $rb,
 		            two_sided_4k: {gets_per_s: $o4, ratio: $r1, run: $k4[0].results.runs[0]},
-		            one_sided_64k: {bytes_per_s: $b64, ratio: $r2, run: $k64[0].results.runs[0]}}}' \
+		            one_sided_64k: {bytes_per_s: $b64, ratio: $r2, run: $k64[0].results.runs[0]},
+		            runs: {ib_send_bw_4k_msgs_per_s: $asr, ib_read_bw_64k_bytes_per_s: $arb,
+		                   gets_per_s_4k: $ao4, bytes_per_s_64k: $ab64, ratio_4k: $ar1, ratio_64k: $ar2}}}' \
 		>"$out/kvbench-anchors.json"
 	"$bin/json_check" "$out/kvbench-anchors.json" >&2 || echo " kvbench-anchors.json does not have the schema" >&2
 	echo " json: $out/kvbench-anchors.json"
