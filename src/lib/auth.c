@@ -2,23 +2,55 @@
 #include "auth.h"
 
 #include <errno.h>
-#include <openssl/core_names.h>
 #include <openssl/crypto.h>
-#include <openssl/params.h>
 #include <string.h>
 
 #define EXPORT_LABEL "EXPORTER-qpgate-message-auth-v1"
 
+/* GCM's block function: AES-128 of one block through the provider (AES-NI
+ * where the CPU has it, constant time), keyed by the direction. */
+static void aes_block(const unsigned char in[16], unsigned char out[16], const void *key)
+{
+	struct qpg__auth_dir *d = (struct qpg__auth_dir *)key;
+	int outl = 0;
+	if (EVP_EncryptUpdate(d->ecb, out, &outl, in, 16) != 1 || outl != 16) {
+		d->broken = 1;
+		OPENSSL_cleanse(out, 16);
+	}
+}
+
+/* A GMAC tag is GHASH over the frame, masked with E(K, salt || seq || 1).
+ * OpenSSL's GCM through EVP costs four provider calls per tag (set the IV,
+ * the AAD, finish, fetch the tag); the same GCM code called directly
+ * (CRYPTO_gcm128_*, with the provider's AES for the one block each tag
+ * needs) costs one. In the lab VM: 5.7 -> 2.5 us per 80-byte tag; on this
+ * host 179 -> 81 ns (bench: a loop of tags, the tags identical). */
 static int dir_init(struct qpg__auth_dir *d, const uint8_t key[16], const uint8_t salt[4])
 {
-	d->ctx = EVP_CIPHER_CTX_new();
-	if (!d->ctx)
+	d->broken = 0;
+	d->ecb = EVP_CIPHER_CTX_new();
+	if (!d->ecb)
 		return -ENOMEM;
-	if (EVP_EncryptInit_ex(d->ctx, EVP_aes_128_gcm(), NULL, key, NULL) != 1)
+	if (EVP_EncryptInit_ex(d->ecb, EVP_aes_128_ecb(), NULL, key, NULL) != 1 ||
+	    EVP_CIPHER_CTX_set_padding(d->ecb, 0) != 1)
+		return -EIO;
+	d->gcm = CRYPTO_gcm128_new(d, aes_block); /* H = E(K, 0) through aes_block */
+	if (!d->gcm)
+		return -ENOMEM;
+	if (d->broken)
 		return -EIO;
 	memcpy(d->salt, salt, 4);
 	d->seq = 0;
 	return 0;
+}
+
+static void dir_free(struct qpg__auth_dir *d)
+{
+	if (d->gcm)
+		CRYPTO_gcm128_release(d->gcm); /* cleanses H and the masks */
+	EVP_CIPHER_CTX_free(d->ecb);
+	d->gcm = NULL;
+	d->ecb = NULL;
 }
 
 int qpg__auth_init_raw(struct qpg__auth *a, const uint8_t tx_key[16], const uint8_t tx_salt[4],
@@ -57,9 +89,8 @@ int qpg__auth_init_from_tls(struct qpg__auth *a, SSL *ssl, int is_server, int en
 
 void qpg__auth_free(struct qpg__auth *a)
 {
-	EVP_CIPHER_CTX_free(a->tx.ctx);
-	EVP_CIPHER_CTX_free(a->rx.ctx);
-	a->tx.ctx = a->rx.ctx = NULL;
+	dir_free(&a->tx);
+	dir_free(&a->rx);
 	a->enabled = 0;
 }
 
@@ -67,22 +98,16 @@ int qpg__auth_tag(struct qpg__auth_dir *d, uint64_t seq, const uint8_t *data, si
 		  uint8_t tag[16])
 {
 	uint8_t iv[12];
-	int outl;
 	memcpy(iv, d->salt, 4);
 	for (int i = 0; i < 8; i++)
 		iv[4 + i] = (uint8_t)(seq >> (56 - 8 * i));
-	if (len > INT32_MAX)
-		return -EMSGSIZE;
-	/* The tag through the provider's parameter directly: the legacy
-	 * ctrl builds the same parameter on every call (169 -> 153 ns per
-	 * 80-byte tag on the host). */
-	OSSL_PARAM p[2] = {OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tag, 16),
-			   OSSL_PARAM_END};
-	if (EVP_EncryptInit_ex(d->ctx, NULL, NULL, NULL, iv) != 1 ||
-	    EVP_EncryptUpdate(d->ctx, NULL, &outl, data, (int)len) != 1 ||
-	    EVP_EncryptFinal_ex(d->ctx, NULL, &outl) != 1 || EVP_CIPHER_CTX_get_params(d->ctx, p) != 1)
+	if (!d->gcm || d->broken)
 		return -EIO;
-	return 0;
+	CRYPTO_gcm128_setiv(d->gcm, iv, sizeof(iv)); /* the mask: one AES block */
+	if (CRYPTO_gcm128_aad(d->gcm, data, len) != 0)
+		return -EMSGSIZE; /* past GCM's 2^61 bytes of AAD */
+	CRYPTO_gcm128_tag(d->gcm, tag, 16);
+	return d->broken ? -EIO : 0;
 }
 
 int qpg__auth_verify(struct qpg__auth_dir *d, uint64_t seq, const uint8_t *data, size_t len,

@@ -10,11 +10,17 @@
 #define QPG_AUTH_H
 
 #include <openssl/evp.h>
+#include <openssl/modes.h>
 #include <openssl/ssl.h>
 #include <stdint.h>
 
+/* One direction. Its GHASH context points back at it (the AES block
+ * function's key), so a direction is used where it was initialised, never
+ * copied or moved. */
 struct qpg__auth_dir {
-	EVP_CIPHER_CTX *ctx;
+	GCM128_CONTEXT *gcm; /* GHASH under H = E(K, 0), and the tag's mask */
+	EVP_CIPHER_CTX *ecb; /* AES-128 under K, one block at a time */
+	int broken;	     /* the block cipher failed: every tag fails */
 	uint8_t salt[4];
 	uint64_t seq; /* next sequence number to send, or to expect */
 };
