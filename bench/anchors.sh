@@ -36,11 +36,6 @@ qpg_bench_setup anchors
 dev=$(ibv_devices | awk 'NR==3{print $1}')
 log() { echo "anchors: $*" >&2; }
 case $runs in '' | *[!0-9]* | 0) echo "anchors: -r wants a count of runs, not '$runs'" >&2; exit 2 ;; esac
-median() { sort -g | awk '{a[NR] = $1} END {if (NR == 0) print "null"; else print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
-med() { printf '%s\n' "$@" | grep -v '^null$' | median; } # med VALUES...
-jarr() { printf '%s\n' "$@" | jq -s -c 'map(if . == null then null else . end)'; } # jarr VALUES... -> [..]
-j() { jq -r "$2" "$work/$1.json"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN{if (a != "null" && b != "null" && b + 0 > 0) printf "%.3f", a / b; else print "null"}'; }
 
 # ---- the public-key floor of a TLS 1.3 handshake, in this VM ---------------
 # A full handshake costs both ends 1 ECDSA P-256 sign, 2 verifies (the

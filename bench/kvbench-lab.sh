@@ -42,10 +42,6 @@ kvbench() { # JSON FLAGS...
 	"$bin/qpgate-kvbench" --ca "$work/ca.crt" -p "$port" --handshake-timeout 60000 \
 		--json "$json" "$@" 127.0.0.1 localhost || rc=$?
 }
-j() { jq -r "$2" "$work/$1.json"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN{if (a != "null" && b != "null" && b + 0 > 0) printf "%.3f", a / b; else print "null"}'; }
-median() { grep -v '^null$' | sort -g | awk '{a[NR] = $1} END {if (NR == 0) print "null"; else print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
-med() { printf '%s\n' "$@" | median; }
 send_rate=() read_bps=() ops4k=() bps64k=() bad=() r1=() r2=()
 if [ -z "$anchors" ]; then
 	kvbench "$out/kvbench.json" "$@"
@@ -85,7 +81,6 @@ if [ -n "$anchors" ]; then
 	printf ' %-50s %14.0f %14.0f %8s %8s   %s\n' "64 KiB one-sided GET B/s / ib_read_bw 64 KiB B/s" \
 		"$(med "${bps64k[@]}")" "$(med "${read_bps[@]}")" "$m2" ">= 0.8" "${r2[*]}"
 	printf ' mismatches + errors per run (4 KiB+64 KiB): %s\n' "${bad[*]}"
-	jarr() { printf '%s\n' "$@" | jq -s -c .; }
 	version=$("$bin/qpgate-kvbench" --version | awk '{print $3}')
 	jq -n --arg version "$version" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg dev "$dev" \
 		--argjson secs "$secs" --argjson runs "$runs" \

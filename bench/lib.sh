@@ -46,3 +46,15 @@ qpg_perftest() {
 	wait "$sp" || true
 	cat "$work/$tool.cli"
 }
+
+# Repeated runs: a median, and ratios that survive a missing figure.
+# median: the median of the numbers on stdin ("null" lines are skipped;
+# none left prints null). med VALUES...: the same of its arguments.
+median() { grep -v '^null$' | sort -g | awk '{a[NR] = $1} END {if (NR == 0) print "null"; else print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+med() { printf '%s\n' "$@" | median; }
+# ratio A B: A / B to 3 decimals, or null when either is missing or B is 0.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{if (a != "null" && b != "null" && b + 0 > 0) printf "%.3f", a / b; else print "null"}'; }
+# jarr VALUES...: a JSON array of them (numbers or null).
+jarr() { printf '%s\n' "$@" | jq -s -c .; }
+# j NAME FILTER: jq -r FILTER on $work/NAME.json.
+j() { jq -r "$2" "$work/$1.json"; }

@@ -22,7 +22,6 @@ qpg_bench_setup tcpa
 sockperf server --tcp -i 127.0.0.1 -p 18517 >/dev/null 2>&1 &
 pids+=($!)
 qpg_serve "$work" --transport tcp --threads 1 -s "$((size > 4096 ? size : 4096))"
-median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 sp=() qs=() q0=()
 for r in $(seq 1 "$runs"); do
 	out_sp=$(sockperf ping-pong --tcp -i 127.0.0.1 -p 18517 -m "$size" -t 3 --full-rtt 2>&1 || true)
