@@ -7,8 +7,9 @@
 
 #define EXPORT_LABEL "EXPORTER-qpgate-message-auth-v1"
 
-/* GCM's block function: AES-128 of one block through the provider (AES-NI
- * where the CPU has it, constant time), keyed by the direction. */
+/* GCM's block function: AES-128 of one block through the provider (the
+ * same AES code EVP's GCM uses: AES-NI where the CPU has it), keyed by the
+ * direction. */
 static void aes_block(const unsigned char in[16], unsigned char out[16], const void *key)
 {
 	struct qpg__auth_dir *d = (struct qpg__auth_dir *)key;
@@ -23,8 +24,9 @@ static void aes_block(const unsigned char in[16], unsigned char out[16], const v
  * OpenSSL's GCM through EVP costs four provider calls per tag (set the IV,
  * the AAD, finish, fetch the tag); the same GCM code called directly
  * (CRYPTO_gcm128_*, with the provider's AES for the one block each tag
- * needs) costs one. In the lab VM: 5.7 -> 2.5 us per 80-byte tag; on this
- * host 179 -> 81 ns (bench: a loop of tags, the tags identical). */
+ * needs) costs one. Per 80-byte tag or verify: 5.7 -> 2.5 us in the lab VM,
+ * 151 -> 58 ns on this host (a loop of tags and verifies; the tags are the
+ * same bytes). */
 static int dir_init(struct qpg__auth_dir *d, const uint8_t key[16], const uint8_t salt[4])
 {
 	d->broken = 0;
