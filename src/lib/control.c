@@ -116,6 +116,19 @@ int qpg__conn_accept(struct qpg__endpoint *ep, int fd, const struct sockaddr_sto
 	return 0;
 }
 
+/* connect() failed with ERR: the server's answer (refused, unreachable),
+ * or ours: every local port towards that address and port is taken. */
+static void connect_failed(struct qpg__conn *c, int err)
+{
+	if (err == EADDRNOTAVAIL || err == EADDRINUSE)
+		qpg__conn_close(c, QPG_ERR_LOCAL,
+				"connect: %s (no local port left towards this server: bind more "
+				"source addresses, or widen net.ipv4.ip_local_port_range)",
+				strerror(err));
+	else
+		qpg__conn_close(c, QPG_ERR_REFUSED, "connect: %s", strerror(err));
+}
+
 int qpg__conn_connect(struct qpg__endpoint *ep, const struct qpg__client_params *p,
 		      struct qpg__conn **out)
 {
@@ -150,7 +163,7 @@ int qpg__conn_connect(struct qpg__endpoint *ep, const struct qpg__client_params 
 		qpg__conn_close(c, QPG_ERR_LOCAL, "bind to the source address: %s",
 				strerror(errno));
 	else if (connect(fd, p->addr, p->addr_len) < 0 && errno != EINPROGRESS)
-		qpg__conn_close(c, QPG_ERR_REFUSED, "connect: %s", strerror(errno));
+		connect_failed(c, errno);
 	*out = c;
 	return 0;
 }
@@ -607,7 +620,7 @@ static void ctrl_cb(struct qpg__io *io, uint32_t events)
 		socklen_t len = sizeof(err);
 		getsockopt(io->fd, SOL_SOCKET, SO_ERROR, &err, &len);
 		if (err) {
-			qpg__conn_close(c, QPG_ERR_REFUSED, "connect: %s", strerror(err));
+			connect_failed(c, err);
 			return;
 		}
 		if (!(events & (EPOLLOUT | EPOLLIN)))

@@ -39,8 +39,8 @@ static const struct {
     [QPG_ERR_QP] = {"qp_error", "the RDMA queue pair failed; check the device and the path"},
     [QPG_ERR_PEER_CLOSED] = {"peer_closed", "the peer closed the connection"},
     [QPG_ERR_LOCAL] = {"local_resource",
-		       "a local resource failed (no RDMA device? try scripts/rxe-vm or "
-		       "--transport tcp)"},
+		       "a local resource ran out or failed: see the reason above (no RDMA "
+		       "device? try scripts/rxe-vm or --transport tcp)"},
 };
 
 const char *qpg_err_class_name(enum qpg_err_class e)
