@@ -58,3 +58,22 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN{if (a != "null" && b != "null" && b + 0
 jarr() { printf '%s\n' "$@" | jq -s -c .; }
 # j NAME FILTER: jq -r FILTER on $work/NAME.json.
 j() { jq -r "$2" "$work/$1.json"; }
+
+# qpg_profile_report PERF_DATA COMMS: the top of perf report for the
+# processes named in COMMS (comma-separated): by process over the whole VM,
+# then COMMS by object, inclusive by named function, and self by symbol.
+qpg_profile_report() (
+	set +o pipefail # head closes the pipe early, on purpose
+	local data=$1 comms=$2
+	echo "# by process"
+	perf report -i "$data" --no-children --sort comm --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -12
+	echo "# $comms, by object"
+	perf report -i "$data" --no-children --sort comm,dso --stdio -g none --comms "$comms" 2>/dev/null |
+		grep -E '^ +[0-9]' | head -16
+	echo "# $comms, inclusive (children), named functions only"
+	perf report -i "$data" --children --sort sym --stdio -g none --comms "$comms" 2>/dev/null |
+		grep -E '^ +[0-9]' | grep -v '\] 0x0000' | head -50
+	echo "# by symbol (self)"
+	perf report -i "$data" --no-children --sort comm,dso,symbol --stdio -g none --comms "$comms" 2>/dev/null |
+		grep -E '^ +[0-9]' | head -45
+)

@@ -31,15 +31,5 @@ grep -E '^ [0-9]' "$work/run.txt" | tail -2
 {
 	echo "# qpgate-perf -c $clients -n $iters $*"
 	grep -E '^ [0-9]|#conns' "$work/run.txt" | tail -2
-	echo "# by process"
-	perf report -i "$work/perf.data" --no-children --sort comm --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -12
-	echo "# qpgate's processes, by object"
-	perf report -i "$work/perf.data" --no-children --sort comm,dso --stdio -g none --comms qpgate-perf,qpgate-server 2>/dev/null |
-		grep -E '^ +[0-9]' | head -16
-	echo "# qpgate's processes, inclusive (children), named functions only"
-	perf report -i "$work/perf.data" --children --sort sym --stdio -g none --comms qpgate-perf,qpgate-server 2>/dev/null |
-		grep -E '^ +[0-9]' | grep -v '\] 0x0000' | head -50
-	echo "# by symbol (self)"
-	perf report -i "$work/perf.data" --no-children --sort comm,dso,symbol --stdio -g none --comms qpgate-perf,qpgate-server 2>/dev/null |
-		grep -E '^ +[0-9]' | head -45
+	qpg_profile_report "$work/perf.data" qpgate-perf,qpgate-server
 } | tee "$out/profile-echo.txt"
