@@ -65,10 +65,10 @@ static void print_row(const struct run_result *r, double base)
 static json_t *row_json(const struct run_result *r, double base)
 {
 	return json_pack(
-	    "{s:s, s:i, s:i, s:i, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, "
+	    "{s:s, s:i, s:i, s:i, s:i, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, "
 	    "s:f, s:s}",
 	    "get_mode", mode_names[r->get_mode], "workers", r->workers, "clients", r->clients,
-	    "threads", r->threads, "gets", (json_int_t)r->ops, "mismatches",
+	    "threads", r->threads, "credits", r->credits, "gets", (json_int_t)r->ops, "mismatches",
 	    (json_int_t)r->mismatches, "errors", (json_int_t)r->errors, "secs", r->secs,
 	    "ops_per_s", r->ops_per_s, "gib_per_s", r->gib_per_s, "p50_us",
 	    qpg_hist_quantile(&r->lat, 0.5) / 1e3, "p99_us", qpg_hist_quantile(&r->lat, 0.99) / 1e3,
@@ -136,6 +136,7 @@ int main(int argc, char **argv)
 {
 	struct bench b = {0};
 	qpg_kv_pool_opts_default(&b.po);
+	b.po.client.credits = 0; /* unless --credits: enough for every worker */
 	b.workers = 16;
 	b.nkeys = 10000;
 	b.value_size = 4096;

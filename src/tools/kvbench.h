@@ -53,6 +53,7 @@ struct bench {
 struct run_result {
 	uint8_t get_mode;
 	unsigned workers, clients, threads;
+	unsigned credits; /* per connection, as agreed with the server */
 	long ops, mismatches, errors;
 	double secs, ops_per_s, gib_per_s;
 	struct qpg_hist lat;

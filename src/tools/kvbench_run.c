@@ -217,11 +217,14 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 	struct qpg_kv_pool_opts po = b->po;
 	po.threads = threads;
 	po.conns = clients;
-	/* Enough credits for every worker of a connection to be in flight. */
-	unsigned per = (workers + clients - 1) / clients;
-	po.client.credits = (uint16_t)(per < 1 ? 1 : per > 1024 ? 1024 : per);
-	if (do_preload && po.client.credits < 16)
-		po.client.credits = 16;
+	/* The credits given (--credits), else enough for every worker of a
+	 * connection to be in flight. */
+	if (!po.client.credits) {
+		unsigned per = (workers + clients - 1) / clients;
+		po.client.credits = (uint16_t)(per < 1 ? 1 : per > 1024 ? 1024 : per);
+		if (do_preload && po.client.credits < 16)
+			po.client.credits = 16;
+	}
 	struct dev_counts d0, d1;
 	dev_counts(po.client.ib_dev, &d0);
 	char err[256] = "";
@@ -235,6 +238,7 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 	res->dev_qps = d0.ok && d1.ok ? d1.qp - d0.qp : -1;
 	struct qpg_kv_pool_info pi;
 	qpg_kv_pool_info(b->pool, &pi);
+	res->credits = pi.credits;
 	if (pi.retries)
 		fprintf(stderr, "kvbench: %u connections up, %u of them after a retry (%s)\n",
 			pi.connected, pi.retries, pi.last_error);

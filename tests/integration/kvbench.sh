@@ -20,9 +20,18 @@ check "all $ops GETs verified, no mismatch, no error" \
 	j ".results.runs[0].gets == $ops and .results.runs[0].mismatches == 0 and .results.runs[0].errors == 0"
 check "throughput and latency percentiles filled" \
 	j '.results.runs[0].ops_per_s > 0 and .results.runs[0].p50_us > 0 and .results.runs[0].p999_us >= .results.runs[0].p99_us'
+check "default credits: enough for the workers, 16 while preloading" j '.results.runs[0].credits == 16'
 if [ "$transport" = rdma ]; then
 	check "4 pooled connections = 8 QPs on the device (both ends)" j '.results.runs[0].device_qps == 8'
 fi
+# --credits is what each connection asks for (it once was overridden by
+# the workers per connection: 2 here).
+"$bin/qpgate-kvbench" --transport "$transport" --ca "$work/ca.crt" -p "$port" -n 200 --no-preload \
+	--credits 3 --num-workers 8 --num-clients 4 --json "$work/c.json" 127.0.0.1 localhost >"$work/cout" 2>&1
+crc=$?
+check_json_run qpgate-kvbench $crc "$work/c.json"
+check "--credits 3 is what the connections agreed, not the 2 workers each" \
+	j '.results.runs[0].credits == 3 and .results.runs[0].gets == 200 and .results.runs[0].mismatches == 0'
 kill -TERM "$srv"; wait "$srv"; src=$?; srv=""
 grep 'stats:' "$work/server.log" | sed 's/^/  /'
 check "server exit 0" [ $src -eq 0 ]
