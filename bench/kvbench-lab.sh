@@ -12,6 +12,11 @@
 # --credits 32 --num-workers 32 (flags given after these win). Each pair
 # runs RUNS times (default 3), one after the other; the medians and each
 # run's ratio are printed, since one run here can be 30% off the next.
+# Each run also measures the floor of a verified one-sided GET here
+# (bench/read_floor.c): the same 64 KiB READs kept 16 deep, one QP per
+# vCPU, each landed buffer checked against its SHA-256 digest as the KV
+# client checks a value, with nothing of qpgate around them. Its ratio to
+# ib_read_bw is the most any verified one-sided GET can reach in this VM.
 # Boots the lab unless it already runs on an RDMA device. Writes
 # build/bench/kvbench.json (or kvbench-anchors.json). Prints numbers;
 # asserts nothing about them.
@@ -42,7 +47,7 @@ kvbench() { # JSON FLAGS...
 	"$bin/qpgate-kvbench" --ca "$work/ca.crt" -p "$port" --handshake-timeout 60000 \
 		--json "$json" "$@" 127.0.0.1 localhost || rc=$?
 }
-send_rate=() read_bps=() ops4k=() bps64k=() bad=() r1=() r2=()
+send_rate=() read_bps=() floor_bps=() ops4k=() bps64k=() bad=() r1=() r2=() rf=()
 if [ -z "$anchors" ]; then
 	kvbench "$out/kvbench.json" "$@"
 else
@@ -54,6 +59,9 @@ else
 		# perftest's MB is 2^20 bytes.
 		send_rate+=("$(awk '$1 == 4096 && NF >= 5 {v = $5} END {if (v == "") print "null"; else printf "%.0f", v * 1e6}' <<<"$send_out")")
 		read_bps+=("$(awk '$1 == 65536 && NF >= 5 {v = $4} END {if (v == "") print "null"; else printf "%.0f", v * 1048576}' <<<"$read_out")")
+		floor_out=$("$bin/qpg_read_floor" -d "$dev" -s 65536 -q 16 -t "$(nproc)" -D "$secs" --verify sha256) || rc=1
+		floor_bps+=("$(awk '$1 == "floor" {sub("bytes_per_s=", "", $4); v = $4} END {if (v == "") print "null"; else print v}' <<<"$floor_out")")
+		rf+=("$(ratio "${floor_bps[-1]}" "${read_bps[-1]}")")
 		kvbench "$work/kv4k-$r.json" --value-size 4096 --get-mode two-sided -D "$secs" \
 			--num-clients 1 --threads 1 --credits 32 --num-workers 32 "$@"
 		kvbench "$work/kv64k-$r.json" --value-size 65536 --num-keys 1000 --get-mode one-sided \
@@ -80,6 +88,9 @@ if [ -n "$anchors" ]; then
 		"$(med "${ops4k[@]}")" "$(med "${send_rate[@]}")" "$m1" ">= 0.5" "${r1[*]}"
 	printf ' %-50s %14.0f %14.0f %8s %8s   %s\n' "64 KiB one-sided GET B/s / ib_read_bw 64 KiB B/s" \
 		"$(med "${bps64k[@]}")" "$(med "${read_bps[@]}")" "$m2" ">= 0.8" "${r2[*]}"
+	mf=$(med "${rf[@]}" | awk '{if ($1 == "null") print; else printf "%.3f", $1}')
+	printf ' %-50s %14.0f %14.0f %8s %8s   %s\n' "floor: 64 KiB READs + SHA-256, $(nproc) QPs / ib_read_bw" \
+		"$(med "${floor_bps[@]}")" "$(med "${read_bps[@]}")" "$mf" "" "${rf[*]}"
 	printf ' mismatches + errors per run (4 KiB+64 KiB): %s\n' "${bad[*]}"
 	version=$("$bin/qpgate-kvbench" --version | awk '{print $3}')
 	jq -n --arg version "$version" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg dev "$dev" \
@@ -89,14 +100,18 @@ if [ -n "$anchors" ]; then
 		--argjson asr "$(jarr "${send_rate[@]}")" --argjson arb "$(jarr "${read_bps[@]}")" \
 		--argjson ao4 "$(jarr "${ops4k[@]}")" --argjson ab64 "$(jarr "${bps64k[@]}")" \
 		--argjson ar1 "$(jarr "${r1[@]}")" --argjson ar2 "$(jarr "${r2[@]}")" \
+		--argjson fb "$(med "${floor_bps[@]}")" --argjson rfm "$mf" --argjson afb "$(jarr "${floor_bps[@]}")" \
+		--argjson arf "$(jarr "${rf[@]}")" --argjson nthr "$(nproc)" \
 		--slurpfile k4 "$work/kv4k-1.json" --slurpfile k64 "$work/kv64k-1.json" \
 		'{schema_version: 1, tool: "bench/kvbench-lab.sh", version: $version, date: $date,
 		  parameters: {device: $dev, duration_s: $secs, runs: $runs},
 		  results: {ib_send_bw_4k_msgs_per_s: $sr, ib_read_bw_64k_bytes_per_s: $rb,
 		            two_sided_4k: {gets_per_s: $o4, ratio: $r1, run: $k4[0].results.runs[0]},
 		            one_sided_64k: {bytes_per_s: $b64, ratio: $r2, run: $k64[0].results.runs[0]},
+		            verified_read_floor_64k: {bytes_per_s: $fb, ratio: $rfm, threads: $nthr},
 		            runs: {ib_send_bw_4k_msgs_per_s: $asr, ib_read_bw_64k_bytes_per_s: $arb,
-		                   gets_per_s_4k: $ao4, bytes_per_s_64k: $ab64, ratio_4k: $ar1, ratio_64k: $ar2}}}' \
+		                   gets_per_s_4k: $ao4, bytes_per_s_64k: $ab64, ratio_4k: $ar1, ratio_64k: $ar2,
+		                   verified_read_floor_bytes_per_s: $afb, verified_read_floor_ratio: $arf}}}' \
 		>"$out/kvbench-anchors.json"
 	"$bin/json_check" "$out/kvbench-anchors.json" >&2 || echo " kvbench-anchors.json does not have the schema" >&2
 	echo " json: $out/kvbench-anchors.json"
