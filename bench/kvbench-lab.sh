@@ -16,7 +16,8 @@
 # (bench/read_floor.c): the same 64 KiB READs kept 16 deep, one QP per
 # vCPU, each landed buffer checked against its SHA-256 digest as the KV
 # client checks a value, with nothing of qpgate around them. Its ratio to
-# ib_read_bw is the most any verified one-sided GET can reach in this VM.
+# ib_read_bw is about the most a verified one-sided GET reaches in this VM
+# with as many connections as vCPUs (ib_read_bw itself uses one QP).
 # Boots the lab unless it already runs on an RDMA device. Writes
 # build/bench/kvbench.json (or kvbench-anchors.json). Prints numbers;
 # asserts nothing about them.

@@ -4,9 +4,9 @@
  * landed buffer checked against the SHA-256 digest of what the responder
  * holds, as qpgate's KV client checks a one-sided value before it hands it
  * over. No TLS, no grant, no window, no loop, no pool: what is left is the
- * device's work and the digest, so no verified GET on this machine can go
- * faster. With --verify none it is a plain READ loop, which should come
- * close to ib_read_bw.
+ * device's work and the digest, about the most a verified GET of this
+ * shape reaches on this machine. With --verify none it is a plain READ
+ * loop, which should come close to ib_read_bw.
  *   qpg_read_floor [-d DEV] [-s SIZE] [-q DEPTH] [-t THREADS] [-D SECONDS]
  *                  [--verify sha256|none]
  * Prints a table and, last, "floor verify=V threads=T bytes_per_s=B reads=N
