@@ -19,8 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common.h"
 #include "qpgate/verbs.h"
 
 #define NVALS 16 /* distinct values the responder holds */
@@ -45,9 +45,7 @@ struct worker {
 
 static double now_s(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)qpg__now_ns() / 1e9;
 }
 
 static int fail(struct worker *w, const char *what, int err)
