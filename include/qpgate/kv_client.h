@@ -86,7 +86,10 @@ void qpg_kv_pool_opts_default(struct qpg_kv_pool_opts *o);
  * up (0) or one failed (negative errno, reason in ERR). */
 int qpg_kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *o, char *err,
 		       size_t err_len);
-/* Thread-safe. OP must stay valid until its done callback. */
+/* Thread-safe. OP must stay valid until its done callback. Requests go to
+ * the pool's connections in turn; one submitted from a callback (a done
+ * callback that issues the next request) goes to a connection of the
+ * thread that ran it, with no other thread woken. */
 int qpg_kv_submit(struct qpg_kv_pool *p, struct qpg_kv_request *op);
 /* Fails what is still queued (-ECANCELED), closes, joins the threads. */
 void qpg_kv_pool_destroy(struct qpg_kv_pool *p);

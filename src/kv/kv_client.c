@@ -131,7 +131,8 @@ static void pump_unguarded(struct kv_conn *k)
 		if (!op)
 			return;
 		bool grant = op->op == QPG_KV_GET && k->get_flags;
-		if (grant && k->grants_asked >= QPG__KVC_GRANTS_MAX) {
+		if (grant && (k->grants_ahead >= QPG__KVC_GRANTS_MAX ||
+			      k->grants_held >= QPG_MAX(QPG__KVC_GRANTS_MAX, k->credits))) {
 			if (k->get_flags & QPG_KV_F_ONE_SIDED)
 				return; /* insisted on: waits for a grant to end */
 			grant = false;	/* left to the server: this one is sent */
@@ -148,7 +149,8 @@ static void pump_unguarded(struct kv_conn *k)
 		op->sent = op->acked = op->got = 0;
 		op->refused = QPG_KV_OK;
 		op->phase = grant ? PH_REQUEST : PH_NONE;
-		k->grants_asked += grant;
+		k->grants_ahead += grant;
+		k->grants_held += grant;
 		k->slots[slot] = op;
 		if (op->op == QPG_KV_PUT) {
 			k->put_cur = op;
@@ -355,6 +357,10 @@ static void start_connects(struct pool_thread *th)
 	}
 }
 
+/* The pool thread this is, if it is one (qpg_kv_submit keeps a request
+ * submitted from its callbacks on it). */
+static _Thread_local struct pool_thread *this_thread;
+
 /* Loop thread: take the inbox and hand each operation to its connection. */
 static void on_wake(void *arg)
 {
@@ -387,6 +393,7 @@ static void *thread_main(void *arg)
 {
 	struct pool_thread *th = arg;
 	struct qpg_kv_pool *p = th->pool;
+	this_thread = th;
 	while (!atomic_load(&p->stop)) {
 		if (!atomic_load(&p->started))
 			start_connects(th);
@@ -510,9 +517,17 @@ int qpg_kv_submit(struct qpg_kv_pool *p, struct qpg_kv_request *op)
 	if (op->key_len == 0 || op->key_len > QPG_KV_MAX_KEY || op->op < QPG_KV_PUT ||
 	    op->op > QPG_KV_DEL)
 		return -EINVAL;
-	unsigned c = atomic_fetch_add(&p->rr, 1) % p->nconns;
-	struct pool_thread *th = &p->th[c % p->nthreads];
-	op->slot = (int)(c / p->nthreads);
+	struct pool_thread *th = this_thread;
+	if (th && th->pool == p) {
+		/* From a callback on one of the pool's threads (a worker that
+		 * goes on from its done callback): one of this thread's
+		 * connections, so no other thread is woken for it. */
+		op->slot = (int)(th->rr++ % th->nconns);
+	} else {
+		unsigned c = atomic_fetch_add(&p->rr, 1) % p->nconns;
+		th = &p->th[c % p->nthreads];
+		op->slot = (int)(c / p->nthreads);
+	}
 	op->next = NULL;
 	pthread_mutex_lock(&th->lock);
 	if (th->in_tail)

@@ -36,7 +36,7 @@ void qpg__kvc_fail_all(struct kv_conn *k, int status)
 	k->unsent = NULL;
 	k->rd_head = k->rd_tail = k->rel_head = k->rel_tail = NULL;
 	k->reads = 0; /* a failed connection's READs never complete */
-	k->grants_asked = 0;
+	k->grants_ahead = k->grants_held = 0;
 	while (k->head) {
 		struct qpg_kv_request *op = k->head;
 		k->head = op->next;
@@ -47,8 +47,11 @@ void qpg__kvc_fail_all(struct kv_conn *k, int status)
 
 void qpg__kvc_finish_slot(struct kv_conn *k, struct qpg_kv_request *op, int status, uint32_t len)
 {
-	if (op->phase != PH_NONE && k->grants_asked)
-		k->grants_asked--; /* it asked for a grant: another GET may */
+	/* It asked for a grant: another GET may. */
+	if ((op->phase == PH_REQUEST || op->phase == PH_READING) && k->grants_ahead)
+		k->grants_ahead--;
+	if (op->phase != PH_NONE && k->grants_held)
+		k->grants_held--;
 	k->slots[op->slot] = NULL;
 	if (k->put_cur == op)
 		k->put_cur = NULL;

@@ -12,11 +12,14 @@
 
 #include "qpgate/kv_client.h"
 
-/* GETs that may ask for a grant at once, per connection. A grant's window
- * lives only --kv-grant-ttl on the server, and READs go one value after
- * another: asking for more than are read soon lets the last expire before
- * they are read. Past this, an auto GET is sent two-sided, a one-sided one
- * waits. */
+/* GETs that may be ahead of their READs at once, per connection: asking
+ * for a grant, or granted and not yet read. A grant's window lives only
+ * --kv-grant-ttl on the server, and READs go one value after another:
+ * asking for more than are read soon lets the last expire before they are
+ * read. A GET that has read its value no longer counts, though its RELEASE
+ * is still on the way: the next one asks meanwhile, so the READs of one
+ * value follow the last of another's without waiting for that round trip.
+ * Past this, an auto GET is sent two-sided, a one-sided one waits. */
 #define QPG__KVC_GRANTS_MAX 2
 
 #define SLOT_BITS 11 /* up to 2048 requests in flight per connection */
@@ -49,7 +52,10 @@ struct kv_conn {
 	bool pumping;	   /* tcp completes sends inside the send call: no nesting */
 	uint32_t read_max;
 	unsigned reads;	       /* READs in flight */
-	unsigned grants_asked; /* GETs sent asking for a grant, not yet finished */
+	unsigned grants_ahead; /* asked for a grant, or granted and not yet read */
+	unsigned grants_held;  /* asked for a grant, not yet finished: the server's
+				* to hold until it answers the RELEASE; at most
+				* the credits (it has twice as many) */
 	unsigned index;	       /* in its thread */
 	struct qpg_kv_request *rd_head, *rd_tail;   /* granted: READs to post or land */
 	struct qpg_kv_request *rel_head, *rel_tail; /* read and checked: to RELEASE */
@@ -69,6 +75,7 @@ struct pool_thread {
 	struct kv_conn *conns;
 	unsigned nconns;
 	unsigned seed; /* rand_r, for backoff jitter */
+	unsigned rr;   /* the next of its connections for a request submitted on it */
 };
 
 struct qpg_kv_pool {

@@ -195,6 +195,9 @@ void qpg__kvc_on_read(struct qpg_client_conn *c, void *user, uint64_t cookie, co
 		op->stage = NULL;
 		qpg__kvc_list_pop(&k->rd_head, &k->rd_tail);
 		op->phase = PH_RELEASE_QUEUED;
+		/* Read: the next GET may ask, while this one's RELEASE is due. */
+		if (k->grants_ahead)
+			k->grants_ahead--;
 		qpg__kvc_list_push(&k->rel_head, &k->rel_tail, op);
 	}
 	qpg__kvc_read_pump(k); /* the caller pumps the sends */

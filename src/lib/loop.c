@@ -12,6 +12,10 @@
 
 #include "common.h"
 
+/* The loop this thread is running a turn of, if any: a wake from inside
+ * one of its own callbacks needs no system call (qpg__loop_wake). */
+static _Thread_local struct qpg__loop *running_here;
+
 /* eventfd and timerfd both hold a counter that must be read to re-arm. */
 static void drain_counter(int fd)
 {
@@ -23,7 +27,8 @@ static void drain_counter(int fd)
 static void wake_cb(struct qpg__io *io, uint32_t events)
 {
 	struct qpg__loop *l = qpg__container_of(io, struct qpg__loop, wake);
-	drain_counter(io->fd);
+	if (events) /* not when deferred by a wake from the loop's own thread */
+		drain_counter(io->fd);
 	/* Before on_wake looks for work: a wake after this point writes
 	 * again, so nothing handed over after on_wake has looked is missed. */
 	atomic_store(&l->wake_pending, false);
@@ -157,7 +162,18 @@ static int spin(struct qpg__loop *l, struct epoll_event *evs, int max)
 	return 0;
 }
 
+static int run_once(struct qpg__loop *l, int timeout_ms);
+
 int qpg__loop_run_once(struct qpg__loop *l, int timeout_ms)
+{
+	struct qpg__loop *outer = running_here;
+	running_here = l;
+	int n = run_once(l, timeout_ms);
+	running_here = outer;
+	return n;
+}
+
+static int run_once(struct qpg__loop *l, int timeout_ms)
 {
 	struct epoll_event evs[256];
 	int got = l->poll ? l->poll(l) : 0; /* no syscall: a CQ is user memory */
@@ -205,6 +221,12 @@ void qpg__loop_wake(struct qpg__loop *l)
 {
 	if (atomic_exchange(&l->wake_pending, true))
 		return; /* the loop has a wake coming: it will see this work too */
+	if (running_here == l) {
+		/* From one of its own callbacks: on_wake runs at the end of this
+		 * batch, with no eventfd written, read or polled. */
+		qpg__loop_defer(l, &l->wake);
+		return;
+	}
 	uint64_t one = 1;
 	ssize_t r = write(l->wake.fd, &one, sizeof(one));
 	(void)r;

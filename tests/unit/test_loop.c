@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The event loop's deferred calls: a handler that stops with work left is
  * called again after the batch, without waiting for an event. Its wakes
- * coalesce without losing work handed over from other threads. */
+ * coalesce without losing work handed over from other threads, and a
+ * wake from the loop's own callbacks writes nothing. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/epoll.h>
@@ -195,7 +196,71 @@ static void test_coalesced_wakes_lose_no_work(void **state)
 	qpg__loop_fini(&in.loop);
 }
 
+/* A wake from inside one of the loop's own callbacks (a KV worker that
+ * submits its next request from its done callback) runs on_wake at the end
+ * of that batch, with nothing written to the eventfd; a wake from another
+ * thread still writes it. */
+struct self_waker {
+	struct qpg__io io;
+	struct qpg__loop *loop;
+	int wakes;
+};
+
+static void wakes_its_loop(struct qpg__io *io, uint32_t events)
+{
+	(void)events;
+	struct self_waker *w = qpg__container_of(io, struct self_waker, io);
+	uint64_t v;
+	assert_int_equal(read(io->fd, &v, sizeof(v)), (ssize_t)sizeof(v));
+	qpg__loop_wake(w->loop);
+}
+
+static void count_wake(struct qpg__loop *l)
+{
+	((struct self_waker *)l->owner)->wakes++;
+}
+
+static uint64_t wake_fd_count(struct qpg__loop *l)
+{
+	uint64_t v = 0;
+	if (read(l->wake.fd, &v, sizeof(v)) != (ssize_t)sizeof(v))
+		return 0;
+	uint64_t back = v; /* put it back: the loop reads it itself */
+	assert_int_equal(write(l->wake.fd, &back, sizeof(back)), (ssize_t)sizeof(back));
+	return v;
+}
+
+static void test_wake_from_own_callback_writes_nothing(void **state)
+{
+	(void)state;
+	struct qpg__loop l;
+	struct self_waker w = {.loop = &l};
+	assert_int_equal(qpg__loop_init(&l, 0), 0);
+	l.owner = &w;
+	l.on_wake = count_wake;
+	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(qpg__loop_add(&l, &w.io, fd, EPOLLIN, wakes_its_loop), 0);
+	uint64_t one = 1;
+	assert_int_equal(write(fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	/* The callback and, after it in the same turn, on_wake. */
+	assert_int_equal(qpg__loop_run_once(&l, 1000), 2);
+	assert_int_equal(w.wakes, 1);
+	assert_int_equal(wake_fd_count(&l), 0);
+	assert_false(atomic_load(&l.wake_pending));
+	/* From outside a turn (as another thread): written, taken next turn. */
+	qpg__loop_wake(&l);
+	assert_int_equal(wake_fd_count(&l), 1);
+	assert_int_equal(qpg__loop_run_once(&l, 1000), 1);
+	assert_int_equal(w.wakes, 2);
+	assert_int_equal(wake_fd_count(&l), 0);
+	qpg__loop_del(&l, &w.io);
+	close(fd);
+	qpg__loop_fini(&l);
+}
+
 QPG_UNIT_MAIN(NULL, NULL,
+	      cmocka_unit_test(test_wake_from_own_callback_writes_nothing),
 	      cmocka_unit_test(test_coalesced_wakes_lose_no_work),
 	      cmocka_unit_test(test_deferred_io_runs_without_an_event),
 	      cmocka_unit_test(test_deferring_again_waits_for_the_next_batch),

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The pooled KV client over tcp, against a KV service on loopback: workers
+ * that issue their next request from their done callback (as kvbench's
+ * do) get every value back as they put it, and each stays on the pool
+ * thread that ran its first callback: no request of theirs wakes another
+ * thread. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "unit.h"
+
+#include "loopback.h"
+#include "qpgate/kv_client.h"
+#include "qpgate/kv_server.h"
+
+#define WORKERS 8
+#define ROUNDS	40 /* a PUT and a GET each */
+#define VALUE	600
+
+struct worker {
+	struct qpg_kv_pool *pool;
+	struct qpg_kv_request req;
+	int index, step;
+	char key[16];
+	uint8_t value[VALUE], got[VALUE];
+	pthread_t last;
+	bool have_last;
+	int hops, bad;
+	atomic_bool finished;
+};
+
+static void on_chunk(struct qpg_kv_request *op, const uint8_t *data, uint32_t len, uint32_t offset,
+		     uint32_t value_len)
+{
+	struct worker *w = op->user;
+	if (value_len != VALUE || offset > VALUE || len > VALUE - offset)
+		w->bad++;
+	else
+		memcpy(w->got + offset, data, len);
+}
+
+static void issue(struct worker *w);
+
+static void on_done(struct qpg_kv_request *op, int status, uint32_t len)
+{
+	struct worker *w = op->user;
+	pthread_t me = pthread_self();
+	if (w->have_last && !pthread_equal(me, w->last))
+		w->hops++;
+	w->last = me;
+	w->have_last = true;
+	if (status != QPG_KV_OK)
+		w->bad++;
+	else if (op->op == QPG_KV_GET && (len != VALUE || memcmp(w->got, w->value, VALUE)))
+		w->bad++;
+	if (status < 0 || ++w->step >= 2 * ROUNDS) {
+		atomic_store(&w->finished, true);
+		return;
+	}
+	issue(w);
+}
+
+static void issue(struct worker *w)
+{
+	bool get = w->step % 2 == 1;
+	if (!get) /* a new value each round */
+		for (int i = 0; i < VALUE; i++)
+			w->value[i] = (uint8_t)(i * 7 + w->step * 13 + w->index);
+	memset(w->got, 0, sizeof(w->got));
+	w->req = (struct qpg_kv_request){.op = get ? QPG_KV_GET : QPG_KV_PUT,
+					 .key = w->key,
+					 .key_len = (uint16_t)strlen(w->key),
+					 .value = w->value,
+					 .value_len = VALUE,
+					 .chunk = get ? on_chunk : NULL,
+					 .done = on_done,
+					 .user = w};
+	if (qpg_kv_submit(w->pool, &w->req) != 0) {
+		w->bad++;
+		atomic_store(&w->finished, true);
+	}
+}
+
+static void test_workers_stay_on_their_thread(void **state)
+{
+	(void)state;
+	struct qpg_loopback lb;
+	assert_int_equal(qpg_loopback_init(&lb), 0);
+	struct qpg_kv_server_opts ko;
+	qpg_kv_server_opts_default(&ko);
+	ko.capacity = 16u << 20;
+	struct qpg_kv_service *kvs;
+	char err[256] = "";
+	assert_int_equal(qpg_kv_service_create(&kvs, &ko, err, sizeof(err)), 0);
+	lb.o.service = qpg_kv_service_ops();
+	lb.o.service_ctx = kvs;
+	assert_int_equal(qpg_loopback_start(&lb), 0);
+
+	struct qpg_kv_pool_opts po;
+	qpg_kv_pool_opts_default(&po);
+	qpg_loopback_client_opts(&lb, &po.client);
+	po.client.service = QPG_SERVICE_KV;
+	po.threads = 2;
+	po.conns = 4;
+	struct qpg_kv_pool *pool;
+	int rc = qpg_kv_pool_create(&pool, &po, err, sizeof(err));
+	if (rc)
+		print_message("  pool: %s\n", err);
+	assert_int_equal(rc, 0);
+
+	static struct worker w[WORKERS];
+	for (int i = 0; i < WORKERS; i++) {
+		w[i] = (struct worker){.pool = pool, .index = i};
+		snprintf(w[i].key, sizeof(w[i].key), "worker-%d", i);
+		issue(&w[i]);
+	}
+	int done = 0;
+	for (int t = 0; t < 1000 && done < WORKERS; t++) { /* 10 s at most */
+		struct timespec ts = {0, 10 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+		done = 0;
+		for (int i = 0; i < WORKERS; i++)
+			done += atomic_load(&w[i].finished);
+	}
+	qpg_kv_pool_destroy(pool);
+	int hops = 0, bad = 0, steps = 0;
+	for (int i = 0; i < WORKERS; i++) {
+		hops += w[i].hops;
+		bad += w[i].bad;
+		steps += w[i].step;
+	}
+	print_message("  %d requests, %d answered wrong, %d moved to another thread\n", steps, bad,
+		      hops);
+	assert_int_equal(done, WORKERS);
+	assert_int_equal(steps, WORKERS * 2 * ROUNDS);
+	assert_int_equal(bad, 0);
+	assert_int_equal(hops, 0);
+	qpg_loopback_fini(&lb);
+	qpg_kv_service_destroy(kvs);
+}
+
+QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_workers_stay_on_their_thread))
