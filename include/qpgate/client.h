@@ -90,7 +90,9 @@ void qpg_client_close(struct qpg_client_conn *c);
 /* One turn of the event loop. */
 int qpg_client_run(struct qpg_client *cl, int timeout_ms);
 /* Other threads hand work to a client's loop: they queue it themselves and
- * call qpg_client_wake() (thread-safe); CB then runs on the loop's thread. */
+ * call qpg_client_wake() (thread-safe; not from a signal handler); CB then
+ * runs on the loop's thread. Called from one of the client's own callbacks,
+ * CB runs at the end of that batch, with no system call. */
 void qpg_client_set_wake(struct qpg_client *cl, void (*cb)(void *arg), void *arg);
 void qpg_client_wake(struct qpg_client *cl);
 size_t qpg_client_conn_count(const struct qpg_client *cl);

@@ -303,7 +303,7 @@ void qpg_client_set_wake(struct qpg_client *cl, void (*cb)(void *arg), void *arg
 
 void qpg_client_wake(struct qpg_client *cl)
 {
-	qpg__loop_wake(&cl->ep.loop);
+	qpg__loop_wake_soon(&cl->ep.loop);
 }
 
 void qpg_client_destroy(struct qpg_client *cl)

@@ -13,7 +13,7 @@
 #include "common.h"
 
 /* The loop this thread is running a turn of, if any: a wake from inside
- * one of its own callbacks needs no system call (qpg__loop_wake). */
+ * one of its own callbacks needs no system call (qpg__loop_wake_soon). */
 static _Thread_local struct qpg__loop *running_here;
 
 /* eventfd and timerfd both hold a counter that must be read to re-arm. */
@@ -221,13 +221,19 @@ void qpg__loop_wake(struct qpg__loop *l)
 {
 	if (atomic_exchange(&l->wake_pending, true))
 		return; /* the loop has a wake coming: it will see this work too */
-	if (running_here == l) {
-		/* From one of its own callbacks: on_wake runs at the end of this
-		 * batch, with no eventfd written, read or polled. */
-		qpg__loop_defer(l, &l->wake);
-		return;
-	}
 	uint64_t one = 1;
 	ssize_t r = write(l->wake.fd, &one, sizeof(one));
 	(void)r;
+}
+
+void qpg__loop_wake_soon(struct qpg__loop *l)
+{
+	if (running_here != l) {
+		qpg__loop_wake(l);
+		return;
+	}
+	/* From one of its own callbacks: on_wake runs at the end of this
+	 * batch, with no eventfd written, read or polled. */
+	if (!atomic_exchange(&l->wake_pending, true))
+		qpg__loop_defer(l, &l->wake);
 }

@@ -59,10 +59,13 @@ int qpg__loop_mod(struct qpg__loop *l, struct qpg__io *io, uint32_t events);
 void qpg__loop_del(struct qpg__loop *l, struct qpg__io *io);
 /* Wait up to TIMEOUT_MS (-1: forever) and dispatch. Returns events handled. */
 int qpg__loop_run_once(struct qpg__loop *l, int timeout_ms);
-/* Any thread: on_wake runs on the loop's thread soon. From inside one of
- * the loop's own callbacks it runs at the end of the current batch, with
- * no system call. */
+/* Any thread, and signal handlers (an eventfd write): on_wake runs on the
+ * loop's thread soon. */
 void qpg__loop_wake(struct qpg__loop *l);
+/* The same, from any thread but not from a signal handler: from inside one
+ * of the loop's own callbacks, on_wake runs at the end of the current
+ * batch with no system call. */
+void qpg__loop_wake_soon(struct qpg__loop *l);
 /* Call IO's callback again (events 0) right after this batch, without
  * waiting: for a handler that stopped with work left so that other fds get
  * their turn, when no new event would bring it back. */

@@ -196,14 +196,16 @@ static void test_coalesced_wakes_lose_no_work(void **state)
 	qpg__loop_fini(&in.loop);
 }
 
-/* A wake from inside one of the loop's own callbacks (a KV worker that
- * submits its next request from its done callback) runs on_wake at the end
- * of that batch, with nothing written to the eventfd; a wake from another
- * thread still writes it. */
+/* A wake_soon from inside one of the loop's own callbacks (a KV worker
+ * that submits its next request from its done callback) runs on_wake at
+ * the end of that batch, with nothing written to the eventfd; one from
+ * another thread still writes it, and so does qpg__loop_wake always (it
+ * is what a signal handler may call). */
 struct self_waker {
 	struct qpg__io io;
 	struct qpg__loop *loop;
 	int wakes;
+	bool signal_safe; /* wake as a signal handler must: qpg__loop_wake */
 };
 
 static void wakes_its_loop(struct qpg__io *io, uint32_t events)
@@ -212,7 +214,10 @@ static void wakes_its_loop(struct qpg__io *io, uint32_t events)
 	struct self_waker *w = qpg__container_of(io, struct self_waker, io);
 	uint64_t v;
 	assert_int_equal(read(io->fd, &v, sizeof(v)), (ssize_t)sizeof(v));
-	qpg__loop_wake(w->loop);
+	if (w->signal_safe)
+		qpg__loop_wake(w->loop);
+	else
+		qpg__loop_wake_soon(w->loop);
 }
 
 static void count_wake(struct qpg__loop *l)
@@ -230,7 +235,7 @@ static uint64_t wake_fd_count(struct qpg__loop *l)
 	return v;
 }
 
-static void test_wake_from_own_callback_writes_nothing(void **state)
+static void test_wake_soon_from_own_callback_writes_nothing(void **state)
 {
 	(void)state;
 	struct qpg__loop l;
@@ -249,18 +254,27 @@ static void test_wake_from_own_callback_writes_nothing(void **state)
 	assert_int_equal(wake_fd_count(&l), 0);
 	assert_false(atomic_load(&l.wake_pending));
 	/* From outside a turn (as another thread): written, taken next turn. */
-	qpg__loop_wake(&l);
+	qpg__loop_wake_soon(&l);
 	assert_int_equal(wake_fd_count(&l), 1);
 	assert_int_equal(qpg__loop_run_once(&l, 1000), 1);
 	assert_int_equal(w.wakes, 2);
 	assert_int_equal(wake_fd_count(&l), 0);
+	/* qpg__loop_wake, even from a callback (a signal handler can run
+	 * there), only writes the eventfd: it never touches the loop's lists. */
+	w.signal_safe = true;
+	assert_int_equal(write(fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	assert_int_equal(qpg__loop_run_once(&l, 1000), 1);
+	assert_int_equal(w.wakes, 2);
+	assert_int_equal(wake_fd_count(&l), 1);
+	assert_int_equal(qpg__loop_run_once(&l, 1000), 1);
+	assert_int_equal(w.wakes, 3);
 	qpg__loop_del(&l, &w.io);
 	close(fd);
 	qpg__loop_fini(&l);
 }
 
 QPG_UNIT_MAIN(NULL, NULL,
-	      cmocka_unit_test(test_wake_from_own_callback_writes_nothing),
+	      cmocka_unit_test(test_wake_soon_from_own_callback_writes_nothing),
 	      cmocka_unit_test(test_coalesced_wakes_lose_no_work),
 	      cmocka_unit_test(test_deferred_io_runs_without_an_event),
 	      cmocka_unit_test(test_deferring_again_waits_for_the_next_batch),
