@@ -207,7 +207,7 @@ printf '\n %-5s %-48s %12s %12s %8s %8s   %s\n' "auth" "qpgate figure / anchor (
 row() { # AUTH LABEL FORMAT QPGATE-VALUES ANCHOR-VALUES TARGET [SCALE_ANCHOR] -> prints; sets $rr (median ratio)
 	local rs
 	rs=$(per_run_ratio "$4" "$5" "${7:-1}" | tr '\n' ' ')
-	rr=$(med $rs | awk '{if ($1 == "null") print; else printf "%.3f", $1}')
+	rr=$(medr $rs)
 	printf " %-5s %-48s $3 %12s %8s %8s   %s\n" "$1" "$2" "$(med $4)" \
 		"$(med $(for v in $5; do awk -v v="$v" -v k="${7:-1}" 'BEGIN{if (v == "null") print "null"; else print v * k}'; done))" \
 		"$rr" "$6" "$rs"

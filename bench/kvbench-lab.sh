@@ -81,15 +81,15 @@ srv=""
 grep 'stats:' "$work/server.log" | sed 's/^/ /'
 echo " QPs on the device after: $(rdma res show qp | grep -c lqpn)"
 if [ -n "$anchors" ]; then
-	m1=$(med "${r1[@]}" | awk '{if ($1 == "null") print; else printf "%.3f", $1}')
-	m2=$(med "${r2[@]}" | awk '{if ($1 == "null") print; else printf "%.3f", $1}')
+	m1=$(medr "${r1[@]}")
+	m2=$(medr "${r2[@]}")
 	printf '\n %-50s %14s %14s %8s %8s   %s\n' "KV figure / anchor (same VM, medians of $runs)" "qpgate" "anchor" \
 		"ratio" "target" "ratio in each run"
 	printf ' %-50s %14.0f %14.0f %8s %8s   %s\n' "4 KiB two-sided GETs/s / ib_send_bw 4 KiB msg/s" \
 		"$(med "${ops4k[@]}")" "$(med "${send_rate[@]}")" "$m1" ">= 0.5" "${r1[*]}"
 	printf ' %-50s %14.0f %14.0f %8s %8s   %s\n' "64 KiB one-sided GET B/s / ib_read_bw 64 KiB B/s" \
 		"$(med "${bps64k[@]}")" "$(med "${read_bps[@]}")" "$m2" ">= 0.8" "${r2[*]}"
-	mf=$(med "${rf[@]}" | awk '{if ($1 == "null") print; else printf "%.3f", $1}')
+	mf=$(medr "${rf[@]}")
 	printf ' %-50s %14.0f %14.0f %8s %8s   %s\n' "floor: 64 KiB READs + SHA-256, $(nproc) QPs / ib_read_bw" \
 		"$(med "${floor_bps[@]}")" "$(med "${read_bps[@]}")" "$mf" "" "${rf[*]}"
 	printf ' mismatches + errors per run (4 KiB+64 KiB): %s\n' "${bad[*]}"

@@ -52,6 +52,8 @@ qpg_perftest() {
 # none left prints null). med VALUES...: the same of its arguments.
 median() { grep -v '^null$' | sort -g | awk '{a[NR] = $1} END {if (NR == 0) print "null"; else print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 med() { printf '%s\n' "$@" | median; }
+# medr RATIOS...: their median to 3 decimals (null when none is left).
+medr() { med "$@" | awk '{if ($1 == "null") print; else printf "%.3f", $1}'; }
 # ratio A B: A / B to 3 decimals, or null when either is missing or B is 0.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{if (a != "null" && b != "null" && b + 0 > 0) printf "%.3f", a / b; else print "null"}'; }
 # jarr VALUES...: a JSON array of them (numbers or null).
