@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "qpgate/qpgate.h"
 
@@ -56,10 +57,11 @@ struct qpg_client_cbs {
 		       const char *why);
 	/* Optional: a send completed (room on the send queue again). */
 	void (*sent)(struct qpg_client_conn *c, void *user);
-	/* A one-sided read landed: LEN bytes at DATA (a registered buffer,
-	 * valid during the call). A failed read closes the connection. */
+	/* A one-sided read landed, scattered over IOVCNT registered buffers
+	 * in order (one per qpg_conn_info.read_piece bytes), valid during the
+	 * call. A failed read closes the connection. */
 	void (*read_done)(struct qpg_client_conn *c, void *user, uint64_t cookie,
-			  const uint8_t *data, uint32_t len);
+			  const struct iovec *iov, unsigned iovcnt);
 };
 
 int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
@@ -80,8 +82,11 @@ int qpg_client_connect_session(struct qpg_client *cl, unsigned n, void *const *u
 /* Copy PAYLOAD into a registered buffer and send it. -EAGAIN: no credit, or
  * the send queue is full (retry from the sent callback). */
 int qpg_client_send(struct qpg_client_conn *c, uint8_t type, const void *payload, uint32_t len);
+/* A READ scatters into at most this many registered buffers (fewer where
+ * the device allows fewer): qpg_conn_info.read_max / read_piece. */
+#define QPG_CLIENT_READ_SLOTS 8
 /* One-sided (RDMA): READ LEN bytes at the server's RADDR through a window
- * it granted with RKEY; read_done gets COOKIE. -EOPNOTSUPP over tcp,
+ * it granted with RKEY, as one work request; read_done gets COOKIE. -EOPNOTSUPP over tcp,
  * -EMSGSIZE beyond qpg_conn_info.read_max, -EAGAIN: the send queue is full. */
 int qpg_client_read(struct qpg_client_conn *c, uint64_t raddr, uint32_t rkey, uint32_t len,
 		    uint64_t cookie);
@@ -103,7 +108,8 @@ struct qpg_conn_info {
 	bool auth;
 	uint32_t local_qpn, local_psn, peer_qpn, peer_psn;
 	uint32_t max_msg;
-	uint32_t read_max; /* the longest one-sided read (a registered buffer) */
+	uint32_t read_max;   /* the longest one-sided read: one work request */
+	uint32_t read_piece; /* ...scattered over buffers of this many bytes */
 	uint16_t credits;
 	uint32_t in_flight;
 	uint64_t phase_ns[QPG_PHASE_COUNT];

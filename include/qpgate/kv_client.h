@@ -7,11 +7,13 @@
  * Two-sided GET values arrive in the pool's registered receive buffers; the
  * chunk callback sees each piece where it landed (no copy), already verified
  * against its message authentication tag. One-sided (RDMA READ through the
- * window the server granted), the pieces are gathered and the whole value
- * is checked against the SHA-256 digest in the grant, with message
- * authentication on or off, before the chunk callback sees any of it (once,
- * as one piece); a value that does not match never reaches the chunk
- * callback, and the done callback's status is QPG_KV_CORRUPT. */
+ * window the server granted), the whole value is checked against the
+ * SHA-256 digest in the grant, with message authentication on or off,
+ * before the chunk callback sees any of it: a value one READ brings
+ * (qpg_conn_info.read_max) is then delivered where it landed, in that
+ * READ's pieces, and a longer one is gathered and delivered as one piece.
+ * A value that does not match never reaches the chunk callback, and the
+ * done callback's status is QPG_KV_CORRUPT. */
 #ifndef QPGATE_KV_CLIENT_H
 #define QPGATE_KV_CLIENT_H
 
@@ -48,7 +50,6 @@ struct qpg_kv_request {
 	struct qpg_kv_grant grant; /* one-sided GET */
 	uint32_t total;		   /* one-sided GET: the value's length */
 	uint32_t posted;	   /* one-sided GET: bytes of READs posted */
-	void *md;		   /* one-sided GET: the running digest */
 	uint8_t *stage;		   /* one-sided GET: the value, held until it is checked */
 };
 

@@ -26,6 +26,7 @@ struct qpg_rdma_dev {
 	int max_srq_wr;
 	int max_qp_wr;
 	int max_qp_rd_atom; /* RDMA READs one QP may have outstanding */
+	int max_sge_rd;	    /* scatter entries in one RDMA READ */
 	char name[64];
 };
 
@@ -52,6 +53,7 @@ struct qpg_qp_opts {
 	uint32_t max_send_wr;
 	uint32_t max_recv_wr;
 	uint32_t max_inline;
+	uint32_t max_send_sge; /* 0: 1 (a READ may scatter into this many slots) */
 	int access;	   /* remote access for INIT; 0 for two-sided only */
 	uint8_t rd_atomic; /* RDMA READs in flight, as initiator and as responder */
 	uint8_t timeout;   /* local ACK timeout exponent */
@@ -94,6 +96,7 @@ struct qpg_buf {
 	void *owner;	 /* free for the user while the slot is taken */
 	uint64_t cookie; /* a one-sided read's: its caller's context */
 	uint32_t io_len; /* a one-sided read's length */
+	struct qpg_buf *chain; /* a one-sided read's next slot, NULL: the last */
 };
 
 struct qpg_pool_chunk;
@@ -113,6 +116,7 @@ struct qpg_pool {
 int qpg_pool_init(struct qpg_pool *p, struct ibv_pd *pd, size_t slot_size, size_t slots_per_chunk,
 		  size_t max_slots, int access);
 struct qpg_buf *qpg_pool_get(struct qpg_pool *p);
+/* Returns B and every slot chained to it (a multi-slot read's). */
 void qpg_pool_put(struct qpg_pool *p, struct qpg_buf *b);
 void qpg_pool_destroy(struct qpg_pool *p);
 size_t qpg_pool_bytes(const struct qpg_pool *p);

@@ -80,10 +80,10 @@ static int free_slot(struct kv_conn *k)
 }
 
 /* A READ landed (kv_client_read.c), then whatever it made possible. */
-static void on_read(struct qpg_client_conn *c, void *user, uint64_t cookie, const uint8_t *data,
-		    uint32_t len)
+static void on_read(struct qpg_client_conn *c, void *user, uint64_t cookie, const struct iovec *iov,
+		    unsigned iovcnt)
 {
-	qpg__kvc_on_read(c, user, cookie, data, len);
+	qpg__kvc_on_read(c, user, cookie, iov, iovcnt);
 	qpg__kvc_pump(user);
 }
 
@@ -459,7 +459,8 @@ int qpg_kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *
 			k->nslots = p->o.client.credits;
 			k->slots = calloc(k->nslots, sizeof(*k->slots));
 			k->frame = malloc(p->o.client.max_msg);
-			if (!k->slots || !k->frame)
+			k->md = EVP_MD_CTX_new();
+			if (!k->slots || !k->frame || !k->md)
 				rc = -ENOMEM;
 		}
 		/* Each thread's client sizes its pool for its connections. */
@@ -467,9 +468,11 @@ int qpg_kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *
 		co.pool_max = 4u * th->nconns * co.credits + 1024;
 		if (p->o.get_mode != QPG_KV_GET_TWO_SIDED) {
 			/* READs take send-queue entries and buffers beside the
-			 * requests: up to the credits of each per connection. */
+			 * requests: up to the credits of each per connection,
+			 * each READ up to QPG_CLIENT_READ_SLOTS buffers. */
 			co.rd_atomic = 16;
 			co.sq_depth = 2u * co.credits + 2;
+			co.pool_max += QPG_CLIENT_READ_SLOTS * th->nconns * co.credits;
 		}
 		if (rc == 0 && (rc = qpg_client_create(&th->cl, &co, &cbs, err, err_len)) == 0)
 			qpg_client_set_wake(th->cl, on_wake, th);
@@ -555,6 +558,7 @@ void qpg_kv_pool_destroy(struct qpg_kv_pool *p)
 		for (unsigned i = 0; th->conns && i < th->nconns; i++) {
 			free(th->conns[i].slots);
 			free(th->conns[i].frame);
+			EVP_MD_CTX_free(th->conns[i].md);
 		}
 		free(th->conns);
 		pthread_mutex_destroy(&th->lock);

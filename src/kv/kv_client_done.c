@@ -4,7 +4,6 @@
  * queues requests wait in. Below the pool (kv_client.c) and the one-sided
  * path (kv_client_read.c). */
 #include <errno.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +12,6 @@
 
 void qpg__kvc_complete(struct qpg_kv_request *op, int status, uint32_t value_len)
 {
-	EVP_MD_CTX_free(op->md);
-	op->md = NULL;
 	free(op->stage);
 	op->stage = NULL;
 	op->phase = PH_NONE;

@@ -51,6 +51,7 @@ struct kv_conn {
 	uint8_t get_flags; /* on each GET: whether (or when) to ask for a grant */
 	bool pumping;	   /* tcp completes sends inside the send call: no nesting */
 	uint32_t read_max;
+	void *md;	       /* the digest of the value being read (EVP_MD_CTX) */
 	unsigned reads;	       /* READs in flight */
 	unsigned grants_ahead; /* asked for a grant, or granted and not yet read */
 	unsigned grants_held;  /* asked for a grant, not yet finished: the server's
@@ -117,7 +118,7 @@ int qpg__kvc_post_probe(struct kv_conn *k, struct qpg_kv_request *op);
 void qpg__kvc_read_pump(struct kv_conn *k);
 void qpg__kvc_on_grant(struct kv_conn *k, struct qpg_kv_request *op, const struct qpg_kv_reply *r);
 /* A READ landed; the caller pumps afterwards. */
-void qpg__kvc_on_read(struct qpg_client_conn *c, void *user, uint64_t cookie, const uint8_t *data,
-		      uint32_t len);
+void qpg__kvc_on_read(struct qpg_client_conn *c, void *user, uint64_t cookie,
+		      const struct iovec *iov, unsigned iovcnt);
 
 #endif

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* One-sided GETs in the pooled KV client: the server's grant, the READs
  * that fetch the value into registered buffers (pipelined up to the
- * credits), the digest check before any of it is delivered, and the
- * RELEASE that lets the server invalidate the window. */
+ * credits, each up to read_max bytes), the digest check before any of it
+ * is delivered, and the RELEASE that lets the server invalidate the
+ * window. */
 #include <errno.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,21 +104,6 @@ void qpg__kvc_read_pump(struct kv_conn *k)
 		while (op->posted < op->total) {
 			if (!k->up || k->dead || k->reads >= k->credits)
 				return;
-			/* Staged from its first READ, not from its grant: READs go
-			 * in order, so a connection stages only the value or two
-			 * being read now, not every value granted. Checked whether
-			 * or not frames are authenticated: nothing read reaches the
-			 * caller before the whole value matches the digest. */
-			if (!op->stage) {
-				op->md = EVP_MD_CTX_new();
-				op->stage = malloc(op->total);
-				if (!op->md || !op->stage ||
-				    !EVP_DigestInit_ex(op->md, EVP_sha256(), NULL)) {
-					qpg__kvc_fail_conn(k, "out of memory for a one-sided GET",
-							   0);
-					return;
-				}
-			}
 			uint32_t len = op->total - op->posted;
 			if (len > k->read_max)
 				len = k->read_max;
@@ -152,8 +139,58 @@ void qpg__kvc_on_grant(struct kv_conn *k, struct qpg_kv_request *op, const struc
 	qpg__kvc_read_pump(k);
 }
 
-void qpg__kvc_on_read(struct qpg_client_conn *c, void *user, uint64_t cookie, const uint8_t *data,
-		      uint32_t len)
+/* Checked whether or not frames are authenticated: nothing read reaches
+ * the caller before the whole value matches the grant's digest. READs land
+ * in the order they were posted, one GET's after another's, so one running
+ * digest per connection serves them all. A value that one READ brought
+ * whole (up to read_max) is checked and delivered where it landed, in the
+ * READ's pieces; a longer one is gathered in a stage, allocated at its
+ * first READ, and delivered whole. */
+static bool landed(struct kv_conn *k, struct qpg_kv_request *op, const struct iovec *iov,
+		   unsigned iovcnt)
+{
+	size_t len = 0;
+	for (unsigned i = 0; i < iovcnt; i++)
+		len += iov[i].iov_len;
+	if (op != k->rd_head || op->phase != PH_READING || len > op->total - op->got) {
+		qpg__kvc_fail_conn(k, "a READ completed out of order", 0);
+		return false;
+	}
+	bool whole = op->got == 0 && len == op->total;
+	if (op->got == 0 && !EVP_DigestInit_ex(k->md, EVP_sha256(), NULL))
+		op->result = QPG_KV_CORRUPT;
+	if (!whole && !op->stage && !(op->stage = malloc(op->total))) {
+		qpg__kvc_fail_conn(k, "out of memory for a one-sided GET", 0);
+		return false;
+	}
+	for (unsigned i = 0; i < iovcnt; i++) {
+		if (op->stage)
+			memcpy(op->stage + op->got, iov[i].iov_base, iov[i].iov_len);
+		if (op->result == QPG_KV_OK &&
+		    !EVP_DigestUpdate(k->md, iov[i].iov_base, iov[i].iov_len))
+			op->result = QPG_KV_CORRUPT;
+		op->got += (uint32_t)iov[i].iov_len;
+	}
+	if (op->got < op->total)
+		return true;
+	uint8_t d[QPG_KV_DIGEST_LEN];
+	unsigned dl = 0;
+	if (op->result == QPG_KV_OK && (!EVP_DigestFinal_ex(k->md, d, &dl) || dl != sizeof(d) ||
+					CRYPTO_memcmp(d, op->grant.digest, sizeof(d)) != 0))
+		op->result = QPG_KV_CORRUPT;
+	if (op->result != QPG_KV_OK || !op->chunk)
+		return true;
+	if (op->stage) {
+		op->chunk(op, op->stage, op->total, 0, op->total);
+		return true;
+	}
+	for (unsigned i = 0, off = 0; i < iovcnt; off += (uint32_t)iov[i++].iov_len)
+		op->chunk(op, iov[i].iov_base, (uint32_t)iov[i].iov_len, off, op->total);
+	return true;
+}
+
+void qpg__kvc_on_read(struct qpg_client_conn *c, void *user, uint64_t cookie,
+		      const struct iovec *iov, unsigned iovcnt)
 {
 	struct kv_conn *k = user;
 	struct qpg_kv_pool *p = k->th->pool;
@@ -173,24 +210,10 @@ void qpg__kvc_on_read(struct qpg_client_conn *c, void *user, uint64_t cookie, co
 		if (!op)
 			return;
 	} else {
-		if (op != k->rd_head || op->phase != PH_READING || len > op->total - op->got) {
-			qpg__kvc_fail_conn(k, "a READ completed out of order", 0);
+		if (!landed(k, op, iov, iovcnt))
 			return;
-		}
-		memcpy(op->stage + op->got, data, len);
-		if (!EVP_DigestUpdate(op->md, data, len))
-			op->result = QPG_KV_CORRUPT;
-		op->got += len;
 	}
 	if (op->got >= op->total) {
-		uint8_t d[QPG_KV_DIGEST_LEN];
-		unsigned dl = 0;
-		if (op->result == QPG_KV_OK &&
-		    (!EVP_DigestFinal_ex(op->md, d, &dl) || dl != sizeof(d) ||
-		     CRYPTO_memcmp(d, op->grant.digest, sizeof(d)) != 0))
-			op->result = QPG_KV_CORRUPT;
-		if (op->result == QPG_KV_OK && op->chunk)
-			op->chunk(op, op->stage, op->total, 0, op->total);
 		free(op->stage);
 		op->stage = NULL;
 		qpg__kvc_list_pop(&k->rd_head, &k->rd_tail);

@@ -152,10 +152,14 @@ static void cl_read_done(struct qpg__conn *c, struct qpg_buf *b)
 {
 	struct qpg_client *cl = of(c);
 	struct client_user *u = c->user;
-	if (cl->cbs.read_done)
-		cl->cbs.read_done((struct qpg_client_conn *)c, u->user, b->cookie, b->addr,
-				  b->io_len);
-	qpg_pool_put(&c->ep->pool, b);
+	if (cl->cbs.read_done) {
+		struct iovec iov[UINT8_MAX];
+		unsigned n = 0;
+		for (struct qpg_buf *p = b; p && n < UINT8_MAX; p = p->chain)
+			iov[n++] = (struct iovec){p->addr, p->io_len};
+		cl->cbs.read_done((struct qpg_client_conn *)c, u->user, b->cookie, iov, n);
+	}
+	qpg_pool_put(&c->ep->pool, b); /* and the slots chained to it */
 }
 
 static void cl_closed(struct qpg__conn *c)
@@ -422,22 +426,32 @@ int qpg_client_send(struct qpg_client_conn *cc, uint8_t type, const void *payloa
 	return rc;
 }
 
-/* A registered buffer for a one-sided operation of LEN bytes. */
-static int one_sided_buf(struct qpg__conn *c, uint32_t len, struct qpg_buf **out)
+/* Registered buffers for a one-sided operation of LEN bytes: one slot, or
+ * (a READ) up to read_slots of them chained, each full but the last. */
+static int one_sided_buf(struct qpg__conn *c, uint32_t len, unsigned max_slots,
+			 struct qpg_buf **out)
 {
 	if (c->state != QPG_CONN_ESTABLISHED)
 		return -ENOTCONN;
 	if (!c->t->read)
 		return -EOPNOTSUPP;
-	if (len == 0 || len > c->ep->pool.slot_size)
+	size_t slot = c->ep->pool.slot_size;
+	if (len == 0 || len > slot * max_slots)
 		return -EMSGSIZE;
 	if (qpg__conn_send_room(c) == 0)
 		return -EAGAIN;
-	struct qpg_buf *b = qpg_pool_get(&c->ep->pool);
-	if (!b)
-		return -ENOBUFS;
-	b->io_len = len;
-	*out = b;
+	struct qpg_buf *head = NULL, **tail = &head;
+	for (uint32_t off = 0; off < len; off += (uint32_t)slot) {
+		struct qpg_buf *b = qpg_pool_get(&c->ep->pool);
+		if (!b) {
+			qpg_pool_put(&c->ep->pool, head);
+			return -ENOBUFS;
+		}
+		b->io_len = (uint32_t)QPG_MIN(slot, (size_t)(len - off));
+		*tail = b;
+		tail = &b->chain;
+	}
+	*out = head;
 	return 0;
 }
 
@@ -446,7 +460,7 @@ int qpg_client_read(struct qpg_client_conn *cc, uint64_t raddr, uint32_t rkey, u
 {
 	struct qpg__conn *c = (struct qpg__conn *)cc;
 	struct qpg_buf *b;
-	int rc = one_sided_buf(c, len, &b);
+	int rc = one_sided_buf(c, len, c->read_slots, &b);
 	if (rc)
 		return rc;
 	b->cookie = cookie;
@@ -460,7 +474,7 @@ int qpg__client_test_write(struct qpg_client_conn *cc, uint64_t raddr, uint32_t 
 {
 	struct qpg__conn *c = (struct qpg__conn *)cc;
 	struct qpg_buf *b;
-	int rc = one_sided_buf(c, len, &b);
+	int rc = one_sided_buf(c, len, 1, &b);
 	if (rc)
 		return rc;
 	memcpy(b->addr, data, len);
@@ -498,7 +512,8 @@ void qpg_client_conn_info(const struct qpg_client_conn *cc, struct qpg_conn_info
 	out->peer_qpn = c->peer.qpn;
 	out->peer_psn = c->peer.psn;
 	out->max_msg = c->max_msg;
-	out->read_max = c->t->read ? (uint32_t)c->ep->pool.slot_size : 0;
+	out->read_piece = c->t->read ? (uint32_t)c->ep->pool.slot_size : 0;
+	out->read_max = out->read_piece * c->read_slots;
 	out->credits = c->credits;
 	out->in_flight = c->user ? ((const struct client_user *)c->user)->outstanding : 0;
 	memcpy(out->phase_ns, c->phase_ns, sizeof(out->phase_ns));

@@ -168,6 +168,7 @@ struct qpg__conn {
 	uint32_t max_msg;   /* payload limit agreed for frames to the peer */
 	uint16_t credits;   /* agreed requests in flight */
 	uint32_t in_flight; /* sends posted, not completed */
+	uint8_t read_slots; /* pool slots one READ may scatter into (0: no READs) */
 	uint64_t conn_id;
 	/* Bootstrap input (QPG_WIRE_MAX_BOOT_LEN bytes), only while the
 	 * bootstrap lasts; after it, (tcp) frame reassembly is the transport's. */

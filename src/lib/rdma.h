@@ -10,6 +10,7 @@
 #include "common.h"
 #include "core.h"
 #include "map.h"
+#include "qpgate/client.h"
 
 struct rdma_ep {
 	struct ibv_comp_channel *channel;
@@ -47,6 +48,12 @@ struct rdma_conn {
  * device does not read them from the pool. A device that offers no
  * inline data gets QPs without it. */
 #define QPG__RDMA_INLINE 128
+
+/* A READ scatters into up to this many pool slots (one work request, one
+ * completion): a 64 KiB value over 8 KiB slots is one READ, not eight. On
+ * rxe a send queue entry of 8 scatter entries is no larger than one of 128
+ * inline bytes, so the QP costs no more memory. */
+#define QPG__RDMA_READ_SGE QPG_CLIENT_READ_SLOTS
 
 /* Work request ids: a pointer with the kind of request in its low bits
  * (buffers and windows are at least 8-byte aligned). */

@@ -122,13 +122,18 @@ int qpg__rdma_revoke(struct qpg__conn *c, void *window)
 static int post_one_sided(struct qpg__conn *c, struct qpg_buf *b, enum wr_kind kind, uint64_t raddr,
 			  uint32_t rkey)
 {
-	if (b->io_len > b->len)
-		return -EINVAL;
+	/* One scatter entry per slot of B's chain (a READ longer than a slot). */
+	struct ibv_sge sge[QPG__RDMA_READ_SGE];
+	int n = 0;
+	for (struct qpg_buf *p = b; p; p = p->chain) {
+		if (n == (int)c->read_slots || p->io_len > p->len || (p != b && kind != WR_READ))
+			return -EINVAL;
+		sge[n++] = (struct ibv_sge){(uintptr_t)p->addr, p->io_len, p->lkey};
+	}
 	b->owner = c;
-	struct ibv_sge sge = {(uintptr_t)b->addr, b->io_len, b->lkey};
 	struct ibv_send_wr wr = {.wr_id = wr_id_of(b, kind),
-				 .sg_list = &sge,
-				 .num_sge = 1,
+				 .sg_list = sge,
+				 .num_sge = n,
 				 .opcode = kind == WR_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE,
 				 .send_flags = IBV_SEND_SIGNALED},
 			   *bad;

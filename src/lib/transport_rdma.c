@@ -288,13 +288,19 @@ static int rdma_conn_prepare(struct qpg__conn *c, struct qpg_wire_params *local)
 	o.srq = r->srq;
 	o.max_send_wr = qpg__conn_send_depth(c);
 	o.max_inline = QPG__RDMA_INLINE;
+	/* Only a client READs: a server's QPs keep one scatter entry. */
+	if (!c->is_server)
+		o.max_send_sge =
+		    (uint32_t)QPG_MAX(1, QPG_MIN(QPG__RDMA_READ_SGE, ep->dev->max_sge_rd));
 	if ((err = qpg_qp_create(ep->dev, &o, &rc->qp)) == -EINVAL) {
 		o.max_inline = 0;
+		o.max_send_sge = 1;
 		err = qpg_qp_create(ep->dev, &o, &rc->qp);
 	}
 	if (err)
 		return err;
 	rc->max_inline = o.max_inline;
+	c->read_slots = (uint8_t)QPG_MAX(1, o.max_send_sge);
 	atomic_fetch_add_explicit(&ep->stats.qps_created, 1, memory_order_relaxed);
 	qpg__phase_end(c, QPG_PHASE_QP_CREATE);
 	/* Remote access on the QP only lets peers use windows granted to it;

@@ -78,6 +78,7 @@ int qpg_rdma_dev_open(struct qpg_rdma_dev *dev, const char *name, uint8_t port, 
 	dev->max_srq_wr = da.max_srq_wr;
 	dev->max_qp_wr = da.max_qp_wr;
 	dev->max_qp_rd_atom = da.max_qp_rd_atom;
+	dev->max_sge_rd = QPG_MIN(da.max_sge_rd, da.max_sge);
 	if (gid_index < 0)
 		gid_index = pick_gid_index(dev->ctx, port, pa.gid_tbl_len);
 	if (gid_index >= pa.gid_tbl_len) {
@@ -174,7 +175,7 @@ int qpg_qp_create(struct qpg_rdma_dev *dev, const struct qpg_qp_opts *o, struct 
 	a.sq_sig_all = 0;
 	a.cap.max_send_wr = o->max_send_wr;
 	a.cap.max_recv_wr = o->srq ? 0 : o->max_recv_wr;
-	a.cap.max_send_sge = 1;
+	a.cap.max_send_sge = o->max_send_sge ? o->max_send_sge : 1;
 	a.cap.max_recv_sge = o->srq ? 0 : 1;
 	a.cap.max_inline_data = o->max_inline;
 	errno = 0;
@@ -360,18 +361,22 @@ struct qpg_buf *qpg_pool_get(struct qpg_pool *p)
 	struct qpg_buf *b = p->free;
 	p->free = b->next_free;
 	b->next_free = NULL;
+	b->chain = NULL;
 	p->in_use++;
 	return b;
 }
 
 void qpg_pool_put(struct qpg_pool *p, struct qpg_buf *b)
 {
-	if (!b)
-		return;
-	b->owner = NULL;
-	b->next_free = p->free;
-	p->free = b;
-	p->in_use--;
+	while (b) {
+		struct qpg_buf *next = b->chain;
+		b->owner = NULL;
+		b->chain = NULL;
+		b->next_free = p->free;
+		p->free = b;
+		p->in_use--;
+		b = next;
+	}
 }
 
 void qpg_pool_destroy(struct qpg_pool *p)

@@ -128,6 +128,17 @@ if [ "$transport" = rdma ]; then
 		grep -q 'abuse: 0 misuse(s) of a grant succeeded; 1 of 2 connections up; .*remote access error' <<<"$out"
 	wait "$bystander"
 	check "a client reading meanwhile verified all 8 GETs" [ "$(grep -c verified "$work/bystander.out")" -eq 8 ]
+	# 64 KiB over the client's 8 KiB buffers is one READ scattered over 8
+	# of them: checked whole, then delivered where it landed, piece by
+	# piece (8 READs would have been gathered and delivered as 1 chunk).
+	out=$(kvf --one-sided -- get other 64K 31 2>&1)
+	sed 's/^/  /' <<<"$out"
+	check "one-sided 64 KiB: one READ over 8 buffers, verified, delivered in place in 8 pieces" \
+		grep -Eq '^GET other: ok, 65536 bytes in 8 chunks,.*verified' <<<"$out"
+	out=$(kvf --test-abuse wrong-digest -- get other 64K 31 2>&1)
+	sed 's/^/  /' <<<"$out"
+	check "... and when it does not match its digest, none of its 8 pieces is delivered" \
+		grep -q '^GET other: value does not match its digest, 0 chunks delivered' <<<"$out"
 	out=$(kv get os4k 4096 21 get os1m 1M 22 2>&1)
 	sed 's/^/  /' <<<"$out"
 	check "values unchanged after the misuse (WRITE to the read-only window)" [ "$(grep -c verified <<<"$out")" -eq 2 ]
