@@ -190,11 +190,16 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&b.lock, NULL);
 	pthread_cond_init(&b.cv, NULL);
 	b.expect = calloc(b.nkeys, sizeof(*b.expect));
-	if (!b.expect)
+	uint8_t *value = malloc(b.value_size ? b.value_size : 1);
+	if (!b.expect || !value)
 		return 1;
 	/* What every key holds, preloaded now or by an earlier run. */
-	for (uint32_t k = 0; k < b.nkeys; k++)
-		b.expect[k] = kv_value_fnv(k, b.value_size);
+	for (uint32_t k = 0; k < b.nkeys; k++) {
+		for (uint32_t i = 0; i < b.value_size; i++)
+			value[i] = kv_value_byte(k, i);
+		b.expect[k] = XXH3_64bits(value, b.value_size);
+	}
+	free(value);
 	if (b.zipf) {
 		b.zipf_cdf = malloc(sizeof(double) * b.nkeys);
 		if (!b.zipf_cdf)

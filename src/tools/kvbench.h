@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <xxhash.h>
 
 #include "qpgate/hist.h"
 #include "qpgate/kv_client.h"
@@ -21,7 +22,7 @@ struct worker {
 	uint64_t rng;
 	uint32_t key;
 	char keybuf[24];
-	uint64_t fnv; /* running checksum of the value being received */
+	XXH3_state_t *xxh; /* running checksum of the value being received */
 	uint64_t t0;
 	long ops, mismatches, errors;
 };
@@ -38,7 +39,7 @@ struct bench {
 	long max_ops;
 	bool zipf;
 	double *zipf_cdf;
-	uint64_t *expect; /* fnv64 of each key's value */
+	uint64_t *expect; /* XXH3-64 of each key's value */
 	struct qpg_kv_pool *pool;
 	atomic_long issued;
 	atomic_bool stop;

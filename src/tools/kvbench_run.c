@@ -137,7 +137,8 @@ static void get_chunk(struct qpg_kv_request *r, const uint8_t *data, uint32_t le
 		      uint32_t total)
 {
 	struct worker *w = r->user;
-	w->fnv = kv_fnv_step(w->fnv, data, len); /* straight from the receive buffer */
+	/* Straight from where it landed (two-sided: the receive buffer). */
+	XXH3_64bits_update(w->xxh, data, len);
 }
 
 static void worker_stop(struct bench *b)
@@ -170,7 +171,7 @@ static void get_done(struct qpg_kv_request *r, int status, uint32_t len)
 		qpg_hist_add(h, now_ns() - w->t0);
 	if (status != QPG_KV_OK)
 		w->errors++;
-	else if (len != b->value_size || w->fnv != b->expect[w->key])
+	else if (len != b->value_size || XXH3_64bits_digest(w->xxh) != b->expect[w->key])
 		w->mismatches++;
 	else
 		w->ops++;
@@ -197,7 +198,7 @@ static void issue(struct worker *w)
 					 .chunk = get_chunk,
 					 .done = get_done,
 					 .user = w};
-	w->fnv = KV_FNV_INIT;
+	XXH3_64bits_reset(w->xxh);
 	w->t0 = now_ns();
 	if (qpg_kv_submit(b->pool, &w->req) != 0)
 		worker_stop(b);
@@ -257,7 +258,12 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 	}
 	struct worker *w = calloc(workers, sizeof(*w));
 	b->lat = calloc(KVB_LAT_SLOTS, sizeof(*b->lat));
-	if (!w || !b->lat) {
+	bool states = w != NULL;
+	for (unsigned i = 0; w && i < workers; i++)
+		states &= (w[i].xxh = XXH3_createState()) != NULL;
+	if (!w || !b->lat || !states) {
+		for (unsigned i = 0; w && i < workers; i++)
+			XXH3_freeState(w[i].xxh);
 		free(w);
 		free(b->lat);
 		b->lat = NULL;
@@ -303,6 +309,7 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 		res->ops += w[i].ops;
 		res->mismatches += w[i].mismatches;
 		res->errors += w[i].errors;
+		XXH3_freeState(w[i].xxh);
 	}
 	for (int i = 0; i < KVB_LAT_SLOTS; i++)
 		qpg_hist_merge(&res->lat, &b->lat[i]);
