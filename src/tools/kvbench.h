@@ -22,7 +22,7 @@ struct worker {
 	uint64_t rng;
 	uint32_t key;
 	char keybuf[24];
-	XXH3_state_t *xxh; /* running checksum of the value being received */
+	XXH64_state_t *xxh; /* running checksum of the value being received */
 	uint64_t t0;
 	long ops, mismatches, errors;
 };
@@ -39,7 +39,7 @@ struct bench {
 	long max_ops;
 	bool zipf;
 	double *zipf_cdf;
-	uint64_t *expect; /* XXH3-64 of each key's value */
+	uint64_t *expect; /* XXH64 of each key's value */
 	struct qpg_kv_pool *pool;
 	atomic_long issued;
 	atomic_bool stop;

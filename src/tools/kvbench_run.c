@@ -138,7 +138,7 @@ static void get_chunk(struct qpg_kv_request *r, const uint8_t *data, uint32_t le
 {
 	struct worker *w = r->user;
 	/* Straight from where it landed (two-sided: the receive buffer). */
-	XXH3_64bits_update(w->xxh, data, len);
+	XXH64_update(w->xxh, data, len);
 }
 
 static void worker_stop(struct bench *b)
@@ -171,7 +171,7 @@ static void get_done(struct qpg_kv_request *r, int status, uint32_t len)
 		qpg_hist_add(h, now_ns() - w->t0);
 	if (status != QPG_KV_OK)
 		w->errors++;
-	else if (len != b->value_size || XXH3_64bits_digest(w->xxh) != b->expect[w->key])
+	else if (len != b->value_size || XXH64_digest(w->xxh) != b->expect[w->key])
 		w->mismatches++;
 	else
 		w->ops++;
@@ -198,7 +198,7 @@ static void issue(struct worker *w)
 					 .chunk = get_chunk,
 					 .done = get_done,
 					 .user = w};
-	XXH3_64bits_reset(w->xxh);
+	XXH64_reset(w->xxh, 0);
 	w->t0 = now_ns();
 	if (qpg_kv_submit(b->pool, &w->req) != 0)
 		worker_stop(b);
@@ -260,10 +260,10 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 	b->lat = calloc(KVB_LAT_SLOTS, sizeof(*b->lat));
 	bool states = w != NULL;
 	for (unsigned i = 0; w && i < workers; i++)
-		states &= (w[i].xxh = XXH3_createState()) != NULL;
+		states &= (w[i].xxh = XXH64_createState()) != NULL;
 	if (!w || !b->lat || !states) {
 		for (unsigned i = 0; w && i < workers; i++)
-			XXH3_freeState(w[i].xxh);
+			XXH64_freeState(w[i].xxh);
 		free(w);
 		free(b->lat);
 		b->lat = NULL;
@@ -307,7 +307,7 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 		res->ops += w[i].ops;
 		res->mismatches += w[i].mismatches;
 		res->errors += w[i].errors;
-		XXH3_freeState(w[i].xxh);
+		XXH64_freeState(w[i].xxh);
 	}
 	/* GETs that failed: say why, as the pool last heard it. */
 	qpg_kv_pool_info(b->pool, &pi);
