@@ -256,14 +256,14 @@ jq -n --arg version "$version" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg
 	--argjson ffull "$floor_full" --argjson fres "$floor_resumed" --argjson reconn "$(med $(vals reconn))" \
 	--argjson lfull "$m_lf" --argjson lres "$m_lr" --argjson lfc "$m_lfc" \
 	--argjson lfs "$m_lfs" --argjson lrc "$m_lrc" --argjson lrs "$m_lrs" \
-	--argjson r7 "$r7" --argjson r8 "$r8" --argjson r9 "$r9" --argjson r10 "$r10" \
+	--arg ia32cap "$qpg_ia32cap" --argjson r7 "$r7" --argjson r8 "$r8" --argjson r9 "$r9" --argjson r10 "$r10" \
 	--argjson resumed "$(med $(vals resumed))" --argjson r5 "$r5" --argjson sess "[$srows]" --argjson sessn "$sess_clients" \
 	--argjson rlat "$(jarr "${lat_typ[@]}")" --argjson rbw "$(jarr "${bw_rate[@]}")" --argjson rcm "$(jarr "${cm_rate[@]}")" \
 	--argjson rlf "$(jarr "${lib_full[@]}")" --argjson rlr "$(jarr "${lib_res[@]}")" \
 	--argjson rrc "$(jarr $(vals reconn))" --argjson rtsp "$(jarr "${tcp_sp[@]}")" --argjson rtq "$(jarr "${tcp_q[@]}")" \
 	'{schema_version: 1, tool: "bench/anchors.sh", version: $version, date: $date,
 	  parameters: {device: $dev, size: $size, clients: $clients, connect_clients: $conn, iters: $iters,
-	               session_qps: $sessn, runs: $nruns},
+	               session_qps: $sessn, runs: $nruns, openssl_ia32cap: $ia32cap},
 	  results: {ib_send_lat_typical_us: $lat, round_trip_anchor_us: $rtt, ib_send_bw_msgs_per_s: $bw,
 	            cmtime_connects_per_s: $cm, tcp_pingpong_p50_us: $tcpa,
 	            tls_floor: {full_handshakes_per_s: $ffull, resumptions_per_s: $fres},

@@ -95,7 +95,7 @@ if [ -n "$anchors" ]; then
 	printf ' mismatches + errors per run (4 KiB+64 KiB): %s\n' "${bad[*]}"
 	version=$("$bin/qpgate-kvbench" --version | awk '{print $3}')
 	jq -n --arg version "$version" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg dev "$dev" \
-		--argjson secs "$secs" --argjson runs "$runs" \
+		--argjson secs "$secs" --argjson runs "$runs" --arg ia32cap "$qpg_ia32cap" \
 		--argjson sr "$(med "${send_rate[@]}")" --argjson rb "$(med "${read_bps[@]}")" \
 		--argjson o4 "$(med "${ops4k[@]}")" --argjson b64 "$(med "${bps64k[@]}")" --argjson r1 "$m1" --argjson r2 "$m2" \
 		--argjson asr "$(jarr "${send_rate[@]}")" --argjson arb "$(jarr "${read_bps[@]}")" \
@@ -105,7 +105,7 @@ if [ -n "$anchors" ]; then
 		--argjson arf "$(jarr "${rf[@]}")" --argjson nthr "$(nproc)" \
 		--slurpfile k4 "$work/kv4k-1.json" --slurpfile k64 "$work/kv64k-1.json" \
 		'{schema_version: 1, tool: "bench/kvbench-lab.sh", version: $version, date: $date,
-		  parameters: {device: $dev, duration_s: $secs, runs: $runs},
+		  parameters: {device: $dev, duration_s: $secs, runs: $runs, openssl_ia32cap: $ia32cap},
 		  results: {ib_send_bw_4k_msgs_per_s: $sr, ib_read_bw_64k_bytes_per_s: $rb,
 		            two_sided_4k: {gets_per_s: $o4, ratio: $r1, run: $k4[0].results.runs[0]},
 		            one_sided_64k: {bytes_per_s: $b64, ratio: $r2, run: $k64[0].results.runs[0]},
