@@ -303,21 +303,21 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 	struct proc_sample ps;
 	proc_sample(0, &ps);
 	res->rss_kb = ps.rss_kb;
+	qpg_kv_pool_info(b->pool, &pi); /* why connections failed, if any did */
+	qpg_kv_pool_destroy(b->pool);
+	b->pool = NULL;
 	for (unsigned i = 0; i < workers; i++) {
 		res->ops += w[i].ops;
 		res->mismatches += w[i].mismatches;
 		res->errors += w[i].errors;
-		XXH64_freeState(w[i].xxh);
+		XXH64_freeState(w[i].xxh); /* no callback of theirs can run now */
 	}
 	/* GETs that failed: say why, as the pool last heard it. */
-	qpg_kv_pool_info(b->pool, &pi);
 	if (res->errors && pi.last_error[0]) {
 		snprintf(res->why, sizeof(res->why), "%s", pi.last_error);
 		fprintf(stderr, "kvbench: %ld GETs failed; the last connection to fail: %s\n",
 			res->errors, pi.last_error);
 	}
-	qpg_kv_pool_destroy(b->pool);
-	b->pool = NULL;
 	for (int i = 0; i < KVB_LAT_SLOTS; i++)
 		qpg_hist_merge(&res->lat, &b->lat[i]);
 	free(b->lat);
