@@ -153,9 +153,9 @@ static void cl_read_done(struct qpg__conn *c, struct qpg_buf *b)
 	struct qpg_client *cl = of(c);
 	struct client_user *u = c->user;
 	if (cl->cbs.read_done) {
-		struct iovec iov[UINT8_MAX];
+		struct iovec iov[QPG_CLIENT_READ_SLOTS]; /* a chain is at most read_slots */
 		unsigned n = 0;
-		for (struct qpg_buf *p = b; p && n < UINT8_MAX; p = p->chain)
+		for (struct qpg_buf *p = b; p && n < QPG_CLIENT_READ_SLOTS; p = p->chain)
 			iov[n++] = (struct iovec){p->addr, p->io_len};
 		cl->cbs.read_done((struct qpg_client_conn *)c, u->user, b->cookie, iov, n);
 	}

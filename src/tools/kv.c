@@ -145,8 +145,7 @@ static int put_value(const struct cmd *c, uint32_t max, uint8_t **value, uint32_
 		*value = malloc(c->size ? c->size : 1);
 		if (!*value)
 			return 2;
-		for (uint32_t i = 0; i < c->size; i++)
-			(*value)[i] = kv_value_byte(c->seed, i);
+		kv_value_fill(*value, c->seed, c->size);
 		*len = c->size;
 		return 0;
 	}

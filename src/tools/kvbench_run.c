@@ -102,8 +102,7 @@ static int preload(struct bench *b, struct qpg_kv_pool *pool)
 		pthread_mutex_unlock(&b->lock);
 		if (rc)
 			break;
-		for (uint32_t i = 0; i < b->value_size; i++)
-			s->value[i] = kv_value_byte(k, i);
+		kv_value_fill(s->value, k, b->value_size);
 		int n = key_name(s->key, sizeof(s->key), k);
 		s->req = (struct qpg_kv_request){.op = QPG_KV_PUT,
 						 .key = s->key,

@@ -20,6 +20,13 @@ static inline uint8_t kv_value_byte(uint32_t seed, uint32_t i)
 	return (uint8_t)(x ^ (x >> 13) ^ (i >> 8));
 }
 
+/* BUF = the LEN-byte value generated from SEED. */
+static inline void kv_value_fill(uint8_t *buf, uint32_t seed, uint32_t len)
+{
+	for (uint32_t i = 0; i < len; i++)
+		buf[i] = kv_value_byte(seed, i);
+}
+
 static inline uint64_t kv_fnv_step(uint64_t h, const uint8_t *p, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)
