@@ -56,6 +56,12 @@ struct qpg_service {
 	void (*on_tick)(struct qpg_conn *c, uint64_t now_ns);
 	/* Optional: a window granted on C with USER is invalid again. */
 	void (*on_revoked)(struct qpg_conn *c, void *user);
+	/* Optional: once, from qpg_server_destroy when start() succeeded (or
+	 * there is none), after every connection is gone and before the device
+	 * closes: close every region the service opened (qpg_region_close). A
+	 * region still open past this point is reported, and its memory
+	 * registration is lost with the device. */
+	void (*stop)(struct qpg_server *s, void *ctx);
 };
 
 /* The built-in echo service: every request comes back in the buffer it

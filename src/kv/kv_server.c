@@ -38,6 +38,17 @@ static int kv_start(struct qpg_server *srv, void *ctx, char *why, size_t why_len
 	return 0;
 }
 
+/* The server is going: no connection is left, so no window over a value;
+ * the values' regions go before the device does. */
+static void kv_stop(struct qpg_server *srv, void *ctx)
+{
+	(void)srv;
+	struct qpg_kv_service *k = ctx;
+	qpg__kv_store_close_regions(&k->store);
+	k->one_sided = false;
+	snprintf(k->one_sided_why, sizeof(k->one_sided_why), "off (the server has stopped)");
+}
+
 static unsigned long long ld(atomic_ullong *a)
 {
 	return atomic_load_explicit(a, memory_order_relaxed);
@@ -95,6 +106,7 @@ static const struct qpg_service kv_ops = {
     .min_msg = QPG_KV_MIN_MSG, /* a reply header, a key and a useful piece of value */
     .request_type = QPG_FRAME_KV_REQ,
     .start = kv_start,
+    .stop = kv_stop,
     .on_message = qpg__kv_message,
     .on_sent = qpg__kv_sent,
     .on_close = qpg__kv_closed,

@@ -118,6 +118,20 @@ void qpg__kv_store_fini(struct qpg__kv_store *s)
 	qpg__khash_fini(&s->hash);
 }
 
+void qpg__kv_store_close_regions(struct qpg__kv_store *s)
+{
+	if (!s->buckets)
+		return;
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->nbuckets; i++)
+		for (struct qpg__kv_value *v = s->buckets[i]; v; v = v->next)
+			if (v->region) {
+				s->region_close(v->region);
+				v->region = NULL;
+			}
+	pthread_mutex_unlock(&s->lock);
+}
+
 /* Under the lock. Returns the offset, or -1 when no block is big enough. */
 static long alloc_block(struct qpg__kv_store *s, uint8_t c)
 {

@@ -68,6 +68,9 @@ struct qpg__kv_store {
 /* CAPACITY bytes of value space, values up to MAX_VALUE. -ENOMEM, -EINVAL. */
 int qpg__kv_store_init(struct qpg__kv_store *s, size_t capacity, uint32_t max_value);
 void qpg__kv_store_fini(struct qpg__kv_store *s);
+/* Close every value's region (the values stay, served two-sided from now
+ * on): before the device they were registered with goes. */
+void qpg__kv_store_close_regions(struct qpg__kv_store *s);
 
 /* Reserve space for a value of LEN bytes under KEY, not yet visible to
  * readers. Returns QPG__KVS_OK with *OUT set, QPG__KVS_TOO_LARGE or

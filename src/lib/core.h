@@ -107,6 +107,7 @@ struct qpg__ep_stats {
 	atomic_ullong slots_abandoned; /* in flight when a stuck connection was freed */
 	atomic_llong pool_in_use;      /* copied from the loop's pool at every tick */
 	atomic_llong pool_slots;
+	atomic_llong regions_open;	       /* a service's regions opened here, not yet closed */
 	atomic_ullong reads_paused;	       /* tcp: input paused while the output was full */
 	atomic_ullong handshake_ns_bucket[24]; /* log2 buckets from 1 us */
 	atomic_ullong handshake_ns_sum;

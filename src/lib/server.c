@@ -49,6 +49,7 @@ struct qpg_server {
 	atomic_ullong refused_pending, refused_per_peer, refused_rate;
 	uint64_t peers_swept_ns;       /* thread 0: when the peer table was last swept */
 	atomic_ullong accept_backoffs; /* accept failed for want of fds */
+	bool service_started;	       /* start() succeeded: stop() is owed */
 };
 
 /* A connection as its service sees it (qpgate/service.h). */
@@ -467,6 +468,7 @@ int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, 
 	s->port = port;
 	if (s->service->start && (rc = s->service->start(s, s->o.service_ctx, err, err_len)) < 0)
 		goto fail;
+	s->service_started = true;
 	*out = s;
 	return 0;
 fail:
@@ -559,6 +561,16 @@ void qpg_server_destroy(struct qpg_server *s)
 		}
 		qpg__endpoint_fini(&w->ep);
 	}
+	/* No connection is left, so no window: the service's regions go now,
+	 * while the device they were registered with is still open. */
+	if (s->service_started && s->service->stop)
+		s->service->stop(s, s->o.service_ctx);
+	long long regions = 0;
+	for (unsigned i = 0; i < s->nworkers; i++)
+		regions += atomic_load(&s->workers[i].ep.stats.regions_open);
+	if (regions)
+		slog(s, "destroy: %lld memory region(s) of the %s service still open", regions,
+		     s->service->name);
 	free(s->workers);
 	qpg__peers_fini(&s->peers);
 	if (s->tls_ready)

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -14,6 +15,7 @@
 struct qpg_region {
 	const struct qpg__transport_ops *t;
 	void *handle;
+	atomic_llong *open; /* the opening endpoint's count of open regions */
 };
 
 static struct qpg__conn *core(const struct qpg_conn *c)
@@ -100,11 +102,13 @@ int qpg_conn_region_open(struct qpg_conn *c, void *addr, size_t len, struct qpg_
 	if (!r)
 		return -ENOMEM;
 	r->t = t;
+	r->open = &core(c)->ep->stats.regions_open;
 	int rc = t->region_open(core(c)->ep, addr, len, &r->handle);
 	if (rc) {
 		free(r);
 		return rc;
 	}
+	atomic_fetch_add_explicit(r->open, 1, memory_order_relaxed);
 	*out = r;
 	return 0;
 }
@@ -114,6 +118,7 @@ void qpg_region_close(struct qpg_region *r)
 	if (!r)
 		return;
 	r->t->region_close(r->handle);
+	atomic_fetch_sub_explicit(r->open, 1, memory_order_relaxed);
 	free(r);
 }
 

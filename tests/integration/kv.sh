@@ -186,6 +186,10 @@ check "no authentication failures" grep -q 'auth_failures=0 seq_failures=0' <<<"
 check "nothing left connected" grep -q 'connected=0 ' <<<"$stats"
 if [ "$transport" = rdma ]; then
 	check "device QPs back to baseline ($qp0)" [ "$(qps)" -le "$qp0" ]
+	# Values served one-sided have regions of their own: the service closes
+	# them (its stop()) before the server closes the device.
+	check "every value's memory region closed before the device" \
+		eval '! grep "still open" "$work/server.log"'
 fi
 
 # A PUT that stops half-way gives its space back after --kv-put-timeout,
