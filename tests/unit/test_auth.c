@@ -126,5 +126,47 @@ static void test_session_qps_have_their_own_keys(void **state)
 	SSL_free(s);
 }
 
+/* GMAC of MSG under k1, nonce s1 || SEQ, through EVP's own AES-128-GCM. */
+static void evp_gmac(uint64_t seq, const uint8_t *msg, int len, uint8_t tag[16])
+{
+	uint8_t iv[12];
+	memcpy(iv, s1, 4);
+	for (int i = 0; i < 8; i++)
+		iv[4 + i] = (uint8_t)(seq >> (56 - 8 * i));
+	EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new();
+	int outl;
+	assert_non_null(x);
+	assert_int_equal(EVP_EncryptInit_ex(x, EVP_aes_128_gcm(), NULL, k1, iv), 1);
+	assert_int_equal(EVP_EncryptUpdate(x, NULL, &outl, msg, len), 1);
+	assert_int_equal(EVP_EncryptFinal_ex(x, tag, &outl), 1);
+	assert_int_equal(EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_AEAD_GET_TAG, 16, tag), 1);
+	EVP_CIPHER_CTX_free(x);
+}
+
+/* In order, on a jump back or forward, and across the sequence numbers'
+ * wrap, every tag is the one EVP's GCM makes for that nonce: all 8 bytes
+ * of the sequence number are in it. */
+static void test_tags_match_evp_gcm(void **state)
+{
+	/* clang-format off */
+	static const uint64_t seqs[] = {
+	    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 3, 4, 10, 11, 12, 1000, 1001, 999, 0x0102030405060708ull,
+	    ~0ull - 2, ~0ull - 1, ~0ull, 0, 1, 2};
+	/* clang-format on */
+	struct qpg__auth a;
+	assert_int_equal(qpg__auth_init_raw(&a, k1, s1, k2, s2), 0);
+	uint8_t msg[80], tag[16], want[16];
+	for (int i = 0; i < 80; i++)
+		msg[i] = (uint8_t)(i * 7);
+	for (size_t i = 0; i < sizeof(seqs) / sizeof(seqs[0]); i++) {
+		msg[0] = (uint8_t)i;
+		assert_int_equal(qpg__auth_tag(&a.tx, seqs[i], msg, sizeof(msg), tag), 0);
+		evp_gmac(seqs[i], msg, sizeof(msg), want);
+		assert_memory_equal(tag, want, 16);
+	}
+	qpg__auth_free(&a);
+}
+
 QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_tag_verifies_and_binds_seq_and_bytes),
-	      cmocka_unit_test(test_session_qps_have_their_own_keys))
+	      cmocka_unit_test(test_session_qps_have_their_own_keys),
+	      cmocka_unit_test(test_tags_match_evp_gcm))
