@@ -60,7 +60,7 @@ struct qpg_service {
 	 * there is none), after every connection is gone and before the device
 	 * closes: close every region the service opened (qpg_region_close). A
 	 * region still open past this point is reported, and its memory
-	 * registration is lost with the device. */
+	 * registration is lost with the device: it must not be closed later. */
 	void (*stop)(struct qpg_server *s, void *ctx);
 };
 
@@ -104,7 +104,8 @@ int qpg_server_enable_grants(struct qpg_server *s);
 /* Register [ADDR, ADDR + LEN) so windows over it can be granted (no remote
  * access to the region itself; a window never reaches past its region). */
 int qpg_conn_region_open(struct qpg_conn *c, void *addr, size_t len, struct qpg_region **out);
-/* Any thread, once no window over it is valid. */
+/* Any thread, once no window over it is valid, and before the server is
+ * destroyed (the service's stop() is the last place). */
 void qpg_region_close(struct qpg_region *r);
 /* Let C's peer, and only it, READ [ADDR, ADDR + LEN) of R: a window bound
  * to C's QP, in flight until on_sent. *WINDOW is the handle to revoke; its
