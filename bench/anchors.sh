@@ -64,9 +64,23 @@ floor_resumed=$(awk -v x="$x25519" 'BEGIN{printf "%.0f", 2 / (4/x)}')
 lat_typ=() bw_rate=() cm_rate=() cm_wall=() lib_full=() lib_res=() lib_fc=() lib_fs=() lib_rc=() lib_rs=()
 declare -A q # q[figure-auth] -> space-separated values, one per run
 add() { q[$1]="${q[$1]:-} $2"; }
+# Every figure starts on a quiet device: the QPs of the test before (a
+# server tears a thousand connections down after its client has gone) are
+# gone first, up to a minute.
+qp_count() { rdma res show qp 2>/dev/null | grep -c lqpn || true; }
+qp_base=$(qp_count)
+settle() {
+	local i
+	for i in $(seq 1 300); do
+		[ "$(qp_count)" -le "$qp_base" ] && return 0
+		sleep 0.2
+	done
+	log "the device still holds $(qp_count) QPs (baseline $qp_base); measuring anyway"
+}
 perf() { # NAME FLAGS... -> runs qpgate-perf, JSON in $work/NAME.json
 	local name=$1
 	shift
+	settle
 	log "qpgate-perf $name: $*"
 	"$bin/qpgate-perf" --ca "$work/ca.crt" -p "${perf_port:-$port}" -s "$size" --json "$work/$name.json" \
 		"$@" 127.0.0.1 localhost >"$work/$name.txt" 2>/dev/null || {
@@ -113,6 +127,7 @@ cmtime_once() { # -> the run's connects/s and wall seconds in cm_rate[], cm_wall
 modprobe rdma_ucm # /dev/infiniband/rdma_cm for librdmacm
 for r in $(seq 1 "$runs"); do
 	log "---- run $r of $runs"
+	settle
 	# perftest on the lo-backed device (GID 1 = ::ffff:127.0.0.1)
 	lat_out=$(qpg_perftest ib_send_lat -s "$size" -n "$iters")
 	# Columns: #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
