@@ -100,12 +100,11 @@ void qpg__kv_store_fini(struct qpg__kv_store *s)
 {
 	if (!s->buckets)
 		return;
+	qpg__kv_store_close_regions(s); /* none are left if the service stopped */
 	for (size_t i = 0; i < s->nbuckets; i++) {
 		while (s->buckets[i]) {
 			struct qpg__kv_value *v = s->buckets[i];
 			s->buckets[i] = v->next;
-			if (v->region)
-				s->region_close(v->region);
 			free(v);
 		}
 	}
