@@ -22,6 +22,10 @@ struct load_opts {
 	long window;	 /* handshakes (sessions) in flight */
 	unsigned qps_per_session; /* connections brought up over one TLS session */
 	long inflight;	 /* echoes in flight over all connections, 0: one per connection */
+	/* Time one echo in this many on each connection (1: every echo; all
+	 * are verified either way). A clock read can cost a system call (a
+	 * VM's HPET: about 1 us), and a busy client makes two per echo. */
+	long lat_every;
 	double ramp;	 /* new connections per second, 0: as fast as the window allows */
 	long hold_ms;	 /* all connected -> wait -> traffic */
 	long timeout_ms; /* whole run */

@@ -128,13 +128,13 @@ static json_t *build_json(const struct qpg_client_opts *co, const struct load_op
 	double pkb = per_client_kb(s, r);
 	double rate = r->traffic_s > 0 ? (double)r->verified / r->traffic_s : 0;
 	json_t *params = json_pack(
-	    "{s:s, s:s, s:i, s:i, s:I, s:f, s:b, s:f, s:I, s:i, s:I, s:i}", "transport",
+	    "{s:s, s:s, s:i, s:i, s:I, s:f, s:b, s:f, s:I, s:i, s:I, s:i, s:I}", "transport",
 	    co->transport == QPG_KIND_RDMA ? "rdma" : "tcp", "host", co->host, "port", co->port,
 	    "clients", lo->nconns, "msgs_per_client",
 	    (json_int_t)(lo->duration_s > 0 ? 0 : lo->msgs), "duration_s", lo->duration_s, "auth",
 	    co->auth, "ramp_per_s", lo->ramp, "window", (json_int_t)lo->window, "size",
 	    (int)lo->size, "inflight", (json_int_t)lo->inflight, "qps_per_session",
-	    (int)lo->qps_per_session);
+	    (int)lo->qps_per_session, "latency_every", (json_int_t)lo->lat_every);
 	json_t *results = json_pack(
 	    "{s:{s:i, s:i, s:i, s:i, s:f, s:o, s:o, s:o, s:o, s:f},"
 	    " s:{s:I, s:I, s:I, s:o, s:f, s:f, s:f},"
@@ -218,6 +218,8 @@ int main(int argc, char **argv)
 	     "new connections per second (default: as fast as --window allows)"},
 	    {"inflight", 0, OPT_LONG, &lo.inflight, 0, 100000000, "N",
 	     "echoes in flight over all clients (default 1024; 0: one per client)"},
+	    {"lat-every", 0, OPT_LONG, &lo.lat_every, 1, 1000000, "K",
+	     "time 1 echo in K on each client (default 1: all; all are verified)"},
 	    {"duration", 'D', OPT_DOUBLE, &lo.duration_s, 0.001, 86400, "S",
 	     "send for S seconds instead of -n"},
 	    {"stop-file", 0, OPT_STR, &lo.stop_file, 0, 0, "FILE",

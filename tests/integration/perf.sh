@@ -58,6 +58,18 @@ if [ "$transport" = tcp ]; then
 	check "a source of the other family is refused, with why (rc $?)" \
 		grep -q "source address '::1' is IPv6, but the server is IPv4" "$work/out"
 fi
+# --lat-every K: one echo in K on each client is timed (a clock read can be
+# a system call); every echo is still verified.
+qpg_serve "$work" --transport "$transport" --handshake-timeout 60000
+"$bin/qpgate-perf" --transport "$transport" --ca "$work/ca.crt" -p "$port" -c 4 -n 10 --lat-every 3 \
+	--json "$work/l.json" 127.0.0.1 localhost >"$work/out" 2>&1
+rc=$?
+qpg_json_file=$work/l.json
+check "--lat-every 3: all 40 echoes verified, echoes 0, 3, 6 and 9 of each client timed (rc $rc)" \
+	j '.parameters.latency_every == 3 and .results.data.verified == 40 and .results.data.latency_us.count == 16'
+check "--lat-every 3: the table says what was timed" \
+	grep -q "latency from 1 echo in 3 on each connection (16 timed); every echo verified" "$work/out"
+kill -TERM "$srv"; wait "$srv"; srv=""
 # Sessions of several QPs (-q): one TLS handshake and one control connection
 # bring up a session's QPs, each with keys and PSNs of its own; the server
 # bounds their number; a session shares one fate.
