@@ -13,6 +13,11 @@
 static void aes_block(const unsigned char in[16], unsigned char out[16], const void *key)
 {
 	struct qpg__auth_dir *d = (struct qpg__auth_dir *)key;
+	if (d->next_ready && memcmp(in, d->next_j0, 16) == 0) { /* prepared */
+		memcpy(out, d->next_mask, 16);
+		d->next_ready = 0;
+		return;
+	}
 	int outl = 0;
 	if (EVP_EncryptUpdate(d->ecb, out, &outl, in, 16) != 1 || outl != 16) {
 		d->broken = 1;
@@ -48,6 +53,8 @@ static int dir_init(struct qpg__auth_dir *d, const uint8_t key[16], const uint8_
 
 static void dir_free(struct qpg__auth_dir *d)
 {
+	OPENSSL_cleanse(d->next_mask, sizeof(d->next_mask));
+	d->next_ready = 0;
 	if (d->gcm)
 		CRYPTO_gcm128_release(d->gcm); /* cleanses H and the masks */
 	EVP_CIPHER_CTX_free(d->ecb);
@@ -96,13 +103,35 @@ void qpg__auth_free(struct qpg__auth *a)
 	a->enabled = 0;
 }
 
+/* The nonce: salt || seq (big-endian). GCM's first counter block, whose
+ * encryption masks the tag, is the nonce || 00000001. */
+static void nonce_of(const struct qpg__auth_dir *d, uint64_t seq, uint8_t iv[12])
+{
+	memcpy(iv, d->salt, 4);
+	for (int i = 0; i < 8; i++)
+		iv[4 + i] = (uint8_t)(seq >> (56 - 8 * i));
+}
+
+void qpg__auth_prepare(struct qpg__auth_dir *d, uint64_t seq)
+{
+	if (!d->gcm || d->broken)
+		return;
+	uint8_t j0[16] = {0};
+	nonce_of(d, seq, j0);
+	j0[15] = 1;
+	if (d->next_ready && memcmp(j0, d->next_j0, 16) == 0)
+		return;
+	d->next_ready = 0;
+	aes_block(j0, d->next_mask, d); /* a failure marks D broken */
+	memcpy(d->next_j0, j0, 16);
+	d->next_ready = !d->broken;
+}
+
 int qpg__auth_tag(struct qpg__auth_dir *d, uint64_t seq, const uint8_t *data, size_t len,
 		  uint8_t tag[16])
 {
 	uint8_t iv[12];
-	memcpy(iv, d->salt, 4);
-	for (int i = 0; i < 8; i++)
-		iv[4 + i] = (uint8_t)(seq >> (56 - 8 * i));
+	nonce_of(d, seq, iv);
 	if (!d->gcm || d->broken)
 		return -EIO;
 	CRYPTO_gcm128_setiv(d->gcm, iv, sizeof(iv)); /* the mask: one AES block */

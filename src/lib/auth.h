@@ -23,6 +23,9 @@ struct qpg__auth_dir {
 	int broken;	     /* the block cipher failed: every tag fails */
 	uint8_t salt[4];
 	uint64_t seq; /* next sequence number to send, or to expect */
+	/* A mask computed ahead (qpg__auth_prepare): E(K, NEXT_J0). */
+	uint8_t next_j0[16], next_mask[16];
+	int next_ready;
 };
 
 struct qpg__auth {
@@ -45,6 +48,12 @@ void qpg__auth_free(struct qpg__auth *a);
 /* Tag DATA[0..len) for sequence SEQ into TAG[16]. */
 int qpg__auth_tag(struct qpg__auth_dir *d, uint64_t seq, const uint8_t *data, size_t len,
 		  uint8_t tag[16]);
+/* Compute the mask of sequence SEQ's tag now (its one AES block), so that
+ * tagging or verifying SEQ later costs only GHASH. For after a message has
+ * gone out, while the peer works on it: it takes the block cipher off the
+ * path of the next message. A mask prepared for a sequence never used is
+ * simply not used. */
+void qpg__auth_prepare(struct qpg__auth_dir *d, uint64_t seq);
 /* 0 when TAG matches, -EBADMSG otherwise. Constant time. */
 int qpg__auth_verify(struct qpg__auth_dir *d, uint64_t seq, const uint8_t *data, size_t len,
 		     const uint8_t tag[16]);

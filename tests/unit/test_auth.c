@@ -167,6 +167,43 @@ static void test_tags_match_evp_gcm(void **state)
 	qpg__auth_free(&a);
 }
 
+/* A mask prepared ahead changes no tag: prepared for the sequence that is
+ * then tagged or verified, for another one (not used), twice, or prepared
+ * and then a different sequence tagged first; each tag is still EVP's. */
+static void test_prepared_masks_change_no_tag(void **state)
+{
+	/* {sequence to prepare, sequence to tag} */
+	static const uint64_t steps[][2] = {
+	    {0, 0}, {1, 1}, {2, 2}, {5, 3},	    {5, 5}, {7, 6}, {7, 7},
+	    {9, 9}, {9, 8}, {9, 9}, {~0ull, ~0ull}, {0, 1}, {0, 0}, {0x0102030405060708ull, 0}};
+	struct qpg__auth a;
+	assert_int_equal(qpg__auth_init_raw(&a, k1, s1, k2, s2), 0);
+	uint8_t msg[80], tag[16], want[16];
+	for (int i = 0; i < 80; i++)
+		msg[i] = (uint8_t)(i * 5);
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		msg[1] = (uint8_t)i;
+		qpg__auth_prepare(&a.tx, steps[i][0]);
+		if (i % 3 == 0)
+			qpg__auth_prepare(&a.tx, steps[i][0]); /* twice: still one mask */
+		assert_int_equal(qpg__auth_tag(&a.tx, steps[i][1], msg, sizeof(msg), tag), 0);
+		evp_gmac(steps[i][1], msg, sizeof(msg), want);
+		assert_memory_equal(tag, want, 16);
+		/* The receiving side, prepared the same way, accepts it, and
+		 * still refuses it under another sequence number. */
+		struct qpg__auth b;
+		assert_int_equal(qpg__auth_init_raw(&b, k2, s2, k1, s1), 0);
+		qpg__auth_prepare(&b.rx, steps[i][0]);
+		assert_int_equal(qpg__auth_verify(&b.rx, steps[i][1], msg, sizeof(msg), tag), 0);
+		qpg__auth_prepare(&b.rx, steps[i][1]);
+		assert_int_equal(qpg__auth_verify(&b.rx, steps[i][1] + 1, msg, sizeof(msg), tag),
+				 -EBADMSG);
+		qpg__auth_free(&b);
+	}
+	qpg__auth_free(&a);
+}
+
 QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_tag_verifies_and_binds_seq_and_bytes),
 	      cmocka_unit_test(test_session_qps_have_their_own_keys),
-	      cmocka_unit_test(test_tags_match_evp_gcm))
+	      cmocka_unit_test(test_tags_match_evp_gcm),
+	      cmocka_unit_test(test_prepared_masks_change_no_tag))
