@@ -14,7 +14,7 @@ struct conn_state {
 	struct qpg_client_conn *c;
 	int index;
 	long sent, verified;
-	uint64_t sent_ns;
+	uint64_t sent_ns; /* a stamp (stamp.h), in its clock's units */
 	bool timed; /* the echo on the wire is timed (--lat-every) */
 	bool established, closed, done;
 	bool outstanding; /* a request is on the wire */
@@ -25,6 +25,7 @@ struct conn_state {
 struct engine {
 	const struct load_opts *o;
 	struct load_result *r;
+	const struct stamp *clock;
 	struct conn_state *conns;
 	uint8_t *payload;
 	int done_traffic;
@@ -93,7 +94,7 @@ static void send_next(struct engine *e, struct conn_state *s)
 	}
 	s->timed = o->lat_every <= 1 || s->sent % o->lat_every == 0;
 	if (s->timed)
-		s->sent_ns = now_ns();
+		s->sent_ns = stamp_read(e->clock);
 	s->blocked = false; /* the tcp transport completes sends inside the call */
 	int rc = qpg_client_send(s->c, QPG_FRAME_ECHO_REQ, e->payload, len);
 	s->blocked = rc == -EAGAIN;
@@ -158,7 +159,7 @@ static void on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const 
 	struct engine *e = s->e;
 	struct load_result *r = e->r;
 	if (s->timed)
-		qpg_hist_add(&r->lat, now_ns() - s->sent_ns);
+		qpg_hist_add(&r->lat, stamp_ns(e->clock, s->sent_ns, stamp_read(e->clock)));
 	if (s->verified == 0)
 		qpg_client_conn_mark_first_msg(c);
 	bool ok = type == QPG_FRAME_ECHO_REPLY && len == e->o->size;
@@ -285,7 +286,8 @@ static void tick(struct engine *e, const char *phase, uint64_t *next)
 
 int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_result *r)
 {
-	struct engine e = {.o = o, .r = r};
+	static const struct stamp mono = {.source = STAMP_MONO};
+	struct engine e = {.o = o, .r = r, .clock = o->clock ? o->clock : &mono};
 	memset(r, 0, sizeof(*r));
 	r->nconns = o->nconns;
 	qpg_hist_init(&r->lat);
@@ -398,6 +400,7 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 		}
 	}
 	r->traffic_s = (double)(now_ns() - t_traffic) / 1e9;
+	r->clock_drift = stamp_check(e.clock);
 	r->timed_out = e.done_traffic < o->nconns;
 
 	for (int i = 0; i < o->nconns; i++)
@@ -454,6 +457,10 @@ void load_print(const struct load_result *r, const struct load_opts *o)
 		printf(" latency from 1 echo in %ld on each connection (%llu timed); every echo "
 		       "verified\n",
 		       o->lat_every, (unsigned long long)r->lat.count);
+	if (o->clock && o->clock->source == STAMP_TSC)
+		printf(" latency clock: TSC at %.4f GHz, calibrated against CLOCK_MONOTONIC; "
+		       "the run's rate was %+.3f%% off it\n",
+		       1.0 / o->clock->ns_per_tick, 100.0 * r->clock_drift);
 	for (int e = 1; e < QPG_ERR_COUNT; e++)
 		if (r->fail_by_class[e])
 			printf(" failed: %d x %s, e.g. \"%s\"\n   -> %s\n", r->fail_by_class[e],

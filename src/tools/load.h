@@ -11,6 +11,7 @@
 
 #include "qpgate/client.h"
 #include "qpgate/hist.h"
+#include "stamp.h"
 
 struct load_result;
 
@@ -26,6 +27,7 @@ struct load_opts {
 	 * are verified either way). A clock read can cost a system call (a
 	 * VM's HPET: about 1 us), and a busy client makes two per echo. */
 	long lat_every;
+	const struct stamp *clock; /* of the latency stamps; NULL: CLOCK_MONOTONIC */
 	double ramp;	 /* new connections per second, 0: as fast as the window allows */
 	long hold_ms;	 /* all connected -> wait -> traffic */
 	long timeout_ms; /* whole run */
@@ -61,6 +63,7 @@ struct load_result {
 	long sent, verified, mismatches;
 	bool timed_out;
 	double connect_s, traffic_s;
+	double clock_drift;    /* stamp_check() at the end of the traffic */
 	struct qpg_hist lat;   /* echo round trip, ns */
 	struct qpg_hist setup; /* TCP connect to RTS, ns */
 	struct qpg_hist phase[QPG_PHASE_COUNT];

@@ -2,6 +2,7 @@
 /* qpgate-perf: N concurrent secure clients from one event loop, with
  * connection, per-phase, latency, throughput and resource figures, as a
  * perftest-style table, JSON (--json) and CSV (--csv). */
+#include <errno.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -128,27 +129,28 @@ static json_t *build_json(const struct qpg_client_opts *co, const struct load_op
 	double pkb = per_client_kb(s, r);
 	double rate = r->traffic_s > 0 ? (double)r->verified / r->traffic_s : 0;
 	json_t *params = json_pack(
-	    "{s:s, s:s, s:i, s:i, s:I, s:f, s:b, s:f, s:I, s:i, s:I, s:i, s:I}", "transport",
+	    "{s:s, s:s, s:i, s:i, s:I, s:f, s:b, s:f, s:I, s:i, s:I, s:i, s:I, s:s}", "transport",
 	    co->transport == QPG_KIND_RDMA ? "rdma" : "tcp", "host", co->host, "port", co->port,
 	    "clients", lo->nconns, "msgs_per_client",
 	    (json_int_t)(lo->duration_s > 0 ? 0 : lo->msgs), "duration_s", lo->duration_s, "auth",
 	    co->auth, "ramp_per_s", lo->ramp, "window", (json_int_t)lo->window, "size",
 	    (int)lo->size, "inflight", (json_int_t)lo->inflight, "qps_per_session",
-	    (int)lo->qps_per_session, "latency_every", (json_int_t)lo->lat_every);
-	json_t *results = json_pack(
-	    "{s:{s:i, s:i, s:i, s:i, s:f, s:o, s:o, s:o, s:o, s:f},"
-	    " s:{s:I, s:I, s:I, s:o, s:f, s:f, s:f},"
-	    " s:{s:o, s:o}}",
-	    "connections", "attempted", r->nconns, "succeeded", r->established, "failed", r->failed,
-	    "tls_resumed", r->resumed, "success_rate",
-	    r->nconns ? (double)r->established / r->nconns : 0, "failures", fails,
-	    "failure_examples", examples,
-	    "connect_ms", hist_json(&r->setup, 1e6), "phases_us", phases, "connect_phase_s",
-	    r->connect_s, "data", "sent", (json_int_t)r->sent, "verified", (json_int_t)r->verified,
-	    "mismatches", (json_int_t)r->mismatches, "latency_us", hist_json(&r->lat, 1e3),
-	    "msgs_per_s", rate, "bytes_per_s", rate * lo->size, "traffic_phase_s", r->traffic_s,
-	    "resources", "snapshots", snap, "server_memory_per_client_kb",
-	    pkb >= 0 ? json_real(pkb) : json_null());
+	    (int)lo->qps_per_session, "latency_every", (json_int_t)lo->lat_every, "clock",
+	    lo->clock ? stamp_name(lo->clock) : "mono");
+	json_t *results =
+	    json_pack("{s:{s:i, s:i, s:i, s:i, s:f, s:o, s:o, s:o, s:o, s:f},"
+		      " s:{s:I, s:I, s:I, s:o, s:f, s:f, s:f, s:f},"
+		      " s:{s:o, s:o}}",
+		      "connections", "attempted", r->nconns, "succeeded", r->established, "failed",
+		      r->failed, "tls_resumed", r->resumed, "success_rate",
+		      r->nconns ? (double)r->established / r->nconns : 0, "failures", fails,
+		      "failure_examples", examples, "connect_ms", hist_json(&r->setup, 1e6),
+		      "phases_us", phases, "connect_phase_s", r->connect_s, "data", "sent",
+		      (json_int_t)r->sent, "verified", (json_int_t)r->verified, "mismatches",
+		      (json_int_t)r->mismatches, "latency_us", hist_json(&r->lat, 1e3),
+		      "msgs_per_s", rate, "bytes_per_s", rate * lo->size, "traffic_phase_s",
+		      r->traffic_s, "clock_drift", r->clock_drift, "resources", "snapshots", snap,
+		      "server_memory_per_client_kb", pkb >= 0 ? json_real(pkb) : json_null());
 	return qpg_json_doc("qpgate-perf", params, results);
 }
 
@@ -209,7 +211,8 @@ int main(int argc, char **argv)
 	lo.nconns = 10;
 	lo.msgs = 10;
 	lo.timeout_ms = 600000;
-	const char *json_path = NULL, *csv_path = NULL, *psn_log = NULL;
+	const char *json_path = NULL, *csv_path = NULL, *psn_log = NULL, *clock_name = "mono";
+	struct stamp clock;
 	int server_pid = 0;
 	const struct qpg_opt client[] = {QPG_OPTS_CLIENT(&co), QPG_OPT_END};
 	const struct qpg_opt own[] = {
@@ -220,6 +223,9 @@ int main(int argc, char **argv)
 	     "echoes in flight over all clients (default 1024; 0: one per client)"},
 	    {"lat-every", 0, OPT_LONG, &lo.lat_every, 1, 1000000, "K",
 	     "time 1 echo in K on each client (default 1: all; all are verified)"},
+	    {"clock", 0, OPT_STR, &clock_name, 0, 0, "mono|tsc",
+	     "latency stamps: CLOCK_MONOTONIC, or the CPU's time-stamp counter (x86-64; "
+	     "calibrated against it) where that clock is slow (default mono)"},
 	    {"duration", 'D', OPT_DOUBLE, &lo.duration_s, 0.001, 86400, "S",
 	     "send for S seconds instead of -n"},
 	    {"stop-file", 0, OPT_STR, &lo.stop_file, 0, 0, "FILE",
@@ -235,6 +241,16 @@ int main(int argc, char **argv)
 	int optind =
 	    qpg_opts_parse(argc, argv, tables, "qpgate-perf -c N [options] HOST SERVERNAME", 2);
 	s.server_pid = (pid_t)server_pid;
+	int crc = stamp_init(&clock, clock_name);
+	if (crc == -EINVAL) {
+		fprintf(stderr, "error: --clock is 'mono' or 'tsc', not '%s'\n", clock_name);
+		return 2;
+	}
+	if (crc) {
+		fprintf(stderr, "error: --clock tsc: no time-stamp counter to read on this CPU\n");
+		return 2;
+	}
+	lo.clock = &clock;
 	long nofile = qpg_cli_raise_nofile();
 	if (nofile >= 0 && lo.nconns + 32 > nofile)
 		fprintf(stderr,

@@ -69,6 +69,24 @@ check "--lat-every 3: all 40 echoes verified, echoes 0, 3, 6 and 9 of each clien
 	j '.parameters.latency_every == 3 and .results.data.verified == 40 and .results.data.latency_us.count == 16'
 check "--lat-every 3: the table says what was timed" \
 	grep -q "latency from 1 echo in 3 on each connection (16 timed); every echo verified" "$work/out"
+# --clock tsc: stamps from the time-stamp counter, calibrated against
+# CLOCK_MONOTONIC and checked against it over the run; a bad name is refused.
+if [ "$(uname -m)" = x86_64 ]; then
+	"$bin/qpgate-perf" --transport "$transport" --ca "$work/ca.crt" -p "$port" -c 2 -n 200 --clock tsc \
+		--json "$work/t.json" 127.0.0.1 localhost >"$work/out" 2>&1
+	rc=$?
+	qpg_json_file=$work/t.json
+	check "--clock tsc: all 400 echoes verified and timed (rc $rc)" \
+		j '.parameters.clock == "tsc" and .results.data.verified == 400 and .results.data.latency_us.count == 400 and .results.data.latency_us.p50 > 0'
+	check "--clock tsc: the counter agreed with CLOCK_MONOTONIC over the run within 5%" \
+		j '(.results.data.clock_drift | fabs) < 0.05'
+	check "--clock tsc: the table names the clock" grep -q "latency clock: TSC at" "$work/out"
+fi
+"$bin/qpgate-perf" --transport "$transport" --ca "$work/ca.crt" -p "$port" -c 1 -n 1 --clock hpet \
+	127.0.0.1 localhost >"$work/out" 2>&1
+rc=$?
+check "--clock hpet: refused before connecting, with why (rc $rc)" \
+	bash -c "[ $rc -eq 2 ] && grep -q \"error: --clock is 'mono' or 'tsc', not 'hpet'\" '$work/out'"
 kill -TERM "$srv"; wait "$srv"; srv=""
 # Sessions of several QPs (-q): one TLS handshake and one control connection
 # bring up a session's QPs, each with keys and PSNs of its own; the server
