@@ -40,9 +40,7 @@ struct engine {
 
 static uint64_t now_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return stamp_mono_ns();
 }
 
 /* Every byte of every message depends on the connection, the message number

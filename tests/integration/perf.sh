@@ -61,10 +61,15 @@ fi
 # --lat-every K: one echo in K on each client is timed (a clock read can be
 # a system call); every echo is still verified.
 qpg_serve "$work" --transport "$transport" --handshake-timeout 60000
-"$bin/qpgate-perf" --transport "$transport" --ca "$work/ca.crt" -p "$port" -c 4 -n 10 --lat-every 3 \
-	--json "$work/l.json" 127.0.0.1 localhost >"$work/out" 2>&1
-rc=$?
-qpg_json_file=$work/l.json
+perf_json() { # NAME FLAGS...: qpgate-perf against $port; sets rc, qpg_json_file
+	local name=$1
+	shift
+	"$bin/qpgate-perf" --transport "$transport" --ca "$work/ca.crt" -p "$port" "$@" \
+		--json "$work/$name.json" 127.0.0.1 localhost >"$work/out" 2>&1
+	rc=$?
+	qpg_json_file=$work/$name.json
+}
+perf_json l -c 4 -n 10 --lat-every 3
 check "--lat-every 3: all 40 echoes verified, echoes 0, 3, 6 and 9 of each client timed (rc $rc)" \
 	j '.parameters.latency_every == 3 and .results.data.verified == 40 and .results.data.latency_us.count == 16'
 check "--lat-every 3: the table says what was timed" \
@@ -72,10 +77,7 @@ check "--lat-every 3: the table says what was timed" \
 # --clock tsc: stamps from the time-stamp counter, calibrated against
 # CLOCK_MONOTONIC and checked against it over the run; a bad name is refused.
 if [ "$(uname -m)" = x86_64 ]; then
-	"$bin/qpgate-perf" --transport "$transport" --ca "$work/ca.crt" -p "$port" -c 2 -n 200 --clock tsc \
-		--json "$work/t.json" 127.0.0.1 localhost >"$work/out" 2>&1
-	rc=$?
-	qpg_json_file=$work/t.json
+	perf_json t -c 2 -n 200 --clock tsc
 	check "--clock tsc: all 400 echoes verified and timed (rc $rc)" \
 		j '.parameters.clock == "tsc" and .results.data.verified == 400 and .results.data.latency_us.count == 400 and .results.data.latency_us.p50 > 0'
 	check "--clock tsc: the counter agreed with CLOCK_MONOTONIC over the run within 5%" \
