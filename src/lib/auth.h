@@ -1,30 +1,35 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Per-message authentication with keys exported from the TLS session.
  *
- * Each direction has its own AES-128-GCM key and 4-byte salt. A frame's tag
- * is GMAC over header||payload with nonce = salt || seq, so the header's
- * sequence number is bound to the tag: a replayed, reordered or forged frame
- * fails. Payloads stay in clear (they are not secret in qpgate's threat model,
- * and zero-copy paths need them as they are). */
+ * Each direction has its own AES-128 key K, Poly1305 key R and 4-byte salt.
+ * A frame's tag is Poly1305-AES over header||payload: Poly1305 under R,
+ * with the one-time pad S = AES-128(K, salt || seq || 0^32), so the
+ * header's sequence number is bound to the tag: a replayed, reordered or
+ * forged frame fails (docs/protocol.md). Payloads stay in clear (they are
+ * not secret in qpgate's threat model, and zero-copy paths need them as
+ * they are). */
 #ifndef QPG_AUTH_H
 #define QPG_AUTH_H
 
 #include <openssl/evp.h>
-#include <openssl/modes.h>
 #include <openssl/ssl.h>
 #include <stdint.h>
 
-/* One direction. Its GHASH context points back at it (the AES block
- * function's key), so a direction is used where it was initialised, never
- * copied or moved. */
+/* Key material of one direction, as exported: AES key, Poly1305 key, salt. */
+#define QPG__AUTH_KEY_LEN  32 /* K (16) || R (16) */
+#define QPG__AUTH_SALT_LEN 4
+
+/* One direction. */
 struct qpg__auth_dir {
-	GCM128_CONTEXT *gcm; /* GHASH under H = E(K, 0), and the tag's mask */
 	EVP_CIPHER_CTX *ecb; /* AES-128 under K, one block at a time */
-	int broken;	     /* the block cipher failed: every tag fails */
-	uint8_t salt[4];
+	EVP_MAC_CTX *mac;    /* Poly1305, keyed per message with R || S */
+	uint8_t r[16];
+	int broken; /* the block cipher or the MAC failed: every tag fails */
+	uint8_t salt[QPG__AUTH_SALT_LEN];
 	uint64_t seq; /* next sequence number to send, or to expect */
-	/* A mask computed ahead (qpg__auth_prepare): E(K, NEXT_J0). */
-	uint8_t next_j0[16], next_mask[16];
+	/* A pad computed ahead (qpg__auth_prepare): S for NEXT_SEQ. */
+	uint64_t next_seq;
+	uint8_t next_s[16];
 	int next_ready;
 };
 
@@ -41,18 +46,20 @@ struct qpg__auth {
 int qpg__auth_init_from_tls(struct qpg__auth *a, SSL *ssl, int is_server, int enabled,
 			    uint32_t qp_index);
 /* Deterministic keys, for fuzzers and unit tests. */
-int qpg__auth_init_raw(struct qpg__auth *a, const uint8_t tx_key[16], const uint8_t tx_salt[4],
-		       const uint8_t rx_key[16], const uint8_t rx_salt[4]);
+int qpg__auth_init_raw(struct qpg__auth *a, const uint8_t tx_key[QPG__AUTH_KEY_LEN],
+		       const uint8_t tx_salt[QPG__AUTH_SALT_LEN],
+		       const uint8_t rx_key[QPG__AUTH_KEY_LEN],
+		       const uint8_t rx_salt[QPG__AUTH_SALT_LEN]);
 void qpg__auth_free(struct qpg__auth *a);
 
 /* Tag DATA[0..len) for sequence SEQ into TAG[16]. */
 int qpg__auth_tag(struct qpg__auth_dir *d, uint64_t seq, const uint8_t *data, size_t len,
 		  uint8_t tag[16]);
-/* Compute the mask of sequence SEQ's tag now (its one AES block), so that
- * tagging or verifying SEQ later costs only GHASH. For after a message has
- * gone out, while the peer works on it: it takes the block cipher off the
- * path of the next message. A mask prepared for a sequence never used is
- * simply not used. */
+/* Compute sequence SEQ's pad now (its one AES block), so that tagging or
+ * verifying SEQ later costs only Poly1305. For after a message has gone
+ * out, while the peer works on it: it takes the block cipher off the path
+ * of the next message. A pad prepared for a sequence never used is simply
+ * not used. */
 void qpg__auth_prepare(struct qpg__auth_dir *d, uint64_t seq);
 /* 0 when TAG matches, -EBADMSG otherwise. Constant time. */
 int qpg__auth_verify(struct qpg__auth_dir *d, uint64_t seq, const uint8_t *data, size_t len,

@@ -32,8 +32,11 @@ static int differ(const uint8_t *a, const uint8_t *b, size_t n)
 
 #define MAX_PAYLOAD 4096
 
-static const uint8_t key_a[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
-static const uint8_t key_b[16] = {16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1};
+/* K || R (auth.h) */
+static const uint8_t key_a[32] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16,
+				  17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
+static const uint8_t key_b[32] = {16, 15, 14, 13, 12, 11, 10, 9,  8,  7,  6,  5,  4,  3,  2,  1,
+				  32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17};
 static const uint8_t salt_a[4] = {0xa1, 0xa2, 0xa3, 0xa4};
 static const uint8_t salt_b[4] = {0xb1, 0xb2, 0xb3, 0xb4};
 

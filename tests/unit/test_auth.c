@@ -11,16 +11,20 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
-static const uint8_t k1[16] = {1}, k2[16] = {2}, s1[4] = {9}, s2[4] = {8};
+/* Each key is K (AES-128, 16 bytes) || R (Poly1305, 16 bytes). */
+static const uint8_t k1[32] = {1,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,
+			       16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31},
+		     k2[32] = {2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7}, s1[4] = {9},
+		     s2[4] = {8};
 
-/* The wire format pinned (docs/protocol.md, "The tag"): AES-128-GCM with an
- * empty plaintext (GMAC), key k1, nonce = salt s1 || seq 7 big-endian, the
- * frame as associated data (bytes 0..99). Computed independently, with
- * Python's cryptography package:
- *   AESGCM(bytes([1]+[0]*15)).encrypt(bytes([9,0,0,0]) +
- *       (7).to_bytes(8, "big"), b"", bytes(range(100))) */
-static const uint8_t kat_tag[16] = {0x2f, 0x9c, 0x59, 0xf7, 0x93, 0xb0, 0x2a, 0x61,
-				    0x61, 0xbb, 0xa2, 0x1b, 0x15, 0xd7, 0x3f, 0x05};
+/* The wire format pinned (docs/protocol.md, "The tag"): Poly1305-AES, key
+ * K = k1[0..16), R = k1[16..32), pad S = AES-128(K, salt s1 || seq 7
+ * big-endian || 0^32), over the frame (bytes 0..99). Computed
+ * independently, with Python's cryptography package:
+ *   S = AES(K) in ECB over bytes([9,0,0,0]) + (7).to_bytes(8, "big") + bytes(4)
+ *   Poly1305.generate_tag(R + S, bytes(range(100))) */
+static const uint8_t kat_tag[16] = {0x39, 0x49, 0x7a, 0x97, 0x67, 0x48, 0x48, 0xdf,
+				    0xb3, 0xab, 0x4f, 0xc7, 0xcb, 0x61, 0x69, 0xf1};
 
 static void test_tag_verifies_and_binds_seq_and_bytes(void **state)
 {
@@ -126,27 +130,50 @@ static void test_session_qps_have_their_own_keys(void **state)
 	SSL_free(s);
 }
 
-/* GMAC of MSG under k1, nonce s1 || SEQ, through EVP's own AES-128-GCM. */
-static void evp_gmac(uint64_t seq, const uint8_t *msg, int len, uint8_t tag[16])
+/* Poly1305-AES of MSG under k1, s1, SEQ, through EVP's own AES-128-ECB
+ * and Poly1305, none of auth.c. */
+static void evp_tag(uint64_t seq, const uint8_t *msg, int len, uint8_t tag[16])
 {
-	uint8_t iv[12];
-	memcpy(iv, s1, 4);
+	uint8_t in[16] = {0}, key[32];
+	memcpy(in, s1, 4);
 	for (int i = 0; i < 8; i++)
-		iv[4 + i] = (uint8_t)(seq >> (56 - 8 * i));
+		in[4 + i] = (uint8_t)(seq >> (56 - 8 * i));
 	EVP_CIPHER_CTX *x = EVP_CIPHER_CTX_new();
 	int outl;
 	assert_non_null(x);
-	assert_int_equal(EVP_EncryptInit_ex(x, EVP_aes_128_gcm(), NULL, k1, iv), 1);
-	assert_int_equal(EVP_EncryptUpdate(x, NULL, &outl, msg, len), 1);
-	assert_int_equal(EVP_EncryptFinal_ex(x, tag, &outl), 1);
-	assert_int_equal(EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_AEAD_GET_TAG, 16, tag), 1);
+	assert_int_equal(EVP_EncryptInit_ex(x, EVP_aes_128_ecb(), NULL, k1, NULL), 1);
+	assert_int_equal(EVP_CIPHER_CTX_set_padding(x, 0), 1);
+	assert_int_equal(EVP_EncryptUpdate(x, key + 16, &outl, in, 16), 1);
 	EVP_CIPHER_CTX_free(x);
+	memcpy(key, k1 + 16, 16);
+	size_t n = 0;
+	assert_int_equal(EVP_Q_mac(NULL, "POLY1305", NULL, NULL, NULL, key, 32, msg, (size_t)len,
+				   tag, 16, &n) != NULL,
+			 1);
+	assert_int_equal(n, 16);
+}
+
+/* EVP's POLY1305 is RFC 8439's Poly1305 (section 2.5.2's vector). */
+static void test_poly1305_is_rfc8439(void **state)
+{
+	static const uint8_t key[32] = {0x85, 0xd6, 0xbe, 0x78, 0x57, 0x55, 0x6d, 0x33,
+					0x7f, 0x44, 0x52, 0xfe, 0x42, 0xd5, 0x06, 0xa8,
+					0x01, 0x03, 0x80, 0x8a, 0xfb, 0x0d, 0xb2, 0xfd,
+					0x4a, 0xbf, 0xf6, 0xaf, 0x41, 0x49, 0xf5, 0x1b};
+	static const uint8_t want[16] = {0xa8, 0x06, 0x1d, 0xc1, 0x30, 0x51, 0x36, 0xc6,
+					 0xc2, 0x2b, 0x8b, 0xaf, 0x0c, 0x01, 0x27, 0xa9};
+	static const char msg[] = "Cryptographic Forum Research Group";
+	uint8_t tag[16];
+	size_t n = 0;
+	assert_non_null(EVP_Q_mac(NULL, "POLY1305", NULL, NULL, NULL, key, 32, (const uint8_t *)msg,
+				  strlen(msg), tag, 16, &n));
+	assert_memory_equal(tag, want, 16);
 }
 
 /* In order, on a jump back or forward, and across the sequence numbers'
- * wrap, every tag is the one EVP's GCM makes for that nonce: all 8 bytes
- * of the sequence number are in it. */
-static void test_tags_match_evp_gcm(void **state)
+ * wrap, every tag is the one computed outside auth.c for that sequence:
+ * all 8 bytes of the sequence number are in it. */
+static void test_tags_match_evp(void **state)
 {
 	/* clang-format off */
 	static const uint64_t seqs[] = {
@@ -161,16 +188,16 @@ static void test_tags_match_evp_gcm(void **state)
 	for (size_t i = 0; i < sizeof(seqs) / sizeof(seqs[0]); i++) {
 		msg[0] = (uint8_t)i;
 		assert_int_equal(qpg__auth_tag(&a.tx, seqs[i], msg, sizeof(msg), tag), 0);
-		evp_gmac(seqs[i], msg, sizeof(msg), want);
+		evp_tag(seqs[i], msg, sizeof(msg), want);
 		assert_memory_equal(tag, want, 16);
 	}
 	qpg__auth_free(&a);
 }
 
-/* A mask prepared ahead changes no tag: prepared for the sequence that is
+/* A pad prepared ahead changes no tag: prepared for the sequence that is
  * then tagged or verified, for another one (not used), twice, or prepared
  * and then a different sequence tagged first; each tag is still EVP's. */
-static void test_prepared_masks_change_no_tag(void **state)
+static void test_prepared_pads_change_no_tag(void **state)
 {
 	/* {sequence to prepare, sequence to tag} */
 	static const uint64_t steps[][2] = {
@@ -187,7 +214,7 @@ static void test_prepared_masks_change_no_tag(void **state)
 		if (i % 3 == 0)
 			qpg__auth_prepare(&a.tx, steps[i][0]); /* twice: still one mask */
 		assert_int_equal(qpg__auth_tag(&a.tx, steps[i][1], msg, sizeof(msg), tag), 0);
-		evp_gmac(steps[i][1], msg, sizeof(msg), want);
+		evp_tag(steps[i][1], msg, sizeof(msg), want);
 		assert_memory_equal(tag, want, 16);
 		/* The receiving side, prepared the same way, accepts it, and
 		 * still refuses it under another sequence number. */
@@ -205,5 +232,5 @@ static void test_prepared_masks_change_no_tag(void **state)
 
 QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_tag_verifies_and_binds_seq_and_bytes),
 	      cmocka_unit_test(test_session_qps_have_their_own_keys),
-	      cmocka_unit_test(test_tags_match_evp_gcm),
-	      cmocka_unit_test(test_prepared_masks_change_no_tag))
+	      cmocka_unit_test(test_poly1305_is_rfc8439), cmocka_unit_test(test_tags_match_evp),
+	      cmocka_unit_test(test_prepared_pads_change_no_tag))
