@@ -207,8 +207,8 @@ void qpg__conn_on_frame(struct qpg__conn *c, struct qpg_buf *b, size_t len)
 	qpg__stat_add(&ep->stats.bytes_in, h.len);
 	ep->cbs.message(c, &h, b);
 	/* Once the message is handled (and any answer sent): the next one's
-	 * mask, while the peer works. A close is only scheduled, so C is still
-	 * here. */
+	 * pad (qpg__auth_prepare), while the peer works. A close is only
+	 * scheduled, so C is still here. */
 	if (c->auth.enabled && c->state == QPG_CONN_ESTABLISHED)
 		qpg__auth_prepare(&c->auth.rx, c->auth.rx.seq);
 }

@@ -212,7 +212,7 @@ static void test_prepared_pads_change_no_tag(void **state)
 		msg[1] = (uint8_t)i;
 		qpg__auth_prepare(&a.tx, steps[i][0]);
 		if (i % 3 == 0)
-			qpg__auth_prepare(&a.tx, steps[i][0]); /* twice: still one mask */
+			qpg__auth_prepare(&a.tx, steps[i][0]); /* twice: still one pad */
 		assert_int_equal(qpg__auth_tag(&a.tx, steps[i][1], msg, sizeof(msg), tag), 0);
 		evp_tag(steps[i][1], msg, sizeof(msg), want);
 		assert_memory_equal(tag, want, 16);
