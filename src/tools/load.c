@@ -361,10 +361,17 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 	uint64_t t_up = now_ns();
 	r->connect_s = (double)(t_up - t0) / 1e9;
 	if (o->ready_file) {
-		FILE *f = fopen(o->ready_file, "w");
+		/* Whole or not at all: a watcher may read it the moment it exists. */
+		char tmp[4096];
+		snprintf(tmp, sizeof(tmp), "%s.tmp", o->ready_file);
+		FILE *f = fopen(tmp, "w");
 		if (f) {
 			fprintf(f, "%d %d\n", r->established, r->failed);
-			fclose(f);
+			if (fclose(f) != 0 || rename(tmp, o->ready_file) != 0)
+				fprintf(stderr, "qpgate: cannot write %s: %s\n", o->ready_file,
+					strerror(errno));
+		} else {
+			fprintf(stderr, "qpgate: cannot write %s: %s\n", tmp, strerror(errno));
 		}
 	}
 	if (o->connected)

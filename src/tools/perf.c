@@ -230,6 +230,9 @@ int main(int argc, char **argv)
 	     "send for S seconds instead of -n"},
 	    {"stop-file", 0, OPT_STR, &lo.stop_file, 0, 0, "FILE",
 	     "stop sending once FILE exists (as if -D had ended)"},
+	    {"ready-file", 0, OPT_STR, &lo.ready_file, 0, 0, "FILE",
+	     "write 'ESTABLISHED FAILED' to FILE once every client has connected or failed, "
+	     "as the traffic starts (a profiler's cue)"},
 	    {"server-pid", 0, OPT_INT, &server_pid, 1, 1 << 30, "PID",
 	     "also report the server's CPU, RSS, threads, fds"},
 	    {"json", 0, OPT_STR, &json_path, 0, 0, "FILE", "results as JSON (docs/json.md)"},

@@ -74,6 +74,27 @@ check "--lat-every 3: all 40 echoes verified, echoes 0, 3, 6 and 9 of each clien
 	j '.parameters.latency_every == 3 and .results.data.verified == 40 and .results.data.latency_us.count == 16'
 check "--lat-every 3: the table says what was timed" \
 	grep -q "latency from 1 echo in 3 on each connection (16 timed); every echo verified" "$work/out"
+# --ready-file: written whole once every client is up, while the traffic
+# goes on (bench/profile-rate.sh starts its profile on it); --stop-file
+# then ends the sending, and what is in flight still comes back.
+rm -f "$work/ready" "$work/stop"
+"$bin/qpgate-perf" --transport "$transport" --ca "$work/ca.crt" -p "$port" -c 3 -D 60 \
+	--ready-file "$work/ready" --stop-file "$work/stop" --json "$work/rf.json" \
+	127.0.0.1 localhost >"$work/out" 2>&1 &
+pp=$!
+for _ in $(seq 1 600); do
+	[ -e "$work/ready" ] && break
+	kill -0 "$pp" 2>/dev/null || break
+	sleep 0.1
+done
+check "--ready-file: written while the run goes on, saying 3 up and 0 failed" \
+	bash -c "kill -0 $pp && [ \"\$(cat '$work/ready')\" = '3 0' ]"
+touch "$work/stop"
+wait "$pp"
+rc=$?
+qpg_json_file=$work/rf.json
+check "--ready-file run: ended by --stop-file, every echo sent came back verified (rc $rc)" \
+	j '.results.data.verified > 0 and .results.data.verified == .results.data.sent and .results.data.mismatches == 0'
 # --clock tsc: stamps from the time-stamp counter, calibrated against
 # CLOCK_MONOTONIC and checked against it over the run; a bad name is refused.
 if [ "$(uname -m)" = x86_64 ]; then
