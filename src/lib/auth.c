@@ -5,6 +5,8 @@
 #include <openssl/crypto.h>
 #include <string.h>
 
+#include "bytes.h"
+
 #define EXPORT_LABEL "EXPORTER-qpgate-message-auth-v2"
 
 /* Poly1305-AES (Bernstein, 2005), as TLS's ChaCha20-Poly1305 uses Poly1305
@@ -28,8 +30,7 @@ static int pad_of(struct qpg__auth_dir *d, uint64_t seq, uint8_t s[16])
 	}
 	uint8_t in[16] = {0};
 	memcpy(in, d->salt, QPG__AUTH_SALT_LEN);
-	for (int i = 0; i < 8; i++)
-		in[4 + i] = (uint8_t)(seq >> (56 - 8 * i));
+	qpg__put64(in + QPG__AUTH_SALT_LEN, seq);
 	int outl = 0;
 	if (EVP_EncryptUpdate(d->ecb, s, &outl, in, 16) != 1 || outl != 16) {
 		d->broken = 1;
@@ -97,8 +98,8 @@ int qpg__auth_init_from_tls(struct qpg__auth *a, SSL *ssl, int is_server, int en
 	/* c2s K | c2s R | c2s salt | s2c K | s2c R | s2c salt */
 	enum { DIR = QPG__AUTH_KEY_LEN + QPG__AUTH_SALT_LEN };
 	uint8_t km[2 * DIR];
-	const uint8_t ctx[4] = {(uint8_t)(qp_index >> 24), (uint8_t)(qp_index >> 16),
-				(uint8_t)(qp_index >> 8), (uint8_t)qp_index};
+	uint8_t ctx[4];
+	qpg__put32(ctx, qp_index);
 	if (SSL_export_keying_material(ssl, km, sizeof(km), EXPORT_LABEL, strlen(EXPORT_LABEL),
 				       qp_index ? ctx : NULL, qp_index ? sizeof(ctx) : 0,
 				       qp_index != 0) != 1)
