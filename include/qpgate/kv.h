@@ -5,13 +5,14 @@
  *
  * Request (16-byte header, then the key, then for PUT a chunk of the value):
  *   0  u8  op         QPG_KV_PUT | QPG_KV_GET | QPG_KV_DEL | QPG_KV_RELEASE
- *   1  u8  flags      GET: QPG_KV_F_ONE_SIDED, QPG_KV_F_GRANT_LARGE or 0;
- *                     others: 0
+ *   1  u8  flags      GET: QPG_KV_F_ONE_SIDED or QPG_KV_F_GRANT_LARGE (not
+ *                     both), and QPG_KV_F_RELEASE; others: 0
  *   2  u16 key_len    1..QPG_KV_MAX_KEY; RELEASE: 0
  *   4  u32 req_id     chosen by the client, echoed in every reply frame
  *   8  u32 value_len  PUT: the whole value's length; others: 0
  *  12  u32 offset     PUT: where this chunk goes in the value;
- *                     RELEASE: the grant id; GET/DEL: 0
+ *                     RELEASE, or GET with QPG_KV_F_RELEASE: the grant id
+ *                     released; other GETs and DEL: 0
  *
  * Reply (16-byte header, then for GET a chunk of the value or a grant):
  *   0  u8  op         as requested
@@ -36,8 +37,10 @@
  *  16  u8[32] digest  SHA-256 of the value
  * The client READs the value, checks it against the digest (the grant came
  * in an authenticated frame, so a value changed on the way, or read from
- * the wrong place, does not match), then RELEASEs the grant; the server
- * invalidates the window before the value's space can be reused. */
+ * the wrong place, does not match), then releases the grant: with its next
+ * GET on the connection (QPG_KV_F_RELEASE, no reply of its own), or with a
+ * RELEASE, which is answered. Either way the server invalidates the window
+ * before the value's space can be reused. */
 #ifndef QPGATE_KV_H
 #define QPGATE_KV_H
 
@@ -60,6 +63,9 @@ enum qpg_kv_op { QPG_KV_PUT = 1, QPG_KV_GET = 2, QPG_KV_DEL = 3, QPG_KV_RELEASE 
 #define QPG_KV_F_GRANT_LARGE                                                                       \
 	0x02		       /* request flag, GET: grant one if the value is at                  \
 				  least the server's threshold, else send it */
+#define QPG_KV_F_RELEASE                                                                           \
+	0x04		       /* request flag, GET: this GET also releases the                    \
+				  grant whose id is in the offset field */
 #define QPG_KV_R_GRANT	  0x01 /* reply flag: the payload is a grant */
 #define QPG_KV_GRANT_LEN  48
 #define QPG_KV_DIGEST_LEN 32

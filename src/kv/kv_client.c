@@ -44,14 +44,30 @@ static int send_frame(struct kv_conn *k, struct qpg_kv_request *op, uint32_t off
 			       .value_len = op->op == QPG_KV_PUT ? op->value_len : 0,
 			       .offset = off,
 			       .key = op->key};
+	/* A GET takes the oldest grant due for release along: no message,
+	 * and no answer, of its own. */
+	bool carries = op->op == QPG_KV_GET && k->rel_n > 0 &&
+		       qpg__kv_abuse_of(op) != QPG_KV_ABUSE_BOGUS_RELEASE;
+	if (carries) {
+		r.flags |= QPG_KV_F_RELEASE;
+		r.offset = k->rel_ids[0];
+	} else if (op->op == QPG_KV_GET && qpg__kv_abuse_of(op) == QPG_KV_ABUSE_BOGUS_RELEASE) {
+		r.flags |= QPG_KV_F_RELEASE; /* slot 0xffff: never a grant's */
+		r.offset = 0xffffffffu;
+	}
 	int n = qpg_kv_encode_req(k->frame, k->max_msg, &r);
 	if (n < 0)
 		return n;
 	if (chunk)
 		memcpy(k->frame + n, (const uint8_t *)op->value + off, chunk);
 	int rc = qpg_client_send(k->conn, QPG_FRAME_KV_REQ, k->frame, (uint32_t)n + chunk);
-	if (rc == 0)
+	if (rc == 0) {
 		k->outstanding++;
+		if (carries) {
+			memmove(k->rel_ids, k->rel_ids + 1, --k->rel_n * sizeof(*k->rel_ids));
+			k->grants_held--;
+		}
+	}
 	return rc;
 }
 
@@ -131,8 +147,10 @@ static void pump_unguarded(struct kv_conn *k)
 		if (!op)
 			return;
 		bool grant = op->op == QPG_KV_GET && k->get_flags;
+		/* (A grant this GET releases is not held once it is sent.) */
+		unsigned held = k->grants_held - (op->op == QPG_KV_GET && k->rel_n > 0);
 		if (grant && (k->grants_ahead >= QPG__KVC_GRANTS_MAX ||
-			      k->grants_held >= QPG_MAX(QPG__KVC_GRANTS_MAX, k->credits))) {
+			      held >= QPG_MAX(QPG__KVC_GRANTS_MAX, k->credits))) {
 			if (k->get_flags & QPG_KV_F_ONE_SIDED)
 				return; /* insisted on: waits for a grant to end */
 			grant = false;	/* left to the server: this one is sent */
@@ -145,7 +163,7 @@ static void pump_unguarded(struct kv_conn *k)
 			k->tail = NULL;
 		op->next = NULL;
 		op->slot = slot;
-		op->req_id = (++k->gen << SLOT_BITS) | (uint32_t)slot;
+		op->req_id = ((++k->gen << SLOT_BITS) | (uint32_t)slot) & ~QPG__KVC_REL_TAG;
 		op->sent = op->acked = op->got = 0;
 		op->refused = QPG_KV_OK;
 		op->phase = grant ? PH_REQUEST : PH_NONE;
@@ -169,7 +187,21 @@ static void on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const 
 	struct kv_conn *k = user;
 	struct qpg_kv_reply r;
 	struct qpg_kv_request *op = NULL;
-	if (type == QPG_FRAME_KV_REPLY && qpg_kv_decode_reply(p, len, &r) == 0) {
+	bool valid = type == QPG_FRAME_KV_REPLY && qpg_kv_decode_reply(p, len, &r) == 0;
+	if (valid && (r.req_id & QPG__KVC_REL_TAG)) {
+		/* A RELEASE sent on its own. Refused only if the grant had
+		 * expired: the server invalidated it then. */
+		if (r.op != QPG_KV_RELEASE || k->rel_out == 0) {
+			qpg__kvc_fail_conn(k, "a RELEASE answer for no RELEASE", 0);
+			return;
+		}
+		k->rel_out--;
+		k->outstanding--;
+		qpg__kvc_pump(k);
+		qpg__kvc_flush_releases(k);
+		return;
+	}
+	if (valid) {
 		unsigned slot = r.req_id & ((1u << SLOT_BITS) - 1);
 		if (slot < k->nslots && k->slots[slot] && k->slots[slot]->req_id == r.req_id)
 			op = k->slots[slot];
@@ -385,8 +417,13 @@ static void on_wake(void *arg)
 			k->head = op;
 		k->tail = op;
 	}
-	for (unsigned i = 0; i < th->nconns; i++)
+	/* Then, at the end of the loop's turn, the grants no GET took along
+	 * (a worker that goes on from its done callback has submitted its
+	 * next GET by now, and it carried one). */
+	for (unsigned i = 0; i < th->nconns; i++) {
 		qpg__kvc_pump(&th->conns[i]);
+		qpg__kvc_flush_releases(&th->conns[i]);
+	}
 }
 
 static void *thread_main(void *arg)
@@ -458,9 +495,11 @@ int qpg_kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *
 			k->index = i;
 			k->nslots = p->o.client.credits;
 			k->slots = calloc(k->nslots, sizeof(*k->slots));
+			k->rel_cap = QPG_MAX(QPG__KVC_GRANTS_MAX, k->nslots);
+			k->rel_ids = calloc(k->rel_cap, sizeof(*k->rel_ids));
 			k->frame = malloc(p->o.client.max_msg);
 			k->md = EVP_MD_CTX_new();
-			if (!k->slots || !k->frame || !k->md)
+			if (!k->slots || !k->rel_ids || !k->frame || !k->md)
 				rc = -ENOMEM;
 		}
 		/* Each thread's client sizes its pool for its connections. */
@@ -557,6 +596,7 @@ void qpg_kv_pool_destroy(struct qpg_kv_pool *p)
 		qpg_client_destroy(th->cl);
 		for (unsigned i = 0; th->conns && i < th->nconns; i++) {
 			free(th->conns[i].slots);
+			free(th->conns[i].rel_ids);
 			free(th->conns[i].frame);
 			EVP_MD_CTX_free(th->conns[i].md);
 		}

@@ -34,6 +34,7 @@ void qpg__kvc_fail_all(struct kv_conn *k, int status)
 	k->rd_head = k->rd_tail = k->rel_head = k->rel_tail = NULL;
 	k->reads = 0; /* a failed connection's READs never complete */
 	k->grants_ahead = k->grants_held = 0;
+	k->rel_n = k->rel_out = 0; /* the server drops a closed connection's grants */
 	while (k->head) {
 		struct qpg_kv_request *op = k->head;
 		k->head = op->next;

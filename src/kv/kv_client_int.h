@@ -24,6 +24,10 @@
 
 #define SLOT_BITS 11 /* up to 2048 requests in flight per connection */
 
+/* In the req_id of a RELEASE sent on its own (no request slot is its):
+ * never set in a request's. */
+#define QPG__KVC_REL_TAG 0x80000000u
+
 struct pool_thread;
 
 /* A one-sided GET: the request, the grant's READs, then its RELEASE. */
@@ -54,9 +58,13 @@ struct kv_conn {
 	void *md;	       /* the digest of the value being read (EVP_MD_CTX) */
 	unsigned reads;	       /* READs in flight */
 	unsigned grants_ahead; /* asked for a grant, or granted and not yet read */
-	unsigned grants_held;  /* asked for a grant, not yet finished: the server's
-				* to hold until it answers the RELEASE; at most
-				* the credits (it has twice as many) */
+	unsigned grants_held;  /* asked for a grant, not yet released (with a GET,
+				* or by a RELEASE sent): the server holds these;
+				* at most the credits (it has twice as many) */
+	uint32_t *rel_ids;     /* grants read and checked, their GETs done: to
+				* release with the next GET, else on their own */
+	unsigned rel_n, rel_cap;
+	unsigned rel_out;      /* RELEASEs sent on their own, not yet answered */
 	unsigned index;	       /* in its thread */
 	struct qpg_kv_request *rd_head, *rd_tail;   /* granted: READs to post or land */
 	struct qpg_kv_request *rel_head, *rel_tail; /* read and checked: to RELEASE */
@@ -114,6 +122,7 @@ void qpg__kvc_pump(struct kv_conn *k);
 
 /* kv_client_read.c */
 int qpg__kvc_send_release(struct kv_conn *k, struct qpg_kv_request *op);
+void qpg__kvc_flush_releases(struct kv_conn *k);
 int qpg__kvc_post_probe(struct kv_conn *k, struct qpg_kv_request *op);
 void qpg__kvc_read_pump(struct kv_conn *k);
 void qpg__kvc_on_grant(struct kv_conn *k, struct qpg_kv_request *op, const struct qpg_kv_reply *r);

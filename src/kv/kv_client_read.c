@@ -2,8 +2,10 @@
 /* One-sided GETs in the pooled KV client: the server's grant, the READs
  * that fetch the value into registered buffers (pipelined up to the
  * credits, each up to read_max bytes), the digest check before any of it
- * is delivered, and the RELEASE that lets the server invalidate the
- * window. */
+ * is delivered, and the release that lets the server invalidate the
+ * window. A GET is done once its value is checked; its grant is released
+ * by the connection's next GET (kv_client.c's send_frame), or, if none is
+ * sent by the end of the loop's turn, by a RELEASE of its own. */
 #include <errno.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -26,6 +28,28 @@ int qpg__kvc_send_release(struct kv_conn *k, struct qpg_kv_request *op)
 		op->phase = PH_RELEASING;
 	}
 	return rc;
+}
+
+/* Send the grants due for release that no GET took along, each in a
+ * RELEASE of its own (answered, and taking a credit), unless a GET waiting
+ * for a credit will take one. */
+void qpg__kvc_flush_releases(struct kv_conn *k)
+{
+	const struct qpg_kv_request *next = k->unsent ? k->unsent : k->head;
+	if (k->pumping || (next && next->op == QPG_KV_GET))
+		return; /* (that GET takes one along when it goes) */
+	while (k->rel_n > 0 && k->up && !k->dead && k->outstanding < k->credits) {
+		struct qpg_kv_req r = {.op = QPG_KV_RELEASE,
+				       .req_id = QPG__KVC_REL_TAG | k->rel_ids[0],
+				       .offset = k->rel_ids[0]};
+		int n = qpg_kv_encode_req(k->frame, k->max_msg, &r);
+		if (n < 0 || qpg_client_send(k->conn, QPG_FRAME_KV_REQ, k->frame, (uint32_t)n))
+			return; /* full: a send completion pumps, and a reply flushes */
+		k->outstanding++;
+		k->rel_out++;
+		memmove(k->rel_ids, k->rel_ids + 1, --k->rel_n * sizeof(*k->rel_ids));
+		k->grants_held--;
+	}
 }
 
 /* Test hooks: misuse OP's grant in a way the server must refuse. A probe
@@ -217,11 +241,27 @@ void qpg__kvc_on_read(struct qpg_client_conn *c, void *user, uint64_t cookie,
 		free(op->stage);
 		op->stage = NULL;
 		qpg__kvc_list_pop(&k->rd_head, &k->rd_tail);
-		op->phase = PH_RELEASE_QUEUED;
-		/* Read: the next GET may ask, while this one's RELEASE is due. */
+		/* Read: the next GET may ask, while this one's release is due. */
 		if (k->grants_ahead)
 			k->grants_ahead--;
-		qpg__kvc_list_push(&k->rel_head, &k->rel_tail, op);
+		if (qpg__kv_abuse_of(op) == QPG_KV_ABUSE_AFTER_RELEASE) {
+			/* The probe needs the RELEASE's answer: a RELEASE of
+			 * this GET's own, and the GET ends after the probe. */
+			op->phase = PH_RELEASE_QUEUED;
+			qpg__kvc_list_push(&k->rel_head, &k->rel_tail, op);
+		} else {
+			/* Done now; the grant stays held until released (at
+			 * most rel_cap are: the pump asks for no more). */
+			if (k->rel_n == k->rel_cap) {
+				qpg__kvc_fail_conn(k, "more grants held than allowed", 0);
+				return;
+			}
+			k->rel_ids[k->rel_n++] = op->grant.grant_id;
+			op->phase = PH_NONE;
+			qpg__kvc_finish_slot(k, op, op->result, op->total);
+			/* Free from here: the end of this turn flushes it. */
+			qpg_client_wake(k->th->cl);
+		}
 	}
 	qpg__kvc_read_pump(k); /* the caller pumps the sends */
 }

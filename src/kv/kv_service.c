@@ -14,8 +14,9 @@
  *
  * A one-sided GET (RDMA) is answered with a grant: a read-only window over
  * exactly the value, bound to the client's QP, and the value's digest. The
- * grant holds its reference until the client releases it and the window is
- * invalid again, so the space is never reused while it can still be read. */
+ * grant holds its reference until the client releases it (with its next
+ * GET, or a RELEASE) and the window is invalid again, so the space is never
+ * reused while it can still be read. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,10 +29,11 @@
 #include "qpgate/service.h"
 
 enum job_kind {
-	JOB_REPLY,  /* a status, or a GET's value in chunks */
-	JOB_GRANT,  /* bind a window and send the grant (two work requests) */
-	JOB_REVOKE, /* invalidate a window and acknowledge the RELEASE (two) */
-	JOB_EXPIRE  /* invalidate the window of a grant past its deadline (one) */
+	JOB_REPLY,     /* a status, or a GET's value in chunks */
+	JOB_GRANT,     /* bind a window and send the grant (two work requests) */
+	JOB_REVOKE,    /* invalidate a window and acknowledge the RELEASE (two) */
+	JOB_INVALIDATE /* invalidate a window, no reply: a grant past its deadline,
+			* or one released with a GET (one) */
 };
 
 enum grant_state { GRANT_FREE, GRANT_QUEUED, GRANT_ACTIVE, GRANT_RELEASING, GRANT_REVOKING };
@@ -257,12 +259,13 @@ static void pump(struct qpg_conn *c)
 	kc->pumping = true;
 	while (kc->head && qpg_conn_is_open(c)) {
 		struct kv_job *j = kc->head;
-		uint32_t need = j->kind == JOB_REPLY || j->kind == JOB_EXPIRE ? 1 : 2; /* WRs */
+		uint32_t need = j->kind == JOB_REPLY || j->kind == JOB_INVALIDATE ? 1 : 2; /* WRs */
 		if (qpg_conn_send_room(c) < need)
 			break;
-		if (j->kind == JOB_EXPIRE) {
-			/* No reply: the client did not ask. A RELEASE that comes
-			 * later finds the grant gone and is refused. */
+		if (j->kind == JOB_INVALIDATE) {
+			/* No reply: the client did not ask, or its GET is the
+			 * answer. A RELEASE of an expired grant that comes later
+			 * finds it gone and is refused. */
 			struct kv_grant *g = &kc->grants[j->grant];
 			pop(c, kc);
 			if (revoke_grant(c, g))
@@ -370,9 +373,32 @@ static void handle_put(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_
  * insist on a grant (QPG_KV_F_ONE_SIDED) or leave it to the server
  * (QPG_KV_F_GRANT_LARGE): small values go faster two-sided, large ones by
  * READ (the figures are in the README). */
+/* Release the grant called ID (a RELEASE's, or a GET's that carries one):
+ * its window is invalidated by JOB, queued ahead of anything this request
+ * still has to send. False if ID names no grant of this connection that is
+ * still active (never granted, released already, or expired). */
+static bool release_grant(struct kv_conn *kc, uint32_t id, uint8_t job, uint32_t req_id)
+{
+	uint32_t i = id & 0xffff;
+	if (!kc->grants || i >= kc->ngrants || kc->grants[i].state != GRANT_ACTIVE ||
+	    grant_id(kc, (uint16_t)i) != id)
+		return false;
+	if (queue_job(kc, job, (uint16_t)i, QPG_KV_RELEASE, QPG_KV_OK, req_id, 0, 0, NULL))
+		return false;
+	kc->grants[i].state = GRANT_RELEASING;
+	add(&kc->service->m.releases[job == JOB_INVALIDATE], 1);
+	return true;
+}
+
 static void handle_get(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_kv_req *r)
 {
 	struct qpg_kv_service *k = service_of(c);
+	/* The grant it releases first: its invalidation goes out before this
+	 * GET's answer. A release of no grant of ours refuses the GET. */
+	if ((r->flags & QPG_KV_F_RELEASE) && !release_grant(kc, r->offset, JOB_INVALIDATE, 0)) {
+		queue(kc, QPG_KV_GET, QPG_KV_MALFORMED, r->req_id, 0, 0, NULL);
+		return;
+	}
 	bool force = r->flags & QPG_KV_F_ONE_SIDED;
 	if (force && !k->one_sided) {
 		queue(kc, QPG_KV_GET, QPG_KV_UNSUPPORTED, r->req_id, 0, 0, NULL);
@@ -422,18 +448,10 @@ static void handle_get(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_
 
 static void handle_release(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_kv_req *r)
 {
-	uint32_t i = r->offset & 0xffff;
-	if (!kc->grants || i >= kc->ngrants || kc->grants[i].state != GRANT_ACTIVE ||
-	    grant_id(kc, (uint16_t)i) != r->offset) {
-		queue(kc, QPG_KV_RELEASE, QPG_KV_MALFORMED, r->req_id, 0, 0, NULL);
-		return;
-	}
-	kc->grants[i].state = GRANT_RELEASING;
-	if (queue_job(kc, JOB_REVOKE, (uint16_t)i, QPG_KV_RELEASE, QPG_KV_OK, r->req_id, 0, 0,
-		      NULL))
-		kc->grants[i].state = GRANT_ACTIVE;
-	else
+	if (release_grant(kc, r->offset, JOB_REVOKE, r->req_id))
 		qpg__kv_count(kc->service, QPG_KV_RELEASE, QPG_KV_OK);
+	else
+		queue(kc, QPG_KV_RELEASE, QPG_KV_MALFORMED, r->req_id, 0, 0, NULL);
 }
 
 void qpg__kv_message(struct qpg_conn *c, uint8_t type, uint16_t flags, struct qpg_buf *b,
@@ -505,7 +523,7 @@ void qpg__kv_tick(struct qpg_conn *c, uint64_t now)
 		if (g->state != GRANT_ACTIVE || !g->expires_ns || now < g->expires_ns)
 			continue;
 		g->state = GRANT_RELEASING;
-		if (queue_job(kc, JOB_EXPIRE, (uint16_t)i, QPG_KV_RELEASE, QPG_KV_OK, 0, 0, 0,
+		if (queue_job(kc, JOB_INVALIDATE, (uint16_t)i, QPG_KV_RELEASE, QPG_KV_OK, 0, 0, 0,
 			      NULL)) {
 			g->state = GRANT_ACTIVE; /* out of memory: try again next tick */
 			continue;

@@ -19,6 +19,7 @@ struct qpg__kv_metrics {
 	atomic_ullong hits, misses;	     /* GETs of a stored / an absent key */
 	atomic_ullong bytes_in, bytes_out;   /* value bytes stored, and served (sent or granted) */
 	atomic_ullong grants, grants_expired; /* windows granted; revoked at their deadline */
+	atomic_ullong releases[2];	      /* grants released: [0] by RELEASE, [1] with a GET */
 	atomic_llong grants_live;	     /* windows bound now */
 };
 

@@ -56,7 +56,8 @@ int qpg_kv_decode_req(const uint8_t *in, size_t len, struct qpg_kv_req *r, char 
 	r->offset = qpg__get32(in + 12);
 	if (r->op < QPG_KV_PUT || r->op > QPG_KV_RELEASE)
 		return bad(why, why_len, QPG_KV_MALFORMED, "unknown operation");
-	uint8_t allowed = r->op == QPG_KV_GET ? QPG_KV_F_ONE_SIDED | QPG_KV_F_GRANT_LARGE : 0;
+	uint8_t allowed =
+	    r->op == QPG_KV_GET ? QPG_KV_F_ONE_SIDED | QPG_KV_F_GRANT_LARGE | QPG_KV_F_RELEASE : 0;
 	if ((r->flags & ~allowed) ||
 	    (r->flags & QPG_KV_F_ONE_SIDED && r->flags & QPG_KV_F_GRANT_LARGE))
 		return bad(why, why_len, QPG_KV_MALFORMED, "reserved flags set");
@@ -75,7 +76,8 @@ int qpg_kv_decode_req(const uint8_t *in, size_t len, struct qpg_kv_req *r, char 
 	r->key = in + QPG_KV_HDR_LEN;
 	size_t rest = len - QPG_KV_HDR_LEN - r->key_len;
 	if (r->op != QPG_KV_PUT) {
-		if (rest || r->value_len || r->offset)
+		/* A GET's offset names the grant it releases, if it does. */
+		if (rest || r->value_len || (r->offset && !(r->flags & QPG_KV_F_RELEASE)))
 			return bad(why, why_len, QPG_KV_MALFORMED,
 				   "GET/DEL carry no value, length or offset");
 		return 0;

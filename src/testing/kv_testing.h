@@ -21,6 +21,8 @@ enum qpg_kv_test_abuse { /* in the low 7 bits of hooks */
 							way:  the GET must end QPG_KV_CORRUPT */
 			 QPG_KV_ABUSE_EXPIRED, /* hold the grant 3 s, then READ: past a server's
 						  --kv-grant-ttl the window must be gone */
+			 QPG_KV_ABUSE_BOGUS_RELEASE, /* the GET carries the release of a grant
+							never given: it must be refused */
 };
 
 #define QPG__KV_HOOK_UNKNOWN_OP 0x80 /* send an operation the server does not know */

@@ -16,7 +16,8 @@
  * GETs leave it to the server whether a value comes by RDMA READ of a window
  * it grants (large values) or is sent; --one-sided or --two-sided insist.
  * --test-abuse MODE misuses each grant (past-end, other-qp, write, expired,
- * after-release) and reports whether the server let any misuse through.
+ * after-release, or a GET that releases a grant never given: bogus-release)
+ * and reports whether the server let any misuse through.
  *
  * One line per command on standard error ("GET k: ok, 4096 bytes in 1
  * chunk, ..."); standard output carries values only. Exit status: 0 all ok,
@@ -312,15 +313,16 @@ static int parse_cmds(int argc, char **argv, bool synthetic, struct cmd *out)
 
 static void parse_abuse(const char *s, void *dst)
 {
-	static const char *const names[] = {"none",	     "past-end",     "other-qp", "write",
-					    "after-release", "wrong-digest", "expired"};
+	static const char *const names[] = {"none",    "past-end",	"other-qp",
+					    "write",   "after-release", "wrong-digest",
+					    "expired", "bogus-release"};
 	for (int i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++)
 		if (!strcmp(s, names[i])) {
 			*(int *)dst = i;
 			return;
 		}
 	fprintf(stderr, "error: --test-abuse is past-end, other-qp, write, after-release, "
-			"wrong-digest or expired\n");
+			"wrong-digest, expired or bogus-release\n");
 	exit(2);
 }
 
@@ -358,7 +360,8 @@ int main(int argc, char **argv)
 	    {"synthetic", 0, OPT_FLAG, &synthetic, 0, 0, NULL,
 	     "for tests: put KEY SIZE SEED, get KEY [SIZE SEED] (verify), bad"},
 	    {"test-abuse", 0, OPT_CALL, &abuse, 0, 0, "MODE",
-	     "test hook: past-end|other-qp|write|after-release|wrong-digest|expired", parse_abuse},
+	     "test hook: past-end|other-qp|write|after-release|wrong-digest|expired|bogus-release",
+	     parse_abuse},
 	    QPG_OPT_END};
 	const struct qpg_opt *const tables[] = {client, own, NULL};
 	const char *synopsis =

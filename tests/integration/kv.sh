@@ -110,6 +110,14 @@ if [ "$transport" = rdma ]; then
 		check "$mode: the misuse failed (0 succeeded) and the device refused it" \
 			grep -Eq 'abuse: 0 misuse\(s\) of a grant succeeded.*remote (access|invalid request) error' <<<"$out"
 	done
+	# A GET may release an earlier grant; one that names a grant never
+	# given is refused, and the server goes on serving.
+	out=$(kvf --one-sided --test-abuse bogus-release -- get os4k 4096 21 2>&1)
+	sed 's/^/  /' <<<"$out"
+	check "bogus-release: a GET releasing a grant never given is refused as malformed" \
+		grep -q '^GET os4k: malformed request' <<<"$out"
+	check "... and the next session's one-sided GET is served and verified" \
+		grep -q '^GET os4k: ok, .*verified' <<<"$(kvf --one-sided -- get os4k 4096 21 2>&1)"
 	out=$(kvf --test-abuse wrong-digest -- get os4k 4096 21 2>&1)
 	sed 's/^/  /' <<<"$out"
 	check "a value that does not match the grant's digest is reported as such (the check can fail)" \

@@ -8,7 +8,7 @@ transport=$1
 ops=${2:-20000}
 . "$(dirname "$0")/lib.sh"
 qpg_test_setup kvb
-qpg_serve "$work" --transport "$transport" --service kv --kv-capacity 128M -s 8192
+qpg_serve "$work" --transport "$transport" --service kv --kv-capacity 128M -s 8192 --metrics 127.0.0.1:0
 "$bin/qpgate-kvbench" --transport "$transport" --ca "$work/ca.crt" -p "$port" -n "$ops" \
 	--json "$work/r.json" 127.0.0.1 localhost >"$work/out" 2>&1
 rc=$?
@@ -32,6 +32,29 @@ crc=$?
 check_json_run qpgate-kvbench $crc "$work/c.json"
 check "--credits 3 is what the connections agreed, not the 2 workers each" \
 	j '.results.runs[0].credits == 3 and .results.runs[0].gets == 200 and .results.runs[0].mismatches == 0'
+# One-sided: a GET is done once its value is checked, and its grant is
+# released with the connection's next GET (no message of its own), or by
+# a RELEASE when no GET follows in that loop turn. Every grant is released
+# by its client (none left to expire); at most each connection's last may
+# go with its close instead.
+if [ "$transport" = rdma ]; then
+	"$bin/qpgate-kvbench" --transport rdma --ca "$work/ca.crt" -p "$port" -n 400 --num-keys 50 \
+		--value-size 65536 --get-mode one-sided --json "$work/o.json" 127.0.0.1 localhost >"$work/oout" 2>&1
+	orc=$?
+	check_json_run qpgate-kvbench $orc "$work/o.json"
+	check "one-sided: all 400 GETs of 64 KiB verified" \
+		j '.results.runs[0].gets == 400 and .results.runs[0].mismatches == 0 and .results.runs[0].errors == 0'
+	sleep 1
+	curl -fsS "http://127.0.0.1:$mport/metrics" >"$work/m.txt"
+	mval() { awk -v k="$1" '$1 == k {print $2}' "$work/m.txt"; }
+	grants=$(mval qpgate_kv_grants_total) by_get=$(mval 'qpgate_kv_releases_total{by="get"}')
+	by_rel=$(mval 'qpgate_kv_releases_total{by="release"}') expired=$(mval qpgate_kv_grants_expired_total)
+	echo "  grants=$grants released with a GET=$by_get by a RELEASE=$by_rel expired=$expired live=$(mval qpgate_kv_grants_live)"
+	check "one-sided: every grant released by its client (all but at most 4 closes), none expired, none left bound" \
+		eval '[ "$grants" -ge 400 ] && [ $((grants - by_get - by_rel)) -le 4 ] && [ "$expired" -eq 0 ] && [ "$(mval qpgate_kv_grants_live)" -eq 0 ]'
+	check "one-sided: most grants went back with the next GET (at least 3 in 4)" \
+		[ $((4 * by_get)) -ge $((3 * grants)) ]
+fi
 # The check can fail: a key that holds other bytes than kvbench's (the
 # seed is the key's number, 0 here) makes every GET of it a mismatch, and
 # kvbench exit 1. 64 KiB, one-sided over rdma: the pieces of one READ.

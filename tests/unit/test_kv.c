@@ -60,13 +60,23 @@ static void test_req_refusals(void **st)
 	buf[0] = 9;
 	expect_bad(buf, (size_t)n, QPG_KV_MALFORMED, "unknown operation");
 	n = enc_req(buf, QPG_KV_GET, "k", 0, 0);
-	buf[1] = 4;
+	buf[1] = 8;
 	expect_bad(buf, (size_t)n, QPG_KV_MALFORMED, "reserved flags");
 	buf[1] = QPG_KV_F_ONE_SIDED | QPG_KV_F_GRANT_LARGE; /* exclusive */
 	expect_bad(buf, (size_t)n, QPG_KV_MALFORMED, "reserved flags");
 	n = enc_req(buf, QPG_KV_DEL, "k", 0, 0);
 	buf[1] = QPG_KV_F_ONE_SIDED; /* only a GET may ask for a grant */
 	expect_bad(buf, (size_t)n, QPG_KV_MALFORMED, "reserved flags");
+	buf[1] = QPG_KV_F_RELEASE; /* a grant is released only with a GET */
+	expect_bad(buf, (size_t)n, QPG_KV_MALFORMED, "reserved flags");
+	n = enc_req(buf, QPG_KV_GET, "k", 0, 0x10003);
+	expect_bad(buf, (size_t)n, QPG_KV_MALFORMED, "carry no value, length or offset");
+	buf[1] = QPG_KV_F_RELEASE | QPG_KV_F_ONE_SIDED; /* the offset names the grant */
+	struct qpg_kv_req rel;
+	char why[128];
+	assert_int_equal(qpg_kv_decode_req(buf, (size_t)n, &rel, why, sizeof(why)), 0);
+	assert_int_equal(rel.offset, 0x10003);
+	assert_int_equal(rel.flags, QPG_KV_F_RELEASE | QPG_KV_F_ONE_SIDED);
 	n = enc_req(buf, QPG_KV_GET, "k", 0, 0);
 	expect_bad(buf, (size_t)n - 1, QPG_KV_MALFORMED, "key runs past");
 	expect_bad(buf, (size_t)n + 3, QPG_KV_MALFORMED, "carry no value");
