@@ -151,9 +151,13 @@ static void pump_unguarded(struct kv_conn *k)
 		unsigned held = k->grants_held - (op->op == QPG_KV_GET && k->rel_n > 0);
 		if (grant && (k->grants_ahead >= QPG__KVC_GRANTS_MAX ||
 			      held >= QPG_MAX(QPG__KVC_GRANTS_MAX, k->credits))) {
-			if (k->get_flags & QPG_KV_F_ONE_SIDED)
-				return; /* insisted on: waits for a grant to end */
-			grant = false;	/* left to the server: this one is sent */
+			/* Insisted on, or left to the server while it grants what
+			 * this connection asks for (its values are large): waits
+			 * for a grant to end. Else sent: small values come faster
+			 * that way than after a wait. */
+			if ((k->get_flags & QPG_KV_F_ONE_SIDED) || k->last_granted)
+				return;
+			grant = false;
 		}
 		int slot = free_slot(k);
 		if (slot < 0)
@@ -243,10 +247,13 @@ static void on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const 
 		qpg__kvc_finish_slot(k, op, op->result, op->total);
 	} else if (op->op == QPG_KV_GET && r.status == QPG_KV_OK && (r.flags & QPG_KV_R_GRANT)) {
 		k->outstanding--;
+		k->last_granted = true;
 		qpg__kvc_on_grant(k, op, &r);
 		if (k->dead)
 			return;
 	} else if (op->op == QPG_KV_GET && r.status == QPG_KV_OK) {
+		if (op->phase == PH_REQUEST)
+			k->last_granted = false; /* asked, and sent the value */
 		if (r.offset != op->got) {
 			qpg__kvc_fail_conn(k, "a GET answer out of order", 0);
 			return;

@@ -65,6 +65,7 @@ struct kv_conn {
 				* release with the next GET, else on their own */
 	unsigned rel_n, rel_cap;
 	unsigned rel_out;      /* RELEASEs sent on their own, not yet answered */
+	bool last_granted;     /* the last GET that asked for a grant got one */
 	unsigned index;	       /* in its thread */
 	struct qpg_kv_request *rd_head, *rd_tail;   /* granted: READs to post or land */
 	struct qpg_kv_request *rel_head, *rel_tail; /* read and checked: to RELEASE */

@@ -54,6 +54,22 @@ if [ "$transport" = rdma ]; then
 		eval '[ "$grants" -ge 400 ] && [ $((grants - by_get - by_rel)) -le 4 ] && [ "$expired" -eq 0 ] && [ "$(mval qpgate_kv_grants_live)" -eq 0 ]'
 	check "one-sided: most grants went back with the next GET (at least 3 in 4)" \
 		[ $((4 * by_get)) -ge $((3 * grants)) ]
+	# Left to the server (auto), 64 KiB values are granted. A connection
+	# asks for 2 grants at a time; once the server has granted what it
+	# asked for, a GET past that waits for a grant instead of being sent
+	# two-sided (slower at this size). Only the GETs a connection sends
+	# before its first answer may go two-sided: at most 2 of 4 workers on
+	# each of the 4 connections.
+	"$bin/qpgate-kvbench" --transport rdma --ca "$work/ca.crt" -p "$port" -n 400 --no-preload --num-keys 50 \
+		--value-size 65536 --get-mode auto --json "$work/a.json" 127.0.0.1 localhost >"$work/aout" 2>&1
+	arc=$?
+	check_json_run qpgate-kvbench $arc "$work/a.json"
+	check "auto: all 400 GETs of 64 KiB verified" \
+		j '.results.runs[0].gets == 400 and .results.runs[0].mismatches == 0 and .results.runs[0].errors == 0'
+	curl -fsS "http://127.0.0.1:$mport/metrics" >"$work/m.txt"
+	granted=$(($(mval qpgate_kv_grants_total) - grants))
+	echo "  auto: $granted of 400 GETs granted"
+	check "auto: the 64 KiB GETs are granted, not sent past the grant cap (at least 392 of 400)" [ "$granted" -ge 392 ]
 fi
 # The check can fail: a key that holds other bytes than kvbench's (the
 # seed is the key's number, 0 here) makes every GET of it a mismatch, and
