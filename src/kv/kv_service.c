@@ -369,10 +369,6 @@ static void handle_put(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_
 	queue(kc, QPG_KV_PUT, QPG_KV_OK, r->req_id, r->value_len, r->offset + r->chunk_len, NULL);
 }
 
-/* A GET: the value sent in chunks, or a grant to READ it. The client may
- * insist on a grant (QPG_KV_F_ONE_SIDED) or leave it to the server
- * (QPG_KV_F_GRANT_LARGE): small values go faster two-sided, large ones by
- * READ (the figures are in the README). */
 /* Release the grant called ID (a RELEASE's, or a GET's that carries one):
  * its window is invalidated by JOB, queued ahead of anything this request
  * still has to send. False if ID names no grant of this connection that is
@@ -390,6 +386,10 @@ static bool release_grant(struct kv_conn *kc, uint32_t id, uint8_t job, uint32_t
 	return true;
 }
 
+/* A GET: the value sent in chunks, or a grant to READ it. The client may
+ * insist on a grant (QPG_KV_F_ONE_SIDED) or leave it to the server
+ * (QPG_KV_F_GRANT_LARGE): small values go faster two-sided, large ones by
+ * READ (the figures are in the README). */
 static void handle_get(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_kv_req *r)
 {
 	struct qpg_kv_service *k = service_of(c);
