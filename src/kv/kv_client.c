@@ -46,14 +46,14 @@ static int send_frame(struct kv_conn *k, struct qpg_kv_request *op, uint32_t off
 			       .key = op->key};
 	/* A GET takes the oldest grant due for release along: no message,
 	 * and no answer, of its own. */
-	bool carries = op->op == QPG_KV_GET && k->rel_n > 0 &&
-		       qpg__kv_abuse_of(op) != QPG_KV_ABUSE_BOGUS_RELEASE;
-	if (carries) {
-		r.flags |= QPG_KV_F_RELEASE;
-		r.offset = k->rel_ids[0];
-	} else if (op->op == QPG_KV_GET && qpg__kv_abuse_of(op) == QPG_KV_ABUSE_BOGUS_RELEASE) {
+	bool carries = false;
+	if (op->op == QPG_KV_GET && qpg__kv_abuse_of(op) == QPG_KV_ABUSE_BOGUS_RELEASE) {
 		r.flags |= QPG_KV_F_RELEASE; /* slot 0xffff: never a grant's */
 		r.offset = 0xffffffffu;
+	} else if (op->op == QPG_KV_GET && k->rel_n > 0) {
+		carries = true;
+		r.flags |= QPG_KV_F_RELEASE;
+		r.offset = k->rel_ids[0];
 	}
 	int n = qpg_kv_encode_req(k->frame, k->max_msg, &r);
 	if (n < 0)
@@ -63,10 +63,8 @@ static int send_frame(struct kv_conn *k, struct qpg_kv_request *op, uint32_t off
 	int rc = qpg_client_send(k->conn, QPG_FRAME_KV_REQ, k->frame, (uint32_t)n + chunk);
 	if (rc == 0) {
 		k->outstanding++;
-		if (carries) {
-			memmove(k->rel_ids, k->rel_ids + 1, --k->rel_n * sizeof(*k->rel_ids));
-			k->grants_held--;
-		}
+		if (carries)
+			qpg__kvc_release_sent(k);
 	}
 	return rc;
 }

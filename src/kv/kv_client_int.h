@@ -124,6 +124,8 @@ void qpg__kvc_pump(struct kv_conn *k);
 /* kv_client_read.c */
 int qpg__kvc_send_release(struct kv_conn *k, struct qpg_kv_request *op);
 void qpg__kvc_flush_releases(struct kv_conn *k);
+/* The oldest grant due for release went out, with a GET or in a RELEASE. */
+void qpg__kvc_release_sent(struct kv_conn *k);
 int qpg__kvc_post_probe(struct kv_conn *k, struct qpg_kv_request *op);
 void qpg__kvc_read_pump(struct kv_conn *k);
 void qpg__kvc_on_grant(struct kv_conn *k, struct qpg_kv_request *op, const struct qpg_kv_reply *r);

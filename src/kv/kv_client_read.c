@@ -17,17 +17,29 @@
 #include "kv_client_int.h"
 #include "kv_testing.h"
 
-int qpg__kvc_send_release(struct kv_conn *k, struct qpg_kv_request *op)
+/* A RELEASE of grant ID, answered under REQ_ID; it takes a credit. */
+static int send_release_frame(struct kv_conn *k, uint32_t req_id, uint32_t id)
 {
-	struct qpg_kv_req r = {
-	    .op = QPG_KV_RELEASE, .req_id = op->req_id, .offset = op->grant.grant_id};
+	struct qpg_kv_req r = {.op = QPG_KV_RELEASE, .req_id = req_id, .offset = id};
 	int n = qpg_kv_encode_req(k->frame, k->max_msg, &r);
 	int rc = n < 0 ? n : qpg_client_send(k->conn, QPG_FRAME_KV_REQ, k->frame, (uint32_t)n);
-	if (rc == 0) {
+	if (rc == 0)
 		k->outstanding++;
-		op->phase = PH_RELEASING;
-	}
 	return rc;
+}
+
+int qpg__kvc_send_release(struct kv_conn *k, struct qpg_kv_request *op)
+{
+	int rc = send_release_frame(k, op->req_id, op->grant.grant_id);
+	if (rc == 0)
+		op->phase = PH_RELEASING;
+	return rc;
+}
+
+void qpg__kvc_release_sent(struct kv_conn *k)
+{
+	memmove(k->rel_ids, k->rel_ids + 1, --k->rel_n * sizeof(*k->rel_ids));
+	k->grants_held--;
 }
 
 /* Send the grants due for release that no GET took along, each in a
@@ -39,16 +51,11 @@ void qpg__kvc_flush_releases(struct kv_conn *k)
 	if (k->pumping || (next && next->op == QPG_KV_GET))
 		return; /* (that GET takes one along when it goes) */
 	while (k->rel_n > 0 && k->up && !k->dead && k->outstanding < k->credits) {
-		struct qpg_kv_req r = {.op = QPG_KV_RELEASE,
-				       .req_id = QPG__KVC_REL_TAG | k->rel_ids[0],
-				       .offset = k->rel_ids[0]};
-		int n = qpg_kv_encode_req(k->frame, k->max_msg, &r);
-		if (n < 0 || qpg_client_send(k->conn, QPG_FRAME_KV_REQ, k->frame, (uint32_t)n))
+		uint32_t id = k->rel_ids[0];
+		if (send_release_frame(k, QPG__KVC_REL_TAG | id, id))
 			return; /* full: a send completion pumps, and a reply flushes */
-		k->outstanding++;
 		k->rel_out++;
-		memmove(k->rel_ids, k->rel_ids + 1, --k->rel_n * sizeof(*k->rel_ids));
-		k->grants_held--;
+		qpg__kvc_release_sent(k);
 	}
 }
 
