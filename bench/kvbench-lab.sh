@@ -14,8 +14,9 @@
 # run's ratio are printed, since one run here can be 30% off the next.
 # Each run also measures the floor of a verified one-sided GET here
 # (bench/read_floor.c): the same 64 KiB READs kept 16 deep, one QP per
-# vCPU, each landed buffer checked against its SHA-256 digest as the KV
-# client checks a value, with nothing of qpgate around them. Its ratio to
+# vCPU, each landed buffer checked against its digest as the KV client
+# checks a value (the digest the server chose: --kv-digest auto picks the
+# faster here), with nothing of qpgate around them. Its ratio to
 # ib_read_bw is about the most a verified one-sided GET reaches in this VM
 # with as many connections as vCPUs (ib_read_bw itself uses one QP).
 # Boots the lab unless it already runs on an RDMA device. Writes
@@ -41,6 +42,9 @@ qpg_bench_setup kvb
 dev=$(ibv_devices | awk 'NR==3{print $1}')
 qpg_serve "$work" --handshake-timeout 120000 --service kv --kv-capacity 256M -s 8192
 echo " server: $dev, QPs on the device before: $(rdma res show qp | grep -c lqpn)"
+# The digest the server chose for one-sided readers; the floor checks the same.
+digest=$(sed -n 's/.*values digested with \([a-z0-9-]*\).*/\1/p' "$work/server.log" | head -n 1)
+echo " values digested with ${digest:?the server did not say which digest it chose}"
 rc=0
 kvbench() { # JSON FLAGS...
 	local json=$1
@@ -60,7 +64,7 @@ else
 		# perftest's MB is 2^20 bytes.
 		send_rate+=("$(awk '$1 == 4096 && NF >= 5 {v = $5} END {if (v == "") print "null"; else printf "%.0f", v * 1e6}' <<<"$send_out")")
 		read_bps+=("$(awk '$1 == 65536 && NF >= 5 {v = $4} END {if (v == "") print "null"; else printf "%.0f", v * 1048576}' <<<"$read_out")")
-		floor_out=$("$bin/qpg_read_floor" -d "$dev" -s 65536 -q 16 -t "$(nproc)" -D "$secs" --verify sha256) || rc=1
+		floor_out=$("$bin/qpg_read_floor" -d "$dev" -s 65536 -q 16 -t "$(nproc)" -D "$secs" --verify "$digest") || rc=1
 		floor_bps+=("$(awk '$1 == "floor" {sub("bytes_per_s=", "", $4); v = $4} END {if (v == "") print "null"; else print v}' <<<"$floor_out")")
 		rf+=("$(ratio "${floor_bps[-1]}" "${read_bps[-1]}")")
 		kvbench "$work/kv4k-$r.json" --value-size 4096 --get-mode two-sided -D "$secs" \
@@ -90,12 +94,12 @@ if [ -n "$anchors" ]; then
 	printf ' %-50s %14.0f %14.0f %8s %8s   %s\n' "64 KiB one-sided GET B/s / ib_read_bw 64 KiB B/s" \
 		"$(med "${bps64k[@]}")" "$(med "${read_bps[@]}")" "$m2" ">= 0.8" "${r2[*]}"
 	mf=$(medr "${rf[@]}")
-	printf ' %-50s %14.0f %14.0f %8s %8s   %s\n' "floor: 64 KiB READs + SHA-256, $(nproc) QPs / ib_read_bw" \
+	printf ' %-50s %14.0f %14.0f %8s %8s   %s\n' "floor: 64 KiB READs + $digest, $(nproc) QPs / ib_read_bw" \
 		"$(med "${floor_bps[@]}")" "$(med "${read_bps[@]}")" "$mf" "" "${rf[*]}"
 	printf ' mismatches + errors per run (4 KiB+64 KiB): %s\n' "${bad[*]}"
 	version=$("$bin/qpgate-kvbench" --version | awk '{print $3}')
 	jq -n --arg version "$version" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg dev "$dev" \
-		--argjson secs "$secs" --argjson runs "$runs" --arg ia32cap "$qpg_ia32cap" \
+		--argjson secs "$secs" --argjson runs "$runs" --arg ia32cap "$qpg_ia32cap" --arg digest "$digest" \
 		--argjson sr "$(med "${send_rate[@]}")" --argjson rb "$(med "${read_bps[@]}")" \
 		--argjson o4 "$(med "${ops4k[@]}")" --argjson b64 "$(med "${bps64k[@]}")" --argjson r1 "$m1" --argjson r2 "$m2" \
 		--argjson asr "$(jarr "${send_rate[@]}")" --argjson arb "$(jarr "${read_bps[@]}")" \
@@ -105,7 +109,7 @@ if [ -n "$anchors" ]; then
 		--argjson arf "$(jarr "${rf[@]}")" --argjson nthr "$(nproc)" \
 		--slurpfile k4 "$work/kv4k-1.json" --slurpfile k64 "$work/kv64k-1.json" \
 		'{schema_version: 1, tool: "bench/kvbench-lab.sh", version: $version, date: $date,
-		  parameters: {device: $dev, duration_s: $secs, runs: $runs, openssl_ia32cap: $ia32cap},
+		  parameters: {device: $dev, duration_s: $secs, runs: $runs, openssl_ia32cap: $ia32cap, kv_digest: $digest},
 		  results: {ib_send_bw_4k_msgs_per_s: $sr, ib_read_bw_64k_bytes_per_s: $rb,
 		            two_sided_4k: {gets_per_s: $o4, ratio: $r1, run: $k4[0].results.runs[0]},
 		            one_sided_64k: {bytes_per_s: $b64, ratio: $r2, run: $k64[0].results.runs[0]},

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The floor of a verified one-sided GET: RDMA READs of SIZE bytes kept
  * DEPTH deep on one QP per thread (as ib_read_bw keeps its READs), each
- * landed buffer checked against the SHA-256 digest of what the responder
- * holds, as qpgate's KV client checks a one-sided value before it hands it
- * over. No TLS, no grant, no window, no loop, no pool: what is left is the
- * device's work and the digest, about the most a verified GET of this
- * shape reaches on this machine. With --verify none it is a plain READ
- * loop, which should come close to ib_read_bw.
+ * landed buffer checked against the digest of what the responder holds
+ * (SHA-256 or SHA-512/256, the two a KV server may choose), as qpgate's KV
+ * client checks a one-sided value before it hands it over. No TLS, no
+ * grant, no window, no loop, no pool: what is left is the device's work
+ * and the digest, about the most a verified GET of this shape reaches on
+ * this machine. With --verify none it is a plain READ loop, which should
+ * come close to ib_read_bw.
  *   qpg_read_floor [-d DEV] [-s SIZE] [-q DEPTH] [-t THREADS] [-D SECONDS]
- *                  [--verify sha256|none]
+ *                  [--verify sha256|sha512-256|none]
  * Prints a table and, last, "floor verify=V threads=T bytes_per_s=B reads=N
  * mismatches=M". Exits 1 if anything failed or a digest did not match. */
 #include <errno.h>
@@ -30,7 +31,8 @@ struct opts {
 	uint32_t size;
 	unsigned depth, threads;
 	double secs;
-	int verify;
+	const char *verify; /* its name */
+	const EVP_MD *md;   /* NULL: --verify none */
 };
 
 struct worker {
@@ -92,9 +94,9 @@ static void *run(void *arg)
 		goto out;
 	}
 	for (unsigned v = 0; v < NVALS; v++)
-		if (EVP_Digest(src + (size_t)v * o->size, o->size, digest[v], NULL, EVP_sha256(),
-			       NULL) != 1) {
-			fail(w, "SHA-256", EIO);
+		if (o->md && EVP_Digest(src + (size_t)v * o->size, o->size, digest[v], NULL, o->md,
+					NULL) != 1) {
+			fail(w, "digest", EIO);
 			goto out;
 		}
 	src_mr = ibv_reg_mr(dev->pd, src, src_len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
@@ -154,10 +156,10 @@ static void *run(void *arg)
 				continue;
 			}
 			unsigned slot = (unsigned)(wc[i].wr_id >> 8), val = wc[i].wr_id & 0xff;
-			if (o->verify) {
+			if (o->md) {
 				uint8_t d[32];
 				if (EVP_Digest(land + (size_t)slot * o->size, o->size, d, NULL,
-					       EVP_sha256(), NULL) != 1 ||
+					       o->md, NULL) != 1 ||
 				    memcmp(d, digest[val], sizeof(d)) != 0)
 					w->mismatches++;
 			}
@@ -196,7 +198,7 @@ out:
 static void usage(void)
 {
 	fprintf(stderr, "usage: qpg_read_floor [-d DEV] [-s SIZE] [-q DEPTH] [-t THREADS] "
-			"[-D SECONDS] [--verify sha256|none]\n");
+			"[-D SECONDS] [--verify sha256|sha512-256|none]\n");
 	exit(2);
 }
 
@@ -214,7 +216,12 @@ static long num(const char *s, long lo, long hi)
 
 int main(int argc, char **argv)
 {
-	struct opts o = {.size = 65536, .depth = 16, .threads = 1, .secs = 5, .verify = 1};
+	struct opts o = {.size = 65536,
+			 .depth = 16,
+			 .threads = 1,
+			 .secs = 5,
+			 .verify = "sha256",
+			 .md = EVP_sha256()};
 	static const struct option lo[] = {{"verify", required_argument, NULL, 'V'}, {0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "d:s:q:t:D:", lo, NULL)) != -1) {
@@ -235,9 +242,15 @@ int main(int argc, char **argv)
 			o.secs = (double)num(optarg, 1, 3600);
 			break;
 		case 'V':
-			if (strcmp(optarg, "sha256") && strcmp(optarg, "none"))
+			o.verify = optarg;
+			if (strcmp(optarg, "sha256") == 0)
+				o.md = EVP_sha256();
+			else if (strcmp(optarg, "sha512-256") == 0)
+				o.md = EVP_sha512_256();
+			else if (strcmp(optarg, "none") == 0)
+				o.md = NULL;
+			else
 				usage();
-			o.verify = strcmp(optarg, "sha256") == 0;
 			break;
 		default:
 			usage();
@@ -283,10 +296,10 @@ int main(int argc, char **argv)
 	double secs = t1 > t0 ? t1 - t0 : 1; /* the READ loops, not the set-up */
 	printf(" %-10s %8s %6s %8s %12s %12s %10s\n", "verify", "threads", "depth", "size", "READs",
 	       "MB/s", "mismatches");
-	printf(" %-10s %8u %6u %8u %12lld %12.2f %10lld\n", o.verify ? "sha256" : "none", o.threads,
-	       o.depth, o.size, reads, (double)bytes / secs / 1e6, mism);
-	printf("floor verify=%s threads=%u bytes_per_s=%.0f reads=%lld mismatches=%lld\n",
-	       o.verify ? "sha256" : "none", o.threads, (double)bytes / secs, reads, mism);
+	printf(" %-10s %8u %6u %8u %12lld %12.2f %10lld\n", o.verify, o.threads, o.depth, o.size,
+	       reads, (double)bytes / secs / 1e6, mism);
+	printf("floor verify=%s threads=%u bytes_per_s=%.0f reads=%lld mismatches=%lld\n", o.verify,
+	       o.threads, (double)bytes / secs, reads, mism);
 	free(w);
 	qpg_rdma_dev_close(&dev);
 	return failed || mism || reads == 0 ? 1 : 0;

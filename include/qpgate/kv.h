@@ -34,7 +34,9 @@
  *   8  u32 rkey       of a read-only window over exactly the value,
  *                     bound to this connection's QP alone
  *  12  u32 grant_id   to RELEASE it with
- *  16  u8[32] digest  SHA-256 of the value
+ *  16  u8  digest_alg QPG_KV_DIGEST_SHA256 or QPG_KV_DIGEST_SHA512_256
+ *  17  u8[3] reserved 0
+ *  20  u8[32] digest  of the value, under digest_alg
  * The client READs the value, checks it against the digest (the grant came
  * in an authenticated frame, so a value changed on the way, or read from
  * the wrong place, does not match), then releases the grant: with its next
@@ -67,8 +69,21 @@ enum qpg_kv_op { QPG_KV_PUT = 1, QPG_KV_GET = 2, QPG_KV_DEL = 3, QPG_KV_RELEASE 
 	0x04		       /* request flag, GET: this GET also releases the                    \
 				  grant whose id is in the offset field */
 #define QPG_KV_R_GRANT	  0x01 /* reply flag: the payload is a grant */
-#define QPG_KV_GRANT_LEN  48
+#define QPG_KV_GRANT_LEN  52
 #define QPG_KV_DIGEST_LEN 32
+
+/* A grant's digest algorithm: the server's choice (qpg_kv_server_opts
+ * .digest), the same for every value it holds. Both are 256-bit digests
+ * of the SHA-2 family; SHA-512/256 runs on 64-bit words, so it is the
+ * faster one on CPUs without SHA instructions. */
+enum qpg_kv_digest {
+	QPG_KV_DIGEST_AUTO = 0, /* server option only: the faster one on this host */
+	QPG_KV_DIGEST_SHA256 = 1,
+	QPG_KV_DIGEST_SHA512_256 = 2,
+	QPG_KV_DIGEST_MAX = QPG_KV_DIGEST_SHA512_256,
+};
+/* "sha256", "sha512-256", "auto", or NULL for an unknown value. */
+const char *qpg_kv_digest_name(uint8_t alg);
 
 enum qpg_kv_status {
 	QPG_KV_OK = 0,
@@ -89,6 +104,7 @@ struct qpg_kv_grant {
 	uint64_t addr;
 	uint32_t rkey;
 	uint32_t grant_id;
+	uint8_t digest_alg; /* enum qpg_kv_digest, never AUTO */
 	uint8_t digest[QPG_KV_DIGEST_LEN];
 };
 

@@ -8,7 +8,8 @@
  * chunk callback sees each piece where it landed (no copy), already verified
  * against its message authentication tag. One-sided (RDMA READ through the
  * window the server granted), the whole value is checked against the
- * SHA-256 digest in the grant, with message authentication on or off,
+ * digest in the grant (SHA-256 or SHA-512/256, as the grant names it),
+ * with message authentication on or off,
  * before the chunk callback sees any of it: a value one READ brings
  * (qpg_conn_info.read_max) is then delivered where it landed, in that
  * READ's pieces, and a longer one is gathered and delivered as one piece.

@@ -26,6 +26,10 @@ struct qpg_kv_server_opts {
 				    READ) from this size on (default 32 KiB) */
 	unsigned grant_ttl_ms;	 /* a grant not RELEASEd by then is revoked (0: never) */
 	unsigned put_timeout_ms; /* a PUT whose next chunk is this late drops its space */
+	/* The digest each value carries for one-sided readers (enum
+	 * qpg_kv_digest): QPG_KV_DIGEST_AUTO (the default) takes whichever
+	 * is faster on this host, measured once as the service is created. */
+	uint8_t digest;
 };
 void qpg_kv_server_opts_default(struct qpg_kv_server_opts *o);
 
@@ -37,6 +41,8 @@ const struct qpg_service *qpg_kv_service_ops(void);
 /* Whether one-sided GETs are served (known once the server has started),
  * and if not, why. */
 const char *qpg_kv_service_one_sided(const struct qpg_kv_service *k);
+/* The digest chosen (enum qpg_kv_digest, never AUTO). */
+uint8_t qpg_kv_service_digest(const struct qpg_kv_service *k);
 /* After the server that ran it is destroyed. */
 void qpg_kv_service_destroy(struct qpg_kv_service *k);
 

@@ -482,7 +482,7 @@ int qpg_kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cv, NULL);
 	p->th = calloc(p->nthreads, sizeof(*p->th));
-	int rc = p->th ? 0 : -ENOMEM;
+	int rc = p->th ? qpg__kv_digests_fetch(&p->digests) : -ENOMEM;
 	for (unsigned t = 0; rc == 0 && t < p->nthreads; t++) {
 		struct pool_thread *th = &p->th[t];
 		th->pool = p;
@@ -609,6 +609,7 @@ void qpg_kv_pool_destroy(struct qpg_kv_pool *p)
 		pthread_mutex_destroy(&th->lock);
 	}
 	free(p->th);
+	qpg__kv_digests_free(&p->digests);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->lock);
 	free(p);

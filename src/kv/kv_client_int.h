@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kv_digest.h"
 #include "qpgate/kv_client.h"
 
 /* GETs that may be ahead of their READs at once, per connection: asking
@@ -92,6 +93,7 @@ struct qpg_kv_pool {
 	struct qpg_kv_pool_opts o;
 	struct pool_thread *th;
 	unsigned nthreads, nconns;
+	struct qpg__kv_digests digests; /* whichever a grant names */
 	atomic_uint rr;
 	atomic_bool stop;
 	atomic_bool started; /* qpg_kv_pool_create returned: no more retries */

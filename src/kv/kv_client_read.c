@@ -188,7 +188,9 @@ static bool landed(struct kv_conn *k, struct qpg_kv_request *op, const struct io
 		return false;
 	}
 	bool whole = op->got == 0 && len == op->total;
-	if (op->got == 0 && !EVP_DigestInit_ex(k->md, EVP_sha256(), NULL))
+	if (op->got == 0 &&
+	    !EVP_DigestInit_ex(
+		k->md, qpg__kv_digest_md(&k->th->pool->digests, op->grant.digest_alg), NULL))
 		op->result = QPG_KV_CORRUPT;
 	if (!whole && !op->stage && !(op->stage = malloc(op->total))) {
 		qpg__kvc_fail_conn(k, "out of memory for a one-sided GET", 0);

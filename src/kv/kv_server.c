@@ -105,6 +105,12 @@ static void kv_metrics(void *ctx, FILE *f)
 		"qpgate_kv_releases_total{by=\"release\"} %llu\n"
 		"qpgate_kv_releases_total{by=\"get\"} %llu\n",
 		ld(&k->m.releases[0]), ld(&k->m.releases[1]));
+	fprintf(f,
+		"# HELP qpgate_kv_digest_info The digest each value carries for one-sided "
+		"readers.\n"
+		"# TYPE qpgate_kv_digest_info gauge\n"
+		"qpgate_kv_digest_info{digest=\"%s\"} 1\n",
+		qpg_kv_digest_name(k->digest_alg));
 }
 
 static const struct qpg_service kv_ops = {
@@ -153,6 +159,16 @@ int qpg_kv_service_create(struct qpg_kv_service **out, const struct qpg_kv_serve
 		free(k);
 		return rc;
 	}
+	rc = o->digest > QPG_KV_DIGEST_MAX ? -EINVAL : qpg__kv_digests_fetch(&k->digests);
+	if (rc) {
+		snprintf(err, err_len, "cannot use the digest %u for values: %s", o->digest,
+			 rc == -EINVAL ? "unknown" : "this OpenSSL lacks SHA-256 or SHA-512/256");
+		qpg__kv_store_fini(&k->store);
+		free(k);
+		return rc;
+	}
+	k->digest_alg = o->digest ? o->digest : qpg__kv_digest_pick(&k->digests);
+	k->store.digest = qpg__kv_digest_md(&k->digests, k->digest_alg);
 	k->grant_min = o->grant_min;
 	k->grant_ttl_ns = (uint64_t)o->grant_ttl_ms * 1000000ull;
 	k->put_timeout_ns = (uint64_t)o->put_timeout_ms * 1000000ull;
@@ -166,6 +182,11 @@ const struct qpg_service *qpg_kv_service_ops(void)
 	return &kv_ops;
 }
 
+uint8_t qpg_kv_service_digest(const struct qpg_kv_service *k)
+{
+	return k->digest_alg;
+}
+
 const char *qpg_kv_service_one_sided(const struct qpg_kv_service *k)
 {
 	return k->one_sided_why;
@@ -176,5 +197,6 @@ void qpg_kv_service_destroy(struct qpg_kv_service *k)
 	if (!k)
 		return;
 	qpg__kv_store_fini(&k->store);
+	qpg__kv_digests_free(&k->digests);
 	free(k);
 }

@@ -203,6 +203,7 @@ static int run_grant(struct qpg_conn *c, struct kv_conn *kc, const struct kv_job
 	g->expires_ns =
 	    service_of(c)->grant_ttl_ns ? qpg__now_ns() + service_of(c)->grant_ttl_ns : 0;
 	gr.grant_id = grant_id(kc, j->grant);
+	gr.digest_alg = service_of(c)->digest_alg;
 	memcpy(gr.digest, g->v->digest, sizeof(gr.digest));
 	uint8_t payload[QPG_KV_GRANT_LEN];
 	qpg_kv_encode_grant(payload, sizeof(payload), &gr);

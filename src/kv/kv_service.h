@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kv_digest.h"
 #include "kv_store.h"
 #include "qpgate/kv.h"
 #include "qpgate/kv_server.h"
@@ -25,6 +26,8 @@ struct qpg__kv_metrics {
 
 struct qpg_kv_service {
 	struct qpg__kv_store store;
+	struct qpg__kv_digests digests;
+	uint8_t digest_alg;	 /* of every value (enum qpg_kv_digest, never AUTO) */
 	char one_sided_why[160]; /* whether one-sided GETs are served, and why not */
 	bool one_sided;		 /* values are registered as they commit, for windows */
 	uint32_t grant_min;	 /* QPG_KV_F_GRANT_LARGE: grant values from this size */

@@ -71,6 +71,7 @@ int qpg__kv_store_init(struct qpg__kv_store *s, size_t capacity, uint32_t max_va
 	s->capacity = capacity;
 	s->max_value = max_value;
 	s->top_order = order_of(max_value);
+	s->digest = EVP_sha256();
 	s->nbuckets = 1024;
 	while (s->nbuckets < capacity / 4096 && s->nbuckets < (1u << 24))
 		s->nbuckets <<= 1;
@@ -217,7 +218,7 @@ void qpg__kv_commit(struct qpg__kv_store *s, struct qpg__kv_value *v)
 	/* Outside the lock: hashing a 1 MiB value takes a while. A failure
 	 * leaves a zero digest, which a one-sided reader reports as corrupt
 	 * rather than trusting. */
-	if (!EVP_Digest(qpg__kv_data(s, v), v->len, v->digest, NULL, EVP_sha256(), NULL))
+	if (!EVP_Digest(qpg__kv_data(s, v), v->len, v->digest, NULL, s->digest, NULL))
 		memset(v->digest, 0, sizeof(v->digest));
 	pthread_mutex_lock(&s->lock);
 	struct qpg__kv_value *old = unlink_key(s, v->hash, v->key, v->key_len);

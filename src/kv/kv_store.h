@@ -11,6 +11,7 @@
 #ifndef QPG_KV_STORE_H
 #define QPG_KV_STORE_H
 
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -27,7 +28,7 @@ enum qpg__kvs_status {
 	QPG__KVS_NOT_FOUND,
 };
 
-#define QPG__KVS_DIGEST_LEN 32	       /* SHA-256 */
+#define QPG__KVS_DIGEST_LEN 32	       /* SHA-256 or SHA-512/256 */
 #define QPG__KVS_MAX_VALUE  (1u << 31) /* a block's offset and size fit in 32 bits */
 
 struct qpg__kv_value {
@@ -37,7 +38,7 @@ struct qpg__kv_value {
 	uint32_t len;
 	uint32_t off;			     /* in the arena */
 	uint8_t cls;			     /* buddy order of the allocation */
-	uint8_t digest[QPG__KVS_DIGEST_LEN]; /* SHA-256 of the value, set at commit */
+	uint8_t digest[QPG__KVS_DIGEST_LEN]; /* under the store's digest, set at commit */
 	void *region;			     /* registered for one-sided GETs, or NULL */
 	uint16_t key_len;
 	uint8_t key[];
@@ -63,6 +64,9 @@ struct qpg__kv_store {
 	size_t nbuckets;
 	size_t nkeys;
 	void (*region_close)(void *region); /* drops a value's region as it is freed */
+	/* Of every value, at commit: SHA-256 unless the owner sets another
+	 * (of QPG__KVS_DIGEST_LEN bytes) before the first. */
+	const EVP_MD *digest;
 };
 
 /* CAPACITY bytes of value space, values up to MAX_VALUE. -ENOMEM, -EINVAL. */

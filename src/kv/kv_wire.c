@@ -127,19 +127,31 @@ int qpg_kv_encode_grant(uint8_t *out, size_t cap, const struct qpg_kv_grant *g)
 	qpg__put64(out, g->addr);
 	qpg__put32(out + 8, g->rkey);
 	qpg__put32(out + 12, g->grant_id);
-	memcpy(out + 16, g->digest, QPG_KV_DIGEST_LEN);
+	out[16] = g->digest_alg;
+	memset(out + 17, 0, 3);
+	memcpy(out + 20, g->digest, QPG_KV_DIGEST_LEN);
 	return QPG_KV_GRANT_LEN;
 }
 
 int qpg_kv_decode_grant(const uint8_t *in, size_t len, struct qpg_kv_grant *g)
 {
-	if (len != QPG_KV_GRANT_LEN)
+	/* A digest this client cannot compute, or reserved bytes set, is a
+	 * grant it cannot check: refused, never READ. */
+	if (len != QPG_KV_GRANT_LEN || in[16] == QPG_KV_DIGEST_AUTO || in[16] > QPG_KV_DIGEST_MAX ||
+	    in[17] || in[18] || in[19])
 		return -EPROTO;
 	g->addr = qpg__get64(in);
 	g->rkey = qpg__get32(in + 8);
 	g->grant_id = qpg__get32(in + 12);
-	memcpy(g->digest, in + 16, QPG_KV_DIGEST_LEN);
+	g->digest_alg = in[16];
+	memcpy(g->digest, in + 20, QPG_KV_DIGEST_LEN);
 	return 0;
+}
+
+const char *qpg_kv_digest_name(uint8_t alg)
+{
+	static const char *const names[] = {"auto", "sha256", "sha512-256"};
+	return alg <= QPG_KV_DIGEST_MAX ? names[alg] : NULL;
 }
 
 const char *qpg_kv_status_name(uint8_t status)

@@ -66,6 +66,18 @@ static void parse_service(const char *arg, void *dst)
 	*(bool *)dst = strcmp(arg, "kv") == 0;
 }
 
+/* --kv-digest auto|sha256|sha512-256 */
+static void parse_digest(const char *arg, void *dst)
+{
+	for (uint8_t a = 0; a <= QPG_KV_DIGEST_MAX; a++)
+		if (strcmp(arg, qpg_kv_digest_name(a)) == 0) {
+			*(uint8_t *)dst = a;
+			return;
+		}
+	fprintf(stderr, "error: --kv-digest is 'auto', 'sha256' or 'sha512-256', not '%s'\n", arg);
+	exit(2);
+}
+
 /* --handshake-rate RATE[,BURST] */
 static void parse_rate(const char *arg, void *dst)
 {
@@ -142,8 +154,7 @@ int main(int argc, char **argv)
 	     "unfinished handshakes per address, IPv6 per /64 (default 1024)"},
 	    {"max-conns-per-peer", 0, OPT_UINT, &o.max_conns_per_peer, 0, 10000000, "N",
 	     "connections per address, IPv6 per /64 (default 16384; 0: no limit)"},
-	    {"max-session-qps", 0, OPT_UINT, &o.max_session_qps, 1, QPG_WIRE_MAX_EXTRA_QPS + 1,
-	     "N",
+	    {"max-session-qps", 0, OPT_UINT, &o.max_session_qps, 1, QPG_WIRE_MAX_EXTRA_QPS + 1, "N",
 	     "rdma: QPs one TLS session may bring up, each a client of --max-clients "
 	     "(default 64)"},
 	    {"handshake-rate", 0, OPT_CALL, &o, 0, 0, "N[,B]",
@@ -170,6 +181,10 @@ int main(int argc, char **argv)
 	     "a PUT whose next chunk is this late drops its space (default 10000)"},
 	    {"kv-grant-min", 0, OPT_SIZE32, &kvo.grant_min, 1, QPG_KV_MAX_VALUE, "BYTES",
 	     "rdma: values from this size go by RDMA READ unless asked otherwise (default 32K)"},
+	    {"kv-digest", 0, OPT_CALL, &kvo.digest, 0, 0, "NAME",
+	     "rdma: what one-sided readers check values with: sha256, sha512-256 or auto, "
+	     "the faster here (default auto)",
+	     parse_digest},
 	    {"srq-depth", 0, OPT_U32, &o.srq_depth, 16, 1 << 20, "N",
 	     "receives posted per thread (default 4096)"},
 	    {"tclass", 0, OPT_U8, &o.tclass, 0, 255, "N",
@@ -221,8 +236,10 @@ int main(int argc, char **argv)
 	}
 	g_server = s;
 	if (kvs)
-		fprintf(stderr, "qpgate-server: kv one-sided GET: %s\n",
-			qpg_kv_service_one_sided(kvs));
+		fprintf(stderr, "qpgate-server: kv one-sided GET: %s; values digested with %s%s\n",
+			qpg_kv_service_one_sided(kvs),
+			qpg_kv_digest_name(qpg_kv_service_digest(kvs)),
+			kvo.digest ? "" : " (auto: the faster here)");
 	struct sigaction sa = {.sa_handler = on_signal};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);

@@ -11,9 +11,11 @@ qpg_test_setup kv
 qp0=$(qps)
 # 4 MiB of store, values up to 1 MiB: sixteen 256 KiB values fill it.
 # Grants live 2 s: the expired probe holds one for 3 s. --allow-no-auth:
-# one-sided digests are checked without message auth too.
+# one-sided digests are checked without message auth too. Values carry
+# SHA-512/256 digests here (kvbench.sh's server: SHA-256), so a client that
+# checked every grant with one of them fails one of the two.
 qpg_serve "$work" --transport "$transport" --service kv --kv-capacity 4M --kv-max-value 1M -s 8192 \
-	--kv-grant-ttl 2000 --allow-no-auth --metrics 127.0.0.1:0
+	--kv-grant-ttl 2000 --allow-no-auth --metrics 127.0.0.1:0 --kv-digest sha512-256
 kv() { "$bin/qpgate-kv" --synthetic --transport "$transport" --ca "$work/ca.crt" -p "$port" 127.0.0.1 localhost "$@"; }
 # kvf FLAG... -- COMMAND...: the same with client flags.
 kvf() {
@@ -45,6 +47,8 @@ check "metrics: 2 hits, 2 misses" eval 'kvm "qpgate_kv_gets_total{result=\"hit\"
 check "metrics: value bytes in and out are 4096 + 1 MiB each" eval 'kvm "qpgate_kv_value_bytes_total{direction=\"in\"}" 1052672 &&
 	kvm "qpgate_kv_value_bytes_total{direction=\"out\"}" 1052672'
 check "metrics: one key left, its 1 MiB block used" eval 'kvm qpgate_kv_keys 1 && kvm "qpgate_kv_store_bytes{state=\"used\"}" 1048576'
+check "values digested with SHA-512/256, as asked (log and metrics)" eval 'grep -q "values digested with sha512-256\$" "$work/server.log" &&
+	kvm "qpgate_kv_digest_info{digest=\"sha512-256\"}" 1'
 
 out=$(kv bad put huge 2M 1 get big 1M 12 2>&1)
 sed 's/^/  /' <<<"$out"

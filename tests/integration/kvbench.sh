@@ -8,7 +8,9 @@ transport=$1
 ops=${2:-20000}
 . "$(dirname "$0")/lib.sh"
 qpg_test_setup kvb
-qpg_serve "$work" --transport "$transport" --service kv --kv-capacity 128M -s 8192 --metrics 127.0.0.1:0
+# SHA-256 digests for one-sided readers (kv.sh's server: SHA-512/256).
+qpg_serve "$work" --transport "$transport" --service kv --kv-capacity 128M -s 8192 --metrics 127.0.0.1:0 \
+	--kv-digest sha256
 "$bin/qpgate-kvbench" --transport "$transport" --ca "$work/ca.crt" -p "$port" -n "$ops" \
 	--json "$work/r.json" 127.0.0.1 localhost >"$work/out" 2>&1
 rc=$?
@@ -54,6 +56,8 @@ if [ "$transport" = rdma ]; then
 		eval '[ "$grants" -ge 400 ] && [ $((grants - by_get - by_rel)) -le 4 ] && [ "$expired" -eq 0 ] && [ "$(mval qpgate_kv_grants_live)" -eq 0 ]'
 	check "one-sided: most grants went back with the next GET (at least 3 in 4)" \
 		[ $((4 * by_get)) -ge $((3 * grants)) ]
+	check "one-sided: values checked against SHA-256 digests, as asked" \
+		[ "$(mval 'qpgate_kv_digest_info{digest="sha256"}')" = 1 ]
 	# Left to the server (auto), 64 KiB values are granted. A connection
 	# asks for 2 grants at a time; once the server has granted what it
 	# asked for, a GET past that waits for a grant instead of being sent

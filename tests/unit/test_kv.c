@@ -8,6 +8,7 @@
 
 #include <openssl/evp.h>
 
+#include "kv_digest.h"
 #include "kv_store.h"
 #include "qpgate/kv.h"
 
@@ -133,7 +134,10 @@ static void test_one_sided_wire(void **st)
 	expect_bad(buf, (size_t)n + 1, QPG_KV_MALFORMED, "only a grant id");
 
 	/* The grant: fixed layout, big-endian, exact length. */
-	struct qpg_kv_grant g = {.addr = 0x0102030405060708ull, .rkey = 0xa1b2c3d4, .grant_id = 9};
+	struct qpg_kv_grant g = {.addr = 0x0102030405060708ull,
+				 .rkey = 0xa1b2c3d4,
+				 .grant_id = 9,
+				 .digest_alg = QPG_KV_DIGEST_SHA512_256};
 	memset(g.digest, 0x5a, sizeof(g.digest));
 	struct qpg_kv_reply r = {.op = QPG_KV_GET,
 				 .status = QPG_KV_OK,
@@ -145,6 +149,10 @@ static void test_one_sided_wire(void **st)
 			 QPG_KV_GRANT_LEN);
 	assert_int_equal(buf[n], 0x01);
 	assert_int_equal(buf[n + 8], 0xa1);
+	assert_int_equal(buf[n + 16], QPG_KV_DIGEST_SHA512_256);
+	assert_int_equal(buf[n + 17] | buf[n + 18] | buf[n + 19], 0);
+	assert_int_equal(buf[n + 20], 0x5a);
+	assert_int_equal(buf[n + QPG_KV_GRANT_LEN - 1], 0x5a);
 	struct qpg_kv_reply d;
 	assert_int_equal(qpg_kv_decode_reply(buf, (size_t)n + QPG_KV_GRANT_LEN, &d), 0);
 	assert_int_equal(d.flags, QPG_KV_R_GRANT);
@@ -153,7 +161,27 @@ static void test_one_sided_wire(void **st)
 	assert_true(dg.addr == g.addr);
 	assert_int_equal(dg.rkey, g.rkey);
 	assert_int_equal(dg.grant_id, 9);
+	assert_int_equal(dg.digest_alg, QPG_KV_DIGEST_SHA512_256);
 	assert_memory_equal(dg.digest, g.digest, sizeof(g.digest));
+	/* A digest the client cannot name, or reserved bytes set: no grant to
+	 * READ by. */
+	uint8_t *gb = buf + n;
+	const uint8_t bad_alg[] = {QPG_KV_DIGEST_AUTO, QPG_KV_DIGEST_MAX + 1, 0xff};
+	for (size_t i = 0; i < sizeof(bad_alg); i++) {
+		gb[16] = bad_alg[i];
+		assert_int_equal(qpg_kv_decode_grant(gb, QPG_KV_GRANT_LEN, &dg), -EPROTO);
+	}
+	gb[16] = QPG_KV_DIGEST_SHA256;
+	assert_int_equal(qpg_kv_decode_grant(gb, QPG_KV_GRANT_LEN, &dg), 0);
+	assert_int_equal(dg.digest_alg, QPG_KV_DIGEST_SHA256);
+	for (int i = 17; i < 20; i++) {
+		gb[i] = 1;
+		assert_int_equal(qpg_kv_decode_grant(gb, QPG_KV_GRANT_LEN, &dg), -EPROTO);
+		gb[i] = 0;
+	}
+	assert_string_equal(qpg_kv_digest_name(QPG_KV_DIGEST_SHA256), "sha256");
+	assert_string_equal(qpg_kv_digest_name(QPG_KV_DIGEST_SHA512_256), "sha512-256");
+	assert_null(qpg_kv_digest_name(QPG_KV_DIGEST_MAX + 1));
 	/* A grant of the wrong length, on a failed GET, or on another op is refused. */
 	assert_int_not_equal(qpg_kv_decode_reply(buf, (size_t)n + QPG_KV_GRANT_LEN - 1, &d), 0);
 	buf[1] = QPG_KV_NOT_FOUND;
@@ -268,6 +296,23 @@ static void test_store_digest(void **st)
 	assert_int_equal(EVP_Digest(data, sizeof(data), want, NULL, EVP_sha256(), NULL), 1);
 	assert_memory_equal(v->digest, want, sizeof(want));
 	qpg__kv_release(&s, v);
+	/* Under the digest its owner chose, from the next commit on. */
+	struct qpg__kv_digests dg;
+	assert_int_equal(qpg__kv_digests_fetch(&dg), 0);
+	for (uint8_t a = QPG_KV_DIGEST_SHA256; a <= QPG_KV_DIGEST_MAX; a++)
+		assert_int_equal(EVP_MD_get_size(qpg__kv_digest_md(&dg, a)), QPG__KVS_DIGEST_LEN);
+	assert_null(qpg__kv_digest_md(&dg, QPG_KV_DIGEST_AUTO));
+	assert_null(qpg__kv_digest_md(&dg, QPG_KV_DIGEST_MAX + 1));
+	s.digest = qpg__kv_digest_md(&dg, QPG_KV_DIGEST_SHA512_256);
+	assert_int_equal(put(&s, "d", "q", 1000), QPG__KVS_OK);
+	v = qpg__kv_get(&s, (const uint8_t *)"d", 1);
+	assert_non_null(v);
+	assert_int_equal(EVP_Digest(data, sizeof(data), want, NULL, EVP_sha512_256(), NULL), 1);
+	assert_memory_equal(v->digest, want, sizeof(want));
+	uint8_t pick = qpg__kv_digest_pick(&dg);
+	assert_true(pick == QPG_KV_DIGEST_SHA256 || pick == QPG_KV_DIGEST_SHA512_256);
+	qpg__kv_release(&s, v);
+	qpg__kv_digests_free(&dg);
 	qpg__kv_store_fini(&s);
 }
 
