@@ -11,12 +11,15 @@
 #include <stdint.h>
 
 struct qpg__khash {
-	EVP_MAC *mac; /* fetched once; shared by threads (EVP_MAC is immutable) */
-	uint8_t key[16];
+	/* SipHash-2-4 keyed once, 64-bit output; never updated after init,
+	 * so threads may copy it at once. */
+	EVP_MAC_CTX *keyed;
 };
 
-/* Fetch SipHash and draw the key. 0, or a negative errno. */
+/* Draw a key and key SipHash with it. 0, or a negative errno. */
 int qpg__khash_init(struct qpg__khash *h);
+/* The same under a given KEY (the reference vectors). */
+int qpg__khash_init_key(struct qpg__khash *h, const uint8_t key[16]);
 void qpg__khash_fini(struct qpg__khash *h);
 /* 64-bit SipHash of DATA under H's key. Thread-safe. */
 uint64_t qpg__khash(const struct qpg__khash *h, const void *data, size_t n);
