@@ -78,8 +78,9 @@ median() { grep -v '^null$' | sort -g | awk '{a[NR] = $1} END {if (NR == 0) prin
 med() { printf '%s\n' "$@" | median; }
 # medr RATIOS...: their median to 3 decimals (null when none is left).
 medr() { med "$@" | awk '{if ($1 == "null") print; else printf "%.3f", $1}'; }
-# ratio A B: A / B to 3 decimals, or null when either is missing or B is 0.
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN{if (a != "null" && b != "null" && b + 0 > 0) printf "%.3f", a / b; else print "null"}'; }
+# ratio A B: A / B to 3 decimals, or null when either is missing (null, inf,
+# nan: anything but a plain number) or B is 0.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{n = "^[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]+)?$"; if (a ~ n && b ~ n && b + 0 > 0) printf "%.3f", a / b; else print "null"}'; }
 # jarr VALUES...: a JSON array of them (numbers or null).
 jarr() { printf '%s\n' "$@" | jq -s -c .; }
 # j NAME FILTER: jq -r FILTER on $work/NAME.json.
