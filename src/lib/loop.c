@@ -173,24 +173,42 @@ int qpg__loop_run_once(struct qpg__loop *l, int timeout_ms)
 	return n;
 }
 
+/* See unlooked in loop.h. A turn's poll drains a whole CQ batch, so under
+ * load (32 or more a turn) the fds are looked at every turn, as before. */
+#define QPG__LOOP_FD_EVERY 32
+
 static int run_once(struct qpg__loop *l, int timeout_ms)
 {
 	struct epoll_event evs[256];
 	int got = l->poll ? l->poll(l) : 0; /* no syscall: a CQ is user memory */
 	bool may_sleep = !l->deferred && !got && timeout_ms != 0;
-	/* With a poll source, look at the fds without waiting first: sleeping
-	 * comes only after the spin and the arm found nothing. */
-	bool look_first = l->poll || (l->spin_fds && l->spin_ns);
-	int n = epoll_wait(l->epfd, evs, (int)QPG_ARRAY_SIZE(evs),
-			   may_sleep && !look_first ? timeout_ms : 0);
-	if (n == 0 && may_sleep && look_first) {
-		int r = l->spin_ns ? spin(l, evs, (int)QPG_ARRAY_SIZE(evs)) : 0;
-		if (l->poll)
-			got = r ? r : l->arm ? l->arm(l) : 0;
-		else
-			n = r;
-		if (!got && n == 0)
-			n = epoll_wait(l->epfd, evs, (int)QPG_ARRAY_SIZE(evs), timeout_ms);
+	int n = 0;
+	if (l->poll) {
+		/* Nothing found and allowed to sleep: spin on the poll source
+		 * first, then arm it, and only then look at the fds, waiting.
+		 * Work found (now or by the spin): look at the fds without
+		 * waiting, once they are due. */
+		if (may_sleep) {
+			got = l->spin_ns ? spin(l, evs, (int)QPG_ARRAY_SIZE(evs)) : 0;
+			if (!got && l->arm)
+				got = l->arm(l);
+		}
+		l->unlooked += (unsigned)got;
+		if (!got || l->unlooked >= QPG__LOOP_FD_EVERY || l->deferred) {
+			n = epoll_wait(l->epfd, evs, (int)QPG_ARRAY_SIZE(evs),
+				       may_sleep && !got ? timeout_ms : 0);
+			l->unlooked = 0;
+		}
+	} else {
+		/* The fds are the only source: spin on them (tcp), or wait. */
+		bool look_first = l->spin_fds && l->spin_ns;
+		n = epoll_wait(l->epfd, evs, (int)QPG_ARRAY_SIZE(evs),
+			       may_sleep && !look_first ? timeout_ms : 0);
+		if (n == 0 && may_sleep && look_first) {
+			n = spin(l, evs, (int)QPG_ARRAY_SIZE(evs));
+			if (n == 0)
+				n = epoll_wait(l->epfd, evs, (int)QPG_ARRAY_SIZE(evs), timeout_ms);
+		}
 	}
 	if (n < 0)
 		return errno == EINTR ? got : -errno;

@@ -46,6 +46,12 @@ struct qpg__loop {
 	/* No poll source (tcp): spin on the fds themselves (epoll without
 	 * waiting) for up to spin_ns before sleeping, with the same window. */
 	bool spin_fds;
+	/* With a poll source: the work the poll found since the fds were
+	 * last looked at. While it keeps finding work the fds (the wake, the
+	 * tick, the control channels) are looked at once per
+	 * QPG__LOOP_FD_EVERY of it, not at every turn: each look is a system
+	 * call, and at one echo in flight it was one per echo on each side. */
+	unsigned unlooked;
 	void *owner;
 	struct qpg__io *deferred; /* to call again after this batch */
 	struct qpg__io *running;  /* deferred ones being called now */

@@ -2,7 +2,9 @@
 /* The event loop's deferred calls: a handler that stops with work left is
  * called again after the batch, without waiting for an event. Its wakes
  * coalesce without losing work handed over from other threads, and a
- * wake from the loop's own callbacks writes nothing. */
+ * wake from the loop's own callbacks writes nothing. With a poll source
+ * (a CQ) that never runs dry, the fds are still served, within a bound;
+ * with one that is idle, the loop spins, arms it and sleeps on the fds. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/epoll.h>
@@ -54,6 +56,87 @@ static void run_expect(struct qpg__loop *l, int timeout_ms, int ran, const struc
 {
 	assert_int_equal(qpg__loop_run_once(l, timeout_ms), ran);
 	assert_int_equal(p->calls, calls);
+}
+
+/* A poll source, as a CQ is to the rdma transport: each poll finds
+ * BUSY_LEFT > 0 ? one completion : nothing. */
+struct source {
+	int busy_left, polls, arms;
+};
+
+static int source_poll(struct qpg__loop *l)
+{
+	struct source *s = l->owner;
+	s->polls++;
+	if (s->busy_left <= 0)
+		return 0;
+	s->busy_left--;
+	return 1;
+}
+
+static int source_arm(struct qpg__loop *l)
+{
+	struct source *s = l->owner;
+	s->arms++;
+	return source_poll(l);
+}
+
+/* The fds are looked at once per few completions while the poll keeps
+ * finding work (not at every turn: each look is a system call), and never
+ * later than 64 turns of one completion each: an fd ready all along (a
+ * wake handed over from another thread, the tick) is not starved. */
+static void test_busy_poll_source_still_serves_fds(void **state)
+{
+	(void)state;
+	struct qpg__loop l;
+	struct source src = {.busy_left = 1000};
+	assert_int_equal(qpg__loop_init(&l, 0), 0);
+	l.owner = &src;
+	l.poll = source_poll;
+	l.arm = source_arm;
+	l.spin_max_ns = l.spin_ns = 50 * 1000;
+	struct probe p = {0};
+	int fd = probe_add(&l, &p);
+	uint64_t one = 1;
+	assert_int_equal(write(fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	int turns = 0;
+	while (p.calls == 0 && turns < 1000) {
+		assert_true(qpg__loop_run_once(&l, -1) >= 1);
+		turns++;
+	}
+	assert_int_equal(p.calls, 1);
+	assert_true(turns > 1);	       /* not looked at on every turn with work */
+	assert_true(turns <= 64);      /* but within the bound */
+	assert_int_equal(src.arms, 0); /* never about to sleep */
+	qpg__loop_del(&l, &p.io);
+	close(fd);
+	qpg__loop_fini(&l);
+}
+
+/* Idle: the loop spins on the poll, arms it and polls once more, then
+ * sleeps on the fds, and the fd that becomes ready ends the sleep. */
+static void test_idle_poll_source_arms_then_sleeps(void **state)
+{
+	(void)state;
+	struct qpg__loop l;
+	struct source src = {0};
+	assert_int_equal(qpg__loop_init(&l, 0), 0);
+	l.owner = &src;
+	l.poll = source_poll;
+	l.arm = source_arm;
+	l.spin_max_ns = l.spin_ns = 20 * 1000;
+	struct probe p = {0};
+	int fd = probe_add(&l, &p);
+	assert_int_equal(qpg__loop_run_once(&l, 10), 0); /* nothing: slept 10 ms */
+	assert_int_equal(src.arms, 1);
+	assert_true(src.polls >= 3); /* the turn's, the spin's, the arm's */
+	uint64_t one = 1;
+	assert_int_equal(write(fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	assert_int_equal(qpg__loop_run_once(&l, -1), 1); /* would block forever if not */
+	assert_int_equal(p.calls, 1);
+	qpg__loop_del(&l, &p.io);
+	close(fd);
+	qpg__loop_fini(&l);
 }
 
 static void test_deferred_io_runs_without_an_event(void **state)
@@ -273,9 +356,10 @@ static void test_wake_soon_from_own_callback_writes_nothing(void **state)
 	qpg__loop_fini(&l);
 }
 
-QPG_UNIT_MAIN(NULL, NULL,
-	      cmocka_unit_test(test_wake_soon_from_own_callback_writes_nothing),
+QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_wake_soon_from_own_callback_writes_nothing),
 	      cmocka_unit_test(test_coalesced_wakes_lose_no_work),
 	      cmocka_unit_test(test_deferred_io_runs_without_an_event),
 	      cmocka_unit_test(test_deferring_again_waits_for_the_next_batch),
-	      cmocka_unit_test(test_deleted_io_is_not_called))
+	      cmocka_unit_test(test_deleted_io_is_not_called),
+	      cmocka_unit_test(test_busy_poll_source_still_serves_fds),
+	      cmocka_unit_test(test_idle_poll_source_arms_then_sleeps))
