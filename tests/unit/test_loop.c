@@ -81,6 +81,18 @@ static int source_arm(struct qpg__loop *l)
 	return source_poll(l);
 }
 
+/* A loop with SRC as its poll source, spinning up to SPIN_NS, and P on an
+ * eventfd (returned) in it. */
+static int source_loop(struct qpg__loop *l, struct source *src, uint64_t spin_ns, struct probe *p)
+{
+	assert_int_equal(qpg__loop_init(l, 0), 0);
+	l->owner = src;
+	l->poll = source_poll;
+	l->arm = source_arm;
+	l->spin_max_ns = l->spin_ns = spin_ns;
+	return probe_add(l, p);
+}
+
 /* The fds are looked at once per few completions while the poll keeps
  * finding work (not at every turn: each look is a system call), and never
  * later than 64 turns of one completion each: an fd ready all along (a
@@ -90,13 +102,8 @@ static void test_busy_poll_source_still_serves_fds(void **state)
 	(void)state;
 	struct qpg__loop l;
 	struct source src = {.busy_left = 1000};
-	assert_int_equal(qpg__loop_init(&l, 0), 0);
-	l.owner = &src;
-	l.poll = source_poll;
-	l.arm = source_arm;
-	l.spin_max_ns = l.spin_ns = 50 * 1000;
 	struct probe p = {0};
-	int fd = probe_add(&l, &p);
+	int fd = source_loop(&l, &src, 50 * 1000, &p);
 	uint64_t one = 1;
 	assert_int_equal(write(fd, &one, sizeof(one)), (ssize_t)sizeof(one));
 	int turns = 0;
@@ -120,13 +127,8 @@ static void test_idle_poll_source_arms_then_sleeps(void **state)
 	(void)state;
 	struct qpg__loop l;
 	struct source src = {0};
-	assert_int_equal(qpg__loop_init(&l, 0), 0);
-	l.owner = &src;
-	l.poll = source_poll;
-	l.arm = source_arm;
-	l.spin_max_ns = l.spin_ns = 20 * 1000;
 	struct probe p = {0};
-	int fd = probe_add(&l, &p);
+	int fd = source_loop(&l, &src, 20 * 1000, &p);
 	assert_int_equal(qpg__loop_run_once(&l, 10), 0); /* nothing: slept 10 ms */
 	assert_int_equal(src.arms, 1);
 	assert_true(src.polls >= 3); /* the turn's, the spin's, the arm's */
