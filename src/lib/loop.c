@@ -155,6 +155,11 @@ static int spin(struct qpg__loop *l, struct epoll_event *evs, int max)
 				l->spin_ns = l->spin_max_ns;
 			return r;
 		}
+		/* A poll source's spin looks at no fd, but a wake from
+		 * another thread (work handed over) ends it: the flag is
+		 * plain memory, set before the eventfd is written. */
+		if (l->poll && atomic_load_explicit(&l->wake_pending, memory_order_relaxed))
+			return 0;
 		if (i % clock_every == 0 && qpg__now_ns() >= end)
 			break;
 	}
@@ -190,7 +195,9 @@ static int run_once(struct qpg__loop *l, int timeout_ms)
 		 * waiting, once they are due. */
 		if (may_sleep) {
 			got = l->spin_ns ? spin(l, evs, (int)QPG_ARRAY_SIZE(evs)) : 0;
-			if (!got && l->arm)
+			/* A wake pending: its eventfd ends the wait at once,
+			 * so no need to arm the source first. */
+			if (!got && l->arm && !atomic_load(&l->wake_pending))
 				got = l->arm(l);
 		}
 		l->unlooked += (unsigned)got;

@@ -141,6 +141,59 @@ static void test_idle_poll_source_arms_then_sleeps(void **state)
 	qpg__loop_fini(&l);
 }
 
+/* Work handed over by another thread (qpg__loop_wake) while the loop spins
+ * on an idle poll source ends the spin: the spin looks at the wake flag,
+ * so the loop goes to its fds without arming the source or spinning out
+ * the window (2 s here; the run would arm once it had). */
+struct wake_source {
+	struct source src; /* first: the loop's owner points at it */
+	int wakes;
+};
+
+static void count_source_wake(struct qpg__loop *l)
+{
+	((struct wake_source *)l->owner)->wakes++;
+}
+
+struct waker {
+	struct qpg__loop *l;
+	atomic_int go;
+};
+
+static void *wake_later(void *arg)
+{
+	struct waker *w = arg;
+	while (!atomic_load(&w->go))
+		;
+	usleep(2000); /* the loop is spinning by now, or soon will be */
+	qpg__loop_wake(w->l);
+	return NULL;
+}
+
+static void test_wake_ends_the_spin(void **state)
+{
+	(void)state;
+	struct qpg__loop l;
+	struct wake_source s = {{0}, 0};
+	struct probe p = {0};
+	int fd = source_loop(&l, &s.src, 2000ull * 1000 * 1000, &p);
+	l.on_wake = count_source_wake;
+	struct waker w = {&l, 0};
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, wake_later, &w), 0);
+	atomic_store(&w.go, 1);
+	while (s.wakes == 0)
+		assert_true(qpg__loop_run_once(&l, -1) >= 0);
+	pthread_join(t, NULL);
+	assert_int_equal(s.wakes, 1);
+	/* The spin ended early: not halved, as a spin that ran out is. */
+	assert_true(l.spin_ns == l.spin_max_ns);
+	assert_int_equal(s.src.arms, 0); /* and no arm: the eventfd is ready */
+	qpg__loop_del(&l, &p.io);
+	close(fd);
+	qpg__loop_fini(&l);
+}
+
 static void test_deferred_io_runs_without_an_event(void **state)
 {
 	struct qpg__loop l;
@@ -364,4 +417,5 @@ QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_wake_soon_from_own_callback_writ
 	      cmocka_unit_test(test_deferring_again_waits_for_the_next_batch),
 	      cmocka_unit_test(test_deleted_io_is_not_called),
 	      cmocka_unit_test(test_busy_poll_source_still_serves_fds),
-	      cmocka_unit_test(test_idle_poll_source_arms_then_sleeps))
+	      cmocka_unit_test(test_idle_poll_source_arms_then_sleeps),
+	      cmocka_unit_test(test_wake_ends_the_spin))
