@@ -152,11 +152,10 @@ for r in $(seq 1 "$runs"); do
 	# perftest on the lo-backed device (GID 1 = ::ffff:127.0.0.1)
 	lat_out=$(qpg_perftest ib_send_lat -s "$size" -n "$iters")
 	# Columns: #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
-	# (perftest prints inf or nan when its cycle clock failed: no figure.)
-	lat_typ+=("$(awk -v s="$size" '$1 == s && NF >= 7 {v = $5} END {print ((v ~ /^[0-9]+(\.[0-9]+)?$/ && v + 0 > 0) ? v : "null")}' <<<"$lat_out")")
+	lat_typ+=("$(figure "$(awk -v s="$size" '$1 == s && NF >= 7 {v = $5} END {print v}' <<<"$lat_out")")")
 	bw_out=$(qpg_perftest ib_send_bw -s "$size" -n $((iters * 5)))
 	# Columns: #bytes #iterations BW_peak BW_average MsgRate[Mpps]
-	bw_rate+=("$(awk -v s="$size" '$1 == s && NF >= 5 {v = $5} END {if (v !~ /^[0-9]+(\.[0-9]+)?$/ || v + 0 <= 0) print "null"; else printf "%.0f", v * 1e6}' <<<"$bw_out")")
+	bw_rate+=("$(figure "$(awk -v s="$size" '$1 == s && NF >= 5 {v = $5} END {print v}' <<<"$bw_out")" 1e6)")
 	# What OpenSSL's whole handshake costs, made as qpgate makes it (the
 	# same contexts, certificate, host check and tickets; no bootstrap, no
 	# QP): bench/tls_floor.c, each end's CPU timed, both on one core in turn.

@@ -61,9 +61,9 @@ else
 		send_out=$(qpg_perftest ib_send_bw -s 4096 -n 20000)
 		read_out=$(qpg_perftest ib_read_bw -s 65536 -n 5000)
 		# Columns: #bytes #iterations BW_peak BW_average[MB/s] MsgRate[Mpps];
-		# perftest's MB is 2^20 bytes. inf or nan (its cycle clock failed): null.
-		send_rate+=("$(awk '$1 == 4096 && NF >= 5 {v = $5} END {if (v !~ /^[0-9]+(\.[0-9]+)?$/ || v + 0 <= 0) print "null"; else printf "%.0f", v * 1e6}' <<<"$send_out")")
-		read_bps+=("$(awk '$1 == 65536 && NF >= 5 {v = $4} END {if (v !~ /^[0-9]+(\.[0-9]+)?$/ || v + 0 <= 0) print "null"; else printf "%.0f", v * 1048576}' <<<"$read_out")")
+		# perftest's MB is 2^20 bytes (figure: null for inf, nan or no row).
+		send_rate+=("$(figure "$(awk '$1 == 4096 && NF >= 5 {v = $5} END {print v}' <<<"$send_out")" 1e6)")
+		read_bps+=("$(figure "$(awk '$1 == 65536 && NF >= 5 {v = $4} END {print v}' <<<"$read_out")" 1048576)")
 		floor_out=$("$bin/qpg_read_floor" -d "$dev" -s 65536 -q 16 -t "$(nproc)" -D "$secs" --verify "$digest") || rc=1
 		floor_bps+=("$(awk '$1 == "floor" {sub("bytes_per_s=", "", $4); v = $4} END {if (v == "") print "null"; else print v}' <<<"$floor_out")")
 		rf+=("$(ratio "${floor_bps[-1]}" "${read_bps[-1]}")")

@@ -81,6 +81,10 @@ medr() { med "$@" | awk '{if ($1 == "null") print; else printf "%.3f", $1}'; }
 # ratio A B: A / B to 3 decimals, or null when either is missing (null, inf,
 # nan: anything but a plain number) or B is 0.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{n = "^[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]+)?$"; if (a ~ n && b ~ n && b + 0 > 0) printf "%.3f", a / b; else print "null"}'; }
+# figure V [SCALE]: a figure read from perftest's table, V (or V * SCALE,
+# rounded), or null when V is no plain positive number: empty (no row),
+# or inf or nan (perftest's cycle clock failed).
+figure() { awk -v v="$1" -v s="${2:-}" 'BEGIN{if (v !~ /^[0-9]+(\.[0-9]+)?$/ || v + 0 <= 0) print "null"; else if (s == "") print v; else printf "%.0f", v * s}'; }
 # jarr VALUES...: a JSON array of them (numbers or null).
 jarr() { printf '%s\n' "$@" | jq -s -c .; }
 # j NAME FILTER: jq -r FILTER on $work/NAME.json.
