@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "load.h"
 #include "client_testing.h"
+#include "pattern.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -43,13 +44,6 @@ static uint64_t now_ns(void)
 	return stamp_mono_ns();
 }
 
-/* Every byte of every message depends on the connection, the message number
- * and its offset, so a misrouted, reordered or corrupted echo is caught. */
-static uint8_t pattern(int conn, long msg, uint32_t j)
-{
-	return (uint8_t)(conn * 131 + msg * 7 + (long)j * 13 + 1);
-}
-
 static void finish(struct engine *e, struct conn_state *s)
 {
 	if (!s->done) {
@@ -78,8 +72,7 @@ static void send_next(struct engine *e, struct conn_state *s)
 			fclose(f);
 		return;
 	}
-	for (uint32_t j = 0; j < o->size; j++)
-		e->payload[j] = pattern(s->index, s->sent, j);
+	pattern_fill(e->payload, o->size, pattern_base(s->index, s->sent));
 	if (s->index == 0 && s->sent == o->corrupt_at)
 		qpg__client_conn_corrupt_next_tag(s->c);
 	uint32_t len = o->size;
@@ -160,9 +153,8 @@ static void on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const 
 		qpg_hist_add(&r->lat, stamp_ns(e->clock, s->sent_ns, stamp_read(e->clock)));
 	if (s->verified == 0)
 		qpg_client_conn_mark_first_msg(c);
-	bool ok = type == QPG_FRAME_ECHO_REPLY && len == e->o->size;
-	for (uint32_t j = 0; ok && j < len; j++)
-		ok = p[j] == pattern(s->index, s->verified, j);
+	bool ok = type == QPG_FRAME_ECHO_REPLY && len == e->o->size &&
+		  pattern_ok(p, len, pattern_base(s->index, s->verified));
 	if (!ok)
 		r->mismatches++;
 	s->verified++;
