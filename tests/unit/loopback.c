@@ -79,3 +79,25 @@ void qpg_loopback_client_opts(const struct qpg_loopback *lb, struct qpg_client_o
 	o->ca = ca;
 	o->handshake_timeout_ms = 5000;
 }
+
+static void on_up(struct qpg_client_conn *c, void *user)
+{
+	((struct qpg_loopback_conn *)user)->up++;
+}
+
+static void on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const uint8_t *p,
+		     uint32_t len)
+{
+	((struct qpg_loopback_conn *)user)->replies++;
+}
+
+static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class err,
+		      const char *why)
+{
+	struct qpg_loopback_conn *k = user;
+	k->closed++;
+	snprintf(k->why, sizeof(k->why), "%s", why ? why : "");
+}
+
+const struct qpg_client_cbs qpg_loopback_cbs = {
+    .established = on_up, .reply = on_reply, .closed = on_closed};

@@ -27,6 +27,15 @@ void qpg_loopback_fini(struct qpg_loopback *lb);
 /* Options for a tcp client of LB (host 127.0.0.1, servername localhost). */
 void qpg_loopback_client_opts(const struct qpg_loopback *lb, struct qpg_client_opts *o);
 
+/* A client connection that counts what happens to it (the user pointer of
+ * qpg_loopback_cbs), with the reason of its close. */
+struct qpg_loopback_conn {
+	struct qpg_client_conn *c;
+	int up, closed, replies;
+	char why[256];
+};
+extern const struct qpg_client_cbs qpg_loopback_cbs;
+
 /* Run CL until COND or 5 s. */
 #define RUN_UNTIL(cl, cond)                                                                        \
 	for (int _i = 0; _i < 500 && !(cond); _i++)                                                \

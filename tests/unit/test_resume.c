@@ -14,31 +14,6 @@
 #include "loopback.h"
 #include "qpgate/wire.h"
 
-struct conn {
-	struct qpg_client_conn *c;
-	int up, closed, replies;
-};
-
-static void on_up(struct qpg_client_conn *c, void *user)
-{
-	((struct conn *)user)->up++;
-}
-
-static void on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const uint8_t *p,
-		     uint32_t len)
-{
-	((struct conn *)user)->replies++;
-}
-
-static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class err,
-		      const char *why)
-{
-	((struct conn *)user)->closed++;
-}
-
-static const struct qpg_client_cbs cbs = {
-    .established = on_up, .reply = on_reply, .closed = on_closed};
-
 static struct qpg_client *client(const struct qpg_loopback *lb, bool resume)
 {
 	struct qpg_client_opts o;
@@ -46,7 +21,7 @@ static struct qpg_client *client(const struct qpg_loopback *lb, bool resume)
 	o.tls_resume = resume;
 	struct qpg_client *cl;
 	char err[256];
-	assert_int_equal(qpg_client_create(&cl, &o, &cbs, err, sizeof(err)), 0);
+	assert_int_equal(qpg_client_create(&cl, &o, &qpg_loopback_cbs, err, sizeof(err)), 0);
 	return cl;
 }
 
@@ -54,7 +29,7 @@ static struct qpg_client *client(const struct qpg_loopback *lb, bool resume)
  * resumed session work too), closed. Returns whether it resumed. */
 static bool one(struct qpg_client *cl)
 {
-	struct conn k = {0};
+	struct qpg_loopback_conn k = {0};
 	assert_int_equal(qpg_client_connect(cl, &k, &k.c), 0);
 	RUN_UNTIL(cl, k.up || k.closed);
 	assert_int_equal(k.up, 1);

@@ -13,34 +13,6 @@
 #include "loopback.h"
 #include "qpgate/wire.h"
 
-struct conn {
-	struct qpg_client_conn *c;
-	int up, closed, replies;
-	char why[256];
-};
-
-static void on_up(struct qpg_client_conn *c, void *user)
-{
-	((struct conn *)user)->up++;
-}
-
-static void on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const uint8_t *p,
-		     uint32_t len)
-{
-	((struct conn *)user)->replies++;
-}
-
-static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class err,
-		      const char *why)
-{
-	struct conn *k = user;
-	k->closed++;
-	snprintf(k->why, sizeof(k->why), "%s", why ? why : "");
-}
-
-static const struct qpg_client_cbs cbs = {
-    .established = on_up, .reply = on_reply, .closed = on_closed};
-
 /* Echoes on one connection, each sent with a stale error on the queue. */
 static void a_stale_error_fails_no_echo(void **state)
 {
@@ -51,8 +23,8 @@ static void a_stale_error_fails_no_echo(void **state)
 	qpg_loopback_client_opts(&lb, &o);
 	struct qpg_client *cl;
 	char err[256];
-	assert_int_equal(qpg_client_create(&cl, &o, &cbs, err, sizeof(err)), 0);
-	struct conn k = {0};
+	assert_int_equal(qpg_client_create(&cl, &o, &qpg_loopback_cbs, err, sizeof(err)), 0);
+	struct qpg_loopback_conn k = {0};
 	assert_int_equal(qpg_client_connect(cl, &k, &k.c), 0);
 	RUN_UNTIL(cl, k.up || k.closed);
 	assert_int_equal(k.up, 1);
