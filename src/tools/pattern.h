@@ -24,20 +24,26 @@ static inline uint8_t pattern_base(int conn, long msg)
 	return (uint8_t)(conn * 131 + msg * 7 + 1);
 }
 
-/* One row: OUT[i] = FIRST + i * PATTERN_STEP. */
+/* Byte J of the message whose byte 0 is BASE. */
+static inline uint8_t pattern_at(uint8_t base, uint32_t j)
+{
+	return (uint8_t)(base + j * PATTERN_STEP);
+}
+
+/* One row: the PATTERN_ROW bytes from the one that is FIRST. */
 static inline void pattern_row(uint8_t out[PATTERN_ROW], uint8_t first)
 {
-	for (int i = 0; i < PATTERN_ROW; i++)
-		out[i] = (uint8_t)(first + i * PATTERN_STEP);
+	for (uint32_t i = 0; i < PATTERN_ROW; i++)
+		out[i] = pattern_at(first, i);
 }
 
 static inline void pattern_fill(uint8_t *p, uint32_t len, uint8_t base)
 {
 	uint32_t j = 0;
 	for (; j + PATTERN_ROW <= len; j += PATTERN_ROW)
-		pattern_row(p + j, (uint8_t)(base + j * PATTERN_STEP));
+		pattern_row(p + j, pattern_at(base, j));
 	for (; j < len; j++)
-		p[j] = (uint8_t)(base + j * PATTERN_STEP);
+		p[j] = pattern_at(base, j);
 }
 
 static inline bool pattern_ok(const uint8_t *p, uint32_t len, uint8_t base)
@@ -45,12 +51,12 @@ static inline bool pattern_ok(const uint8_t *p, uint32_t len, uint8_t base)
 	uint8_t want[PATTERN_ROW];
 	uint32_t j = 0;
 	for (; j + PATTERN_ROW <= len; j += PATTERN_ROW) {
-		pattern_row(want, (uint8_t)(base + j * PATTERN_STEP));
+		pattern_row(want, pattern_at(base, j));
 		if (memcmp(p + j, want, PATTERN_ROW) != 0)
 			return false;
 	}
 	for (; j < len; j++)
-		if (p[j] != (uint8_t)(base + j * PATTERN_STEP))
+		if (p[j] != pattern_at(base, j))
 			return false;
 	return true;
 }
