@@ -50,9 +50,10 @@ kvbench() { # JSON FLAGS...
 	local json=$1
 	shift
 	"$bin/qpgate-kvbench" --ca "$work/ca.crt" -p "$port" --handshake-timeout 60000 \
-		--json "$json" "$@" 127.0.0.1 localhost || rc=$?
+		--server-pid "$srv" --json "$json" "$@" 127.0.0.1 localhost || rc=$?
 }
 send_rate=() read_bps=() floor_bps=() ops4k=() bps64k=() bad=() r1=() r2=() rf=()
+cc4=() sc4=() cc64=() sc64=() # CPU per GET [us]: kvbench's and the server's
 if [ -z "$anchors" ]; then
 	kvbench "$out/kvbench.json" "$@"
 else
@@ -74,6 +75,10 @@ else
 		ops4k+=("$(j "kv4k-$r" '.results.runs[0].ops_per_s')")
 		bps64k+=("$(j "kv64k-$r" '.results.runs[0].gib_per_s * 1073741824 | floor')")
 		bad+=("$(j "kv4k-$r" '.results.runs[0].mismatches + .results.runs[0].errors')+$(j "kv64k-$r" '.results.runs[0].mismatches + .results.runs[0].errors')")
+		cc4+=("$(j "kv4k-$r" '.results.runs[0].client_cpu_us_per_get')")
+		sc4+=("$(j "kv4k-$r" '.results.runs[0].server_cpu_us_per_get')")
+		cc64+=("$(j "kv64k-$r" '.results.runs[0].client_cpu_us_per_get')")
+		sc64+=("$(j "kv64k-$r" '.results.runs[0].server_cpu_us_per_get')")
 		r1+=("$(ratio "${ops4k[-1]}" "${send_rate[-1]}")")
 		r2+=("$(ratio "${bps64k[-1]}" "${read_bps[-1]}")")
 	done
@@ -97,6 +102,11 @@ if [ -n "$anchors" ]; then
 	printf ' %-50s %14.0f %14.0f %8s %8s   %s\n' "floor: 64 KiB READs + $digest, $(nproc) QPs / ib_read_bw" \
 		"$(med "${floor_bps[@]}")" "$(med "${read_bps[@]}")" "$mf" "" "${rf[*]}"
 	printf ' mismatches + errors per run (4 KiB+64 KiB): %s\n' "${bad[*]}"
+	# Less noisy than a rate here: what a GET costs, whatever else the
+	# host was doing. The device's work lands in whichever process posts.
+	us() { med "$@" | awk '{if ($1 == "null") print "-"; else printf "%.0f", $1}'; }
+	printf ' CPU per GET [us], qpgate-kvbench + qpgate-server, medians: 4 KiB two-sided %s + %s, 64 KiB one-sided %s + %s\n' \
+		"$(us "${cc4[@]}")" "$(us "${sc4[@]}")" "$(us "${cc64[@]}")" "$(us "${sc64[@]}")"
 	version=$("$bin/qpgate-kvbench" --version | awk '{print $3}')
 	jq -n --arg version "$version" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg dev "$dev" \
 		--argjson secs "$secs" --argjson runs "$runs" --arg ia32cap "$qpg_ia32cap" --arg digest "$digest" \
@@ -107,12 +117,16 @@ if [ -n "$anchors" ]; then
 		--argjson ar1 "$(jarr "${r1[@]}")" --argjson ar2 "$(jarr "${r2[@]}")" \
 		--argjson fb "$(med "${floor_bps[@]}")" --argjson rfm "$mf" --argjson afb "$(jarr "${floor_bps[@]}")" \
 		--argjson arf "$(jarr "${rf[@]}")" --argjson nthr "$(nproc)" \
+		--argjson cc4 "$(med "${cc4[@]}")" --argjson sc4 "$(med "${sc4[@]}")" \
+		--argjson cc64 "$(med "${cc64[@]}")" --argjson sc64 "$(med "${sc64[@]}")" \
 		--slurpfile k4 "$work/kv4k-1.json" --slurpfile k64 "$work/kv64k-1.json" \
 		'{schema_version: 1, tool: "bench/kvbench-lab.sh", version: $version, date: $date,
 		  parameters: {device: $dev, duration_s: $secs, runs: $runs, openssl_ia32cap: $ia32cap, kv_digest: $digest},
 		  results: {ib_send_bw_4k_msgs_per_s: $sr, ib_read_bw_64k_bytes_per_s: $rb,
-		            two_sided_4k: {gets_per_s: $o4, ratio: $r1, run: $k4[0].results.runs[0]},
-		            one_sided_64k: {bytes_per_s: $b64, ratio: $r2, run: $k64[0].results.runs[0]},
+		            two_sided_4k: {gets_per_s: $o4, ratio: $r1, client_cpu_us_per_get: $cc4,
+		                           server_cpu_us_per_get: $sc4, run: $k4[0].results.runs[0]},
+		            one_sided_64k: {bytes_per_s: $b64, ratio: $r2, client_cpu_us_per_get: $cc64,
+		                            server_cpu_us_per_get: $sc64, run: $k64[0].results.runs[0]},
 		            verified_read_floor_64k: {bytes_per_s: $fb, ratio: $rfm, threads: $nthr},
 		            runs: {ib_send_bw_4k_msgs_per_s: $asr, ib_read_bw_64k_bytes_per_s: $arb,
 		                   gets_per_s_4k: $ao4, bytes_per_s_64k: $ab64, ratio_4k: $ar1, ratio_64k: $ar2,

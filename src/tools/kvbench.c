@@ -38,10 +38,10 @@ static bool report_gbits; /* --report_gbits */
 
 static void print_header(void)
 {
-	printf(" %-10s %-8s %-8s %-8s %10s %10s %9s %9s %9s %9s %8s %7s %6s %6s\n", "GET",
+	printf(" %-10s %-8s %-8s %-8s %10s %10s %9s %9s %9s %9s %8s %7s %6s %6s %9s %9s\n", "GET",
 	       "workers", "clients", "threads", "GETs", "ops/s", report_gbits ? "Gb/s" : "MiB/s",
-	       "p50[us]", "p99[us]",
-	       "p99.9[us]", "RSS[MB]", "QPs", "errs", "vs 1st");
+	       "p50[us]", "p99[us]", "p99.9[us]", "RSS[MB]", "QPs", "errs", "vs 1st", "cpu[us]",
+	       "srv[us]");
 }
 
 static void print_row(const struct run_result *r, double base)
@@ -52,19 +52,29 @@ static void print_row(const struct run_result *r, double base)
 		       r->threads, r->why);
 		return;
 	}
-	printf(
-	    " %-10s %-8u %-8u %-8u %10ld %10.0f %9.2f %9.1f %9.1f %9.1f %8.1f %7ld %6ld %5.2fx\n",
-	    mode, r->workers, r->clients, r->threads, r->ops, r->ops_per_s,
-	    report_gbits ? r->gib_per_s * 8 * 1073741824.0 / 1e9 : r->gib_per_s * 1024,
-	    qpg_hist_quantile(&r->lat, 0.5) / 1e3, qpg_hist_quantile(&r->lat, 0.99) / 1e3,
-	    qpg_hist_quantile(&r->lat, 0.999) / 1e3, r->rss_kb / 1024.0, r->dev_qps,
-	    r->errors + r->mismatches, base > 0 ? r->ops_per_s / base : 1.0);
+	char cpu[2][16];
+	const double per[2] = {r->client_cpu_us, r->server_cpu_us};
+	for (int i = 0; i < 2; i++)
+		snprintf(cpu[i], sizeof(cpu[i]), per[i] < 0 ? "-" : "%.1f", per[i]);
+	printf(" %-10s %-8u %-8u %-8u %10ld %10.0f %9.2f %9.1f %9.1f %9.1f %8.1f %7ld %6ld %5.2fx "
+	       "%9s %9s\n",
+	       mode, r->workers, r->clients, r->threads, r->ops, r->ops_per_s,
+	       report_gbits ? r->gib_per_s * 8 * 1073741824.0 / 1e9 : r->gib_per_s * 1024,
+	       qpg_hist_quantile(&r->lat, 0.5) / 1e3, qpg_hist_quantile(&r->lat, 0.99) / 1e3,
+	       qpg_hist_quantile(&r->lat, 0.999) / 1e3, r->rss_kb / 1024.0, r->dev_qps,
+	       r->errors + r->mismatches, base > 0 ? r->ops_per_s / base : 1.0, cpu[0], cpu[1]);
 	fflush(stdout);
+}
+
+/* A CPU figure, or null when it is not known. */
+static json_t *cpu_json(double us)
+{
+	return us < 0 ? json_null() : json_real(us);
 }
 
 static json_t *row_json(const struct run_result *r, double base)
 {
-	return json_pack(
+	json_t *j = json_pack(
 	    "{s:s, s:i, s:i, s:i, s:i, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I, "
 	    "s:f, s:s}",
 	    "get_mode", mode_names[r->get_mode], "workers", r->workers, "clients", r->clients,
@@ -75,6 +85,11 @@ static json_t *row_json(const struct run_result *r, double base)
 	    "p999_us", qpg_hist_quantile(&r->lat, 0.999) / 1e3, "rss_kb", (json_int_t)r->rss_kb,
 	    "device_qps", (json_int_t)r->dev_qps, "vs_first", base > 0 ? r->ops_per_s / base : 1.0,
 	    "error", r->why);
+	if (j) {
+		json_object_set_new(j, "client_cpu_us_per_get", cpu_json(r->client_cpu_us));
+		json_object_set_new(j, "server_cpu_us_per_get", cpu_json(r->server_cpu_us));
+	}
+	return j;
 }
 
 /* One of the seed's tables: VALUES vary the workers (clients fixed) or the
@@ -144,6 +159,7 @@ int main(int argc, char **argv)
 	bool scaling = false, do_preload = true, compare = false;
 	const char *json_path = NULL;
 	int get_mode = QPG_KV_GET_AUTO;
+	int server_pid = 0;
 	const struct qpg_opt client[] = {QPG_OPTS_CLIENT(&b.po.client), QPG_OPT_END};
 	const struct qpg_opt own[] = {
 	    {"threads", 0, OPT_UINT, &b.po.threads, 1, 256, "N", "pool threads (default 4)"},
@@ -173,6 +189,8 @@ int main(int argc, char **argv)
 	     parse_get_mode},
 	    {"scaling", 0, OPT_FLAG, &scaling, 0, 0, NULL,
 	     "the seed's tables: workers 4..64 at 4 clients, clients 1..1024 at 64 workers"},
+	    {"server-pid", 0, OPT_INT, &server_pid, 1, 1 << 30, "PID",
+	     "also report the server's CPU per GET (a server on this machine)"},
 	    {"json", 0, OPT_STR, &json_path, 0, 0, "FILE", "results as JSON (docs/json.md)"},
 	    {"report_gbits", 0, OPT_FLAG, &report_gbits, 0, 0, NULL,
 	     "throughput in Gb/s (default MiB/s)"},
@@ -182,6 +200,16 @@ int main(int argc, char **argv)
 	    qpg_opts_parse(argc, argv, opt_tables, "qpgate-kvbench [options] HOST SERVERNAME", 2);
 	qpg_cli_raise_nofile();
 	compare = get_mode == 3;
+	b.server_pid = (pid_t)server_pid;
+	if (b.server_pid) {
+		struct proc_sample ps;
+		proc_sample(b.server_pid, &ps);
+		if (!ps.ok) {
+			fprintf(stderr, "error: --server-pid %d: no such process on this machine\n",
+				server_pid);
+			return 2;
+		}
+	}
 	if (!compare)
 		b.po.get_mode = (uint8_t)get_mode;
 	b.po.client.host = argv[optind];

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <xxhash.h>
 
 #include "qpgate/hist.h"
@@ -40,6 +41,7 @@ struct bench {
 	bool zipf;
 	double *zipf_cdf;
 	uint64_t *expect; /* XXH64 of each key's value */
+	pid_t server_pid; /* --server-pid: its CPU per GET too (0: none) */
 	struct qpg_kv_pool *pool;
 	atomic_long issued;
 	atomic_bool stop;
@@ -59,6 +61,11 @@ struct run_result {
 	double secs, ops_per_s, gib_per_s;
 	struct qpg_hist lat;
 	long rss_kb;
+	/* CPU (user + system) per GET over the measured part of the run:
+	 * this process's, and the server's if its pid was given (< 0: not
+	 * known). In one machine's loopback the device's work is done in
+	 * whichever process posts, so only their sum compares across builds. */
+	double client_cpu_us, server_cpu_us;
 	long dev_qps; /* device QPs while the pool was up, minus before */
 	int connect_error;
 	char why[256];

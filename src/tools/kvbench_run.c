@@ -203,6 +203,15 @@ static void issue(struct worker *w)
 		worker_stop(b);
 }
 
+/* CPU microseconds per GET between two samples of one process; -1 when a
+ * sample failed or no GET was done. */
+static double per_get_us(const struct proc_sample *a, const struct proc_sample *b, long gets)
+{
+	if (!a->ok || !b->ok || gets <= 0)
+		return -1;
+	return (b->cpu_s - a->cpu_s) * 1e6 / (double)gets;
+}
+
 /* One measured run: a fresh pool of CLIENTS connections on THREADS threads,
  * WORKERS workers, for the duration or op count. */
 void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsigned workers,
@@ -277,6 +286,10 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 	atomic_store(&b->stop, false);
 	atomic_store(&b->issued, 0);
 	atomic_store(&b->active, (int)workers);
+	struct proc_sample c0, c1, s0 = {0}, s1 = {0};
+	proc_sample(0, &c0);
+	if (b->server_pid)
+		proc_sample(b->server_pid, &s0);
 	uint64_t t0 = now_ns();
 	for (unsigned i = 0; i < workers; i++) {
 		w[i].b = b;
@@ -299,9 +312,10 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 	}
 	pthread_mutex_unlock(&b->lock);
 	res->secs = (double)(now_ns() - t0) / 1e9;
-	struct proc_sample ps;
-	proc_sample(0, &ps);
-	res->rss_kb = ps.rss_kb;
+	proc_sample(0, &c1);
+	if (b->server_pid)
+		proc_sample(b->server_pid, &s1);
+	res->rss_kb = c1.rss_kb;
 	qpg_kv_pool_info(b->pool, &pi); /* why connections failed, if any did */
 	qpg_kv_pool_destroy(b->pool);
 	b->pool = NULL;
@@ -323,6 +337,8 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 	b->lat = NULL;
 	free(w);
 	res->ops_per_s = res->secs > 0 ? res->ops / res->secs : 0;
+	res->client_cpu_us = per_get_us(&c0, &c1, res->ops);
+	res->server_cpu_us = per_get_us(&s0, &s1, res->ops);
 	res->gib_per_s = res->ops_per_s * b->value_size / (1024.0 * 1024 * 1024);
 }
 

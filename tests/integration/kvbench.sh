@@ -12,7 +12,7 @@ qpg_test_setup kvb
 qpg_serve "$work" --transport "$transport" --service kv --kv-capacity 128M -s 8192 --metrics 127.0.0.1:0 \
 	--kv-digest sha256
 "$bin/qpgate-kvbench" --transport "$transport" --ca "$work/ca.crt" -p "$port" -n "$ops" \
-	--json "$work/r.json" 127.0.0.1 localhost >"$work/out" 2>&1
+	--server-pid "$srv" --json "$work/r.json" 127.0.0.1 localhost >"$work/out" 2>&1
 rc=$?
 cat "$work/out"
 check_json_run qpgate-kvbench $rc "$work/r.json"
@@ -23,6 +23,14 @@ check "all $ops GETs verified, no mismatch, no error" \
 check "throughput and latency percentiles filled" \
 	j '.results.runs[0].ops_per_s > 0 and .results.runs[0].p50_us > 0 and .results.runs[0].p999_us >= .results.runs[0].p99_us'
 check "default credits: enough for the workers, 16 while preloading" j '.results.runs[0].credits == 16'
+# What the GETs cost each process: both read, neither missing.
+check "CPU per GET measured for qpgate-kvbench and, by --server-pid, the server" \
+	j '.results.runs[0].client_cpu_us_per_get > 0 and .results.runs[0].server_cpu_us_per_get > 0'
+"$bin/qpgate-kvbench" --transport "$transport" --ca "$work/ca.crt" -p "$port" -n 10 --no-preload \
+	--server-pid 1073741823 127.0.0.1 localhost >"$work/pout" 2>&1
+prc=$?
+check "--server-pid of no process: usage error (2) that names it" \
+	eval '[ $prc -eq 2 ] && grep -q "server-pid 1073741823: no such process" "$work/pout"'
 if [ "$transport" = rdma ]; then
 	check "4 pooled connections = 8 QPs on the device (both ends)" j '.results.runs[0].device_qps == 8'
 fi
