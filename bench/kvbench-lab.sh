@@ -59,8 +59,8 @@ if [ -z "$anchors" ]; then
 else
 	for r in $(seq 1 "$runs"); do
 		echo " run $r of $runs: ib_send_bw -s 4096 and ib_read_bw -s 65536 on $dev, then the KV runs" >&2
-		send_out=$(qpg_perftest ib_send_bw -s 4096 -n 20000)
-		read_out=$(qpg_perftest ib_read_bw -s 65536 -n 5000)
+		send_out=$(qpg_perftest ib_send_bw -s 4096 -n 20000) || send_out=""
+		read_out=$(qpg_perftest ib_read_bw -s 65536 -n 5000) || read_out=""
 		# Columns: #bytes #iterations BW_peak BW_average[MB/s] MsgRate[Mpps];
 		# perftest's MB is 2^20 bytes (figure: null for inf, nan or no row).
 		send_rate+=("$(figure "$(awk '$1 == 4096 && NF >= 5 {v = $5} END {print v}' <<<"$send_out")" 1e6)")
