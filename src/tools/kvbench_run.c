@@ -218,6 +218,7 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 		      bool do_preload, struct run_result *res)
 {
 	memset(res, 0, sizeof(*res));
+	res->client_cpu_us = res->server_cpu_us = -1; /* until a run measures them */
 	res->workers = workers;
 	res->clients = clients;
 	res->threads = threads;
