@@ -11,6 +11,7 @@
 #ifndef QPG_AUTH_H
 #define QPG_AUTH_H
 
+#include <nettle/poly1305.h>
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <stdint.h>
@@ -19,18 +20,18 @@
 #define QPG__AUTH_KEY_LEN  32 /* K (16) || R (16) */
 #define QPG__AUTH_SALT_LEN 4
 
+/* Frames up to this long are tagged through nettle, longer ones through
+ * OpenSSL's EVP_MAC: the same function, the faster code for each (auth.c). */
+#define QPG__AUTH_SHORT 512
+
 /* One direction. */
 struct qpg__auth_dir {
-	EVP_CIPHER_CTX *ecb; /* AES-128 under K, one block at a time */
-	EVP_MAC_CTX *mac;    /* Poly1305, keyed per message with R || S */
+	struct poly1305_aes_ctx pa; /* AES-128 under K and Poly1305 under R (nettle) */
+	EVP_MAC_CTX *mac;	    /* Poly1305 for long frames, keyed per message with R || S */
 	uint8_t r[16];
-	int broken; /* the block cipher or the MAC failed: every tag fails */
+	int broken; /* the MAC failed: every tag fails */
 	uint8_t salt[QPG__AUTH_SALT_LEN];
 	uint64_t seq; /* next sequence number to send, or to expect */
-	/* A pad computed ahead (qpg__auth_prepare): S for NEXT_SEQ. */
-	uint64_t next_seq;
-	uint8_t next_s[16];
-	int next_ready;
 };
 
 struct qpg__auth {
@@ -55,12 +56,6 @@ void qpg__auth_free(struct qpg__auth *a);
 /* Tag DATA[0..len) for sequence SEQ into TAG[16]. */
 int qpg__auth_tag(struct qpg__auth_dir *d, uint64_t seq, const uint8_t *data, size_t len,
 		  uint8_t tag[16]);
-/* Compute sequence SEQ's pad now (its one AES block), so that tagging or
- * verifying SEQ later costs only Poly1305. For after a message has gone
- * out, while the peer works on it: it takes the block cipher off the path
- * of the next message. A pad prepared for a sequence never used is simply
- * not used. */
-void qpg__auth_prepare(struct qpg__auth_dir *d, uint64_t seq);
 /* 0 when TAG matches, -EBADMSG otherwise. Constant time. */
 int qpg__auth_verify(struct qpg__auth_dir *d, uint64_t seq, const uint8_t *data, size_t len,
 		     const uint8_t tag[16]);

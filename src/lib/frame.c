@@ -71,8 +71,6 @@ int qpg__conn_send_flags(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, u
 	if (rc) {
 		c->in_flight--;
 		qpg__conn_close(c, QPG_ERR_QP, "send failed: %s", strerror(-rc));
-	} else if (c->auth.enabled) {
-		qpg__auth_prepare(&c->auth.tx, c->auth.tx.seq); /* the frame is out */
 	}
 	return rc;
 }
@@ -206,11 +204,6 @@ void qpg__conn_on_frame(struct qpg__conn *c, struct qpg_buf *b, size_t len)
 	qpg__stat_add(&ep->stats.msgs_in, 1);
 	qpg__stat_add(&ep->stats.bytes_in, h.len);
 	ep->cbs.message(c, &h, b);
-	/* Once the message is handled (and any answer sent): the next one's
-	 * pad (qpg__auth_prepare), while the peer works. A close is only
-	 * scheduled, so C is still here. */
-	if (c->auth.enabled && c->state == QPG_CONN_ESTABLISHED)
-		qpg__auth_prepare(&c->auth.rx, c->auth.rx.seq);
 }
 
 /* ---- endpoint ---- */
