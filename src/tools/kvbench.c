@@ -201,15 +201,8 @@ int main(int argc, char **argv)
 	qpg_cli_raise_nofile();
 	compare = get_mode == 3;
 	b.server_pid = (pid_t)server_pid;
-	if (b.server_pid) {
-		struct proc_sample ps;
-		proc_sample(b.server_pid, &ps);
-		if (!ps.ok) {
-			fprintf(stderr, "error: --server-pid %d: no such process on this machine\n",
-				server_pid);
-			return 2;
-		}
-	}
+	if (proc_check_server_pid(b.server_pid))
+		return 2;
 	if (!compare)
 		b.po.get_mode = (uint8_t)get_mode;
 	b.po.client.host = argv[optind];

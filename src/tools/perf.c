@@ -244,6 +244,8 @@ int main(int argc, char **argv)
 	int optind =
 	    qpg_opts_parse(argc, argv, tables, "qpgate-perf -c N [options] HOST SERVERNAME", 2);
 	s.server_pid = (pid_t)server_pid;
+	if (proc_check_server_pid(s.server_pid))
+		return 2;
 	int crc = stamp_init(&clock, clock_name);
 	if (crc == -EINVAL) {
 		fprintf(stderr, "error: --clock is 'mono' or 'tsc', not '%s'\n", clock_name);

@@ -54,6 +54,18 @@ void proc_sample(pid_t pid, struct proc_sample *s)
 	s->ok = true;
 }
 
+int proc_check_server_pid(pid_t pid)
+{
+	struct proc_sample ps;
+	if (!pid)
+		return 0;
+	proc_sample(pid, &ps);
+	if (ps.ok)
+		return 0;
+	fprintf(stderr, "error: --server-pid %d: no such process on this machine\n", (int)pid);
+	return 2;
+}
+
 void dev_counts(const char *dev, struct dev_counts *c)
 {
 	memset(c, 0, sizeof(*c));

@@ -18,6 +18,9 @@ struct proc_sample {
 
 /* PID 0: this process. */
 void proc_sample(pid_t pid, struct proc_sample *s);
+/* --server-pid's check: 0 when PID is 0 (not given) or names a process
+ * here; otherwise it prints the usage error, naming PID, and returns 2. */
+int proc_check_server_pid(pid_t pid);
 
 struct dev_counts {
 	bool ok;

@@ -110,6 +110,11 @@ fi
 rc=$?
 check "--clock hpet: refused before connecting, with why (rc $rc)" \
 	bash -c "[ $rc -eq 2 ] && grep -q \"error: --clock is 'mono' or 'tsc', not 'hpet'\" '$work/out'"
+"$bin/qpgate-perf" --transport "$transport" --ca "$work/ca.crt" -p "$port" -c 1 -n 1 \
+	--server-pid 1073741823 127.0.0.1 localhost >"$work/out" 2>&1
+rc=$?
+check "--server-pid of no process: refused before connecting, naming it (rc $rc)" \
+	bash -c "[ $rc -eq 2 ] && grep -q 'error: --server-pid 1073741823: no such process' '$work/out'"
 kill -TERM "$srv"; wait "$srv"; srv=""
 # Sessions of several QPs (-q): one TLS handshake and one control connection
 # bring up a session's QPs, each with keys and PSNs of its own; the server
