@@ -267,7 +267,7 @@ void load_opts_default(struct load_opts *o)
 
 static void tick(struct engine *e, const char *phase, uint64_t *next)
 {
-	uint64_t now = now_ns();
+	uint64_t now = stamp_coarse_ns();
 	if (e->o->progress && now >= *next) {
 		e->o->progress(e->r, phase, e->o->progress_arg);
 		*next = now + 250000000ull;
@@ -302,8 +302,10 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 	 * made ourselves. */
 	/* A connection that fails after it was established counts in both
 	 * established and failed: SETTLED counts each handshake once. */
-	while (r->settled < o->nconns && now_ns() < deadline) {
-		uint64_t now = now_ns();
+	while (r->settled < o->nconns) {
+		uint64_t now = stamp_coarse_ns();
+		if (now >= deadline)
+			break;
 		long allowed =
 		    o->ramp > 0 ? (long)((double)(now - t0) / 1e9 * o->ramp) + 1 : o->nconns;
 		/* Priming: a window of one until the first session is up. The
@@ -384,13 +386,22 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 		else
 			finish(&e, s);
 	}
-	while (e.done_traffic < o->nconns && now_ns() < deadline) {
-		if ((stop_at && now_ns() >= stop_at) ||
-		    (o->stop_file && access(o->stop_file, F_OK) == 0))
+	/* The files are looked for every 10 ms, not on every turn: each look
+	 * is a system call. */
+	uint64_t files_due = 0;
+	while (e.done_traffic < o->nconns) {
+		uint64_t now = stamp_coarse_ns();
+		bool look = now >= files_due;
+		if (now >= deadline)
+			break;
+		if (look)
+			files_due = now + 10000000ull;
+		if ((stop_at && now >= stop_at) ||
+		    (look && o->stop_file && access(o->stop_file, F_OK) == 0))
 			e.stop_sending = true; /* outstanding replies still come back */
 		qpg_client_run(cl, 50);
 		tick(&e, "traffic", &next);
-		if (e.paused && access(o->resume_file, F_OK) == 0) {
+		if (look && e.paused && access(o->resume_file, F_OK) == 0) {
 			e.paused = false;
 			if (!e.conns[0].closed && !e.conns[0].done)
 				send_next(&e, &e.conns[0]);
