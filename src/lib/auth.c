@@ -2,6 +2,7 @@
 #include "auth.h"
 
 #include <errno.h>
+#include <nettle/aes.h>
 #include <openssl/crypto.h>
 #include <string.h>
 

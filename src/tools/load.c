@@ -306,8 +306,9 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 		uint64_t now = stamp_coarse_ns();
 		if (now >= deadline)
 			break;
-		long allowed =
-		    o->ramp > 0 ? (long)((double)(now - t0) / 1e9 * o->ramp) + 1 : o->nconns;
+		/* The coarse clock can be up to a tick behind T0. */
+		uint64_t since = now > t0 ? now - t0 : 0;
+		long allowed = o->ramp > 0 ? (long)((double)since / 1e9 * o->ramp) + 1 : o->nconns;
 		/* Priming: a window of one until the first session is up. The
 		 * window counts sessions: each brings up QPS connections. */
 		long qps = o->qps_per_session ? o->qps_per_session : 1;
