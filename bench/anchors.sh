@@ -151,18 +151,9 @@ for r in $(seq 1 "$runs"); do
 	settle
 	# perftest on the lo-backed device (GID 1 = ::ffff:127.0.0.1)
 	# Columns: #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
-	# Under TCG, ib_send_lat now and then prints a t_typical that is no
-	# number (inf): that pair runs once more before the figure is missing.
-	for try in 1 2; do
-		lat_out=$(qpg_perftest ib_send_lat -s "$size" -n "$iters") || lat_out=""
-		v=$(awk -v s="$size" '$1 == s && NF >= 7 {v = $5} END {print v}' <<<"$lat_out")
-		[ "$(figure "$v")" != null ] && break
-		log "ib_send_lat's t_typical is '$v', not a figure (try $try of 2)"
-	done
-	lat_typ+=("$(figure "$v")")
-	bw_out=$(qpg_perftest ib_send_bw -s "$size" -n $((iters * 5))) || bw_out=""
+	lat_typ+=("$(qpg_perftest_figure "$size" 7 5 "" ib_send_lat -s "$size" -n "$iters")")
 	# Columns: #bytes #iterations BW_peak BW_average MsgRate[Mpps]
-	bw_rate+=("$(figure "$(awk -v s="$size" '$1 == s && NF >= 5 {v = $5} END {print v}' <<<"$bw_out")" 1e6)")
+	bw_rate+=("$(qpg_perftest_figure "$size" 5 5 1e6 ib_send_bw -s "$size" -n $((iters * 5)))")
 	# What OpenSSL's whole handshake costs, made as qpgate makes it (the
 	# same contexts, certificate, host check and tickets; no bootstrap, no
 	# QP): bench/tls_floor.c, each end's CPU timed, both on one core in turn.

@@ -59,12 +59,10 @@ if [ -z "$anchors" ]; then
 else
 	for r in $(seq 1 "$runs"); do
 		echo " run $r of $runs: ib_send_bw -s 4096 and ib_read_bw -s 65536 on $dev, then the KV runs" >&2
-		send_out=$(qpg_perftest ib_send_bw -s 4096 -n 20000) || send_out=""
-		read_out=$(qpg_perftest ib_read_bw -s 65536 -n 5000) || read_out=""
 		# Columns: #bytes #iterations BW_peak BW_average[MB/s] MsgRate[Mpps];
 		# perftest's MB is 2^20 bytes (figure: null for inf, nan or no row).
-		send_rate+=("$(figure "$(awk '$1 == 4096 && NF >= 5 {v = $5} END {print v}' <<<"$send_out")" 1e6)")
-		read_bps+=("$(figure "$(awk '$1 == 65536 && NF >= 5 {v = $4} END {print v}' <<<"$read_out")" 1048576)")
+		send_rate+=("$(qpg_perftest_figure 4096 5 5 1e6 ib_send_bw -s 4096 -n 20000)")
+		read_bps+=("$(qpg_perftest_figure 65536 5 4 1048576 ib_read_bw -s 65536 -n 5000)")
 		floor_out=$("$bin/qpg_read_floor" -d "$dev" -s 65536 -q 16 -t "$(nproc)" -D "$secs" --verify "$digest") || rc=1
 		floor_bps+=("$(awk '$1 == "floor" {sub("bytes_per_s=", "", $4); v = $4} END {if (v == "") print "null"; else print v}' <<<"$floor_out")")
 		rf+=("$(ratio "${floor_bps[-1]}" "${read_bps[-1]}")")

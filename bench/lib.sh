@@ -94,6 +94,22 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN{n = "^[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]
 # rounded), or null when V is no plain positive number: empty (no row),
 # or inf or nan (perftest's cycle clock failed).
 figure() { awk -v v="$1" -v s="${2:-}" 'BEGIN{if (v !~ /^[0-9]+(\.[0-9]+)?$/ || v + 0 <= 0) print "null"; else if (s == "") print v; else printf "%.0f", v * s}'; }
+# qpg_perftest_figure SIZE FIELDS COLUMN SCALE TOOL FLAGS...: runs the pair
+# (qpg_perftest) and prints, as a figure (SCALE "" for none), COLUMN of its
+# table's row for SIZE bytes (a row of FIELDS fields or more). Under TCG
+# perftest now and then prints no number there (inf): then the pair runs
+# once more before the figure is null. A pair that failed twice is null.
+qpg_perftest_figure() {
+	local size=$1 fields=$2 col=$3 scale=$4 try out v=""
+	shift 4
+	for try in 1 2; do
+		out=$(qpg_perftest "$@") || break
+		v=$(awk -v s="$size" -v n="$fields" -v c="$col" '$1 == s && NF >= n {v = $c} END {print v}' <<<"$out")
+		[ "$(figure "$v")" != null ] && break
+		echo "bench: $1's figure for $size bytes is '$v', not a number (try $try of 2)" >&2
+	done
+	figure "$v" "$scale"
+}
 # jarr VALUES...: a JSON array of them (numbers or null).
 jarr() { printf '%s\n' "$@" | jq -s -c .; }
 # j NAME FILTER: jq -r FILTER on $work/NAME.json.
