@@ -11,7 +11,11 @@
 # -r: each anchor and the qpgate figure it is compared with run RUNS times,
 # one after the other (default 3); the table shows the median of each
 # figure, and of each ratio taken run by run, and the JSON keeps every run.
-# One run of a pair in this VM can be 30% off the next.
+# One run of a pair in this VM can be 30% off the next. Each echo figure
+# (latency, message rate; auth on and off) runs right after an anchor run
+# of its own (ib_send_lat, ib_send_bw), so the two share the VM's pace of
+# that moment: the lab's pace wanders over minutes (ib_send_bw 24,372 and
+# 45,084 msg/s in two runs of one VM). The anchor rows show all of them.
 # -t: the event-loop threads of the server that the echo figures (latency
 # and message rate) run against (default 1). perftest's pair is one thread
 # on each side; the client here is one thread too, and in a 2-vCPU VM a
@@ -80,8 +84,9 @@ floor_full=$(awk -v s="$ec_sign" -v v="$ec_verify" -v x="$x25519" 'BEGIN{printf 
 floor_resumed=$(awk -v x="$x25519" 'BEGIN{printf "%.0f", 2 / (4/x)}')
 
 # ---- one run of every pair --------------------------------------------------
-# Per run: perftest (lat, bw) and cmtime, then qpgate's figures against a
-# server that stays up; arrays hold each run's value.
+# Per run: the TLS library floor and cmtime, then qpgate's figures against
+# a server that stays up, each echo figure after its own perftest run (lat
+# or bw); arrays hold each run's value.
 lat_typ=() bw_rate=() cm_rate=() cm_wall=() lib_full=() lib_res=() lib_fc=() lib_fs=() lib_rc=() lib_rs=()
 declare -A q # q[figure-auth] -> space-separated values, one per run
 add() { q[$1]="${q[$1]:-} $2"; }
@@ -149,11 +154,6 @@ modprobe rdma_ucm # /dev/infiniband/rdma_cm for librdmacm
 for r in $(seq 1 "$runs"); do
 	log "---- run $r of $runs"
 	settle
-	# perftest on the lo-backed device (GID 1 = ::ffff:127.0.0.1)
-	# Columns: #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
-	lat_typ+=("$(qpg_perftest_figure "$size" 7 5 "" ib_send_lat -s "$size" -n "$iters")")
-	# Columns: #bytes #iterations BW_peak BW_average MsgRate[Mpps]
-	bw_rate+=("$(qpg_perftest_figure "$size" 5 5 1e6 ib_send_bw -s "$size" -n $((iters * 5)))")
 	# What OpenSSL's whole handshake costs, made as qpgate makes it (the
 	# same contexts, certificate, host check and tickets; no bootstrap, no
 	# QP): bench/tls_floor.c, each end's CPU timed, both on one core in turn.
@@ -183,7 +183,24 @@ for r in $(seq 1 "$runs"); do
 	for auth in on off; do
 		flag=()
 		[ $auth = off ] && flag=(--no-auth)
+		# Each echo figure right after its own anchor run (perftest on
+		# the lo-backed device, GID 1 = ::ffff:127.0.0.1), so that a pair
+		# shares the VM's pace of the moment.
+		settle
+		# Columns: #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
+		v=$(qpg_perftest_figure "$size" 7 5 "" ib_send_lat -s "$size" -n "$iters")
+		lat_typ+=("$v")
+		add "lat_typ-$auth" "$v"
 		perf_port=$data_port perf "lat-$auth" -c 1 -n "$iters" "${flag[@]}"
+		settle
+		# Columns: #bytes #iterations BW_peak BW_average MsgRate[Mpps]
+		# As many messages as the rate run's echoes carry (a request and
+		# a reply each), so both last seconds: a run a fifth of a second
+		# long (10,000 messages) read 17,098 msg/s in one run of a VM
+		# and 43,099 in another.
+		v=$(qpg_perftest_figure "$size" 5 5 1e6 ib_send_bw -s "$size" -n $((2 * clients * rate_msgs)))
+		bw_rate+=("$v")
+		add "bw-$auth" "$v"
 		perf_port=$data_port perf "rate-$auth" -c "$clients" -n "$rate_msgs" --window 64 --lat-every "$rate_lat_every" "${flag[@]}"
 		perf "conn-$auth" -c "$conn_clients" -n 1 --window "$conn_clients" --no-tls-resume "${flag[@]}"
 		add "p50-$auth" "$(j "lat-$auth" '.results.data.latency_us.p50')"
@@ -236,6 +253,11 @@ per_run_ratio() { # A-VALUES B-VALUES [SCALE_B] -> the ratios, run by run
 }
 rtt=() # ib_send_lat reports half a round trip; an echo is a whole one.
 for v in "${lat_typ[@]}"; do rtt+=("$(awk -v t="$v" 'BEGIN{if (t == "null") print "null"; else printf "%.2f", 2 * t}')"); done
+# The round trips each echo figure is compared with: its own anchor runs.
+for auth in on off; do
+	add "rtt-$auth" ""
+	for v in $(vals "lat_typ-$auth"); do add "rtt-$auth" "$(awk -v t="$v" 'BEGIN{if (t == "null") print "null"; else printf "%.2f", 2 * t}')"; done
+done
 m_lat=$(med "${lat_typ[@]}") m_rtt=$(med "${rtt[@]}") m_bw=$(med "${bw_rate[@]}") m_cm=$(med "${cm_rate[@]}")
 m_lf=$(med "${lib_full[@]}") m_lr=$(med "${lib_res[@]}")
 m_lfc=$(med "${lib_fc[@]}") m_lfs=$(med "${lib_fs[@]}") m_lrc=$(med "${lib_rc[@]}") m_lrs=$(med "${lib_rs[@]}")
@@ -269,13 +291,13 @@ for auth in on off; do
 	msgs=$(for e in $(vals "echoes-$auth"); do awk -v e="$e" 'BEGIN{printf "%.1f\n", 2 * e}'; done | tr '\n' ' ') # a request and its reply
 	t1="<= 1.5"
 	[ $auth = off ] && t1="<= 1.2"
-	row "$auth" "echo round trip p50 [us] / 2 x ib_send_lat" "%12.1f" "$(vals "p50-$auth")" "${rtt[*]}" "$t1"
+	row "$auth" "echo round trip p50 [us] / 2 x ib_send_lat" "%12.1f" "$(vals "p50-$auth")" "$(vals "rtt-$auth")" "$t1"
 	r1=$rr
-	row "$auth" "messages/s at $(med $(vals "ok-$auth")) clients / ib_send_bw" "%12.0f" "$msgs" "${bw_rate[*]}" ">= 1.0"
+	row "$auth" "messages/s at $(med $(vals "ok-$auth")) clients / ib_send_bw" "%12.0f" "$msgs" "$(vals "bw-$auth")" ">= 1.0"
 	r2=$rr
 	row "$auth" "full-handshake connects/s / cmtime" "%12.1f" "$(vals "cps-$auth")" "${cm_rate[*]}" ">= 1.0"
 	r3=$rr
-	json_rows+=("{\"auth\":$([ $auth = on ] && echo true || echo false),\"echo_p50_us\":$(med $(vals "p50-$auth")),\"echoes_per_s\":$(med $(vals "echoes-$auth")),\"messages_per_s\":$(med $msgs),\"msgs_per_s\":$(med $(vals "echoes-$auth")),\"clients\":$(med $(vals "ok-$auth")),\"connects_per_s\":$(med $(vals "cps-$auth")),\"lat_ratio\":$r1,\"rate_ratio\":$r2,\"connect_ratio\":$r3,\"runs\":{\"echo_p50_us\":$(jarr $(vals "p50-$auth")),\"echoes_per_s\":$(jarr $(vals "echoes-$auth")),\"connects_per_s\":$(jarr $(vals "cps-$auth"))}}")
+	json_rows+=("{\"auth\":$([ $auth = on ] && echo true || echo false),\"echo_p50_us\":$(med $(vals "p50-$auth")),\"echoes_per_s\":$(med $(vals "echoes-$auth")),\"messages_per_s\":$(med $msgs),\"msgs_per_s\":$(med $(vals "echoes-$auth")),\"clients\":$(med $(vals "ok-$auth")),\"connects_per_s\":$(med $(vals "cps-$auth")),\"lat_ratio\":$r1,\"rate_ratio\":$r2,\"connect_ratio\":$r3,\"runs\":{\"ib_send_lat_typical_us\":$(jarr $(vals "lat_typ-$auth")),\"ib_send_bw_msgs_per_s\":$(jarr $(vals "bw-$auth")),\"echo_p50_us\":$(jarr $(vals "p50-$auth")),\"echoes_per_s\":$(jarr $(vals "echoes-$auth")),\"connects_per_s\":$(jarr $(vals "cps-$auth"))}}")
 done
 row on "resumed reconnects/s ($(med $(vals resumed)) resumed) / cmtime" "%12.1f" "$(vals reconn)" "${cm_rate[*]}" ">= 2.0"
 r5=$rr
