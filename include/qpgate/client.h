@@ -35,7 +35,8 @@ struct qpg_client_opts {
 	uint8_t qp_timeout;    /* RC local ACK timeout: 4.096 us * 2^N per try; 0: default */
 	uint8_t tclass;	       /* RoCE traffic class of our QPs' packets (0: default) */
 	uint8_t sl;	       /* service level (0: default) */
-	uint32_t busy_poll_us; /* rdma: poll for completions this long before sleeping */
+	uint32_t busy_poll_us; /* poll (CQ, or tcp sockets) this long before sleeping;
+				* QPG_BUSY_POLL_US_DEFAULT: the transport's own */
 	uint8_t rd_atomic;     /* one-sided READs in flight per connection; 0: one */
 	uint32_t sq_depth;     /* send queue per connection (sends and READs); 0: 2 x credits */
 	bool tls_resume; /* offer the server's newest ticket on new connections (default on) */

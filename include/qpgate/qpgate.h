@@ -8,9 +8,14 @@
 #include "qpgate/version.h"
 #include "qpgate/wire.h"
 
-/* How long an rdma event loop polls its completion queue before it sleeps
- * (--busy-poll), in us; adaptive (README, "Busy polling"). */
-#define QPG_BUSY_POLL_US_DEFAULT 50
+/* How long an event loop polls before it sleeps (--busy-poll), in us: its
+ * completion queue (rdma) or its sockets (tcp); adaptive (README, "Busy
+ * polling"). The options' default is each transport's own window: a tcp
+ * message takes longer one way than an rdma one, and in the lab longer
+ * than rdma's window. */
+#define QPG_BUSY_POLL_US_DEFAULT UINT32_MAX /* the transport's own: */
+#define QPG_BUSY_POLL_US_RDMA	 50
+#define QPG_BUSY_POLL_US_TCP	 200
 
 /* Setup phases, timed per connection (cmtime-style: an enum and a name table). */
 enum qpg_phase {

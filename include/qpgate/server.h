@@ -48,8 +48,9 @@ struct qpg_server_opts {
 	uint8_t qp_timeout;    /* RC local ACK timeout: 4.096 us * 2^N per try; 0: default */
 	uint8_t tclass;	       /* RoCE traffic class of our QPs' packets (0: default) */
 	uint8_t sl;	       /* service level (0: default) */
-	uint32_t busy_poll_us; /* rdma: each thread polls for completions this long
-				* before it sleeps (adaptive: an idle thread stops) */
+	uint32_t busy_poll_us; /* each thread polls (its CQ, or tcp sockets) this
+				* long before it sleeps (adaptive: an idle thread stops);
+				* QPG_BUSY_POLL_US_DEFAULT: the transport's own */
 	/* What it offers (qpgate/service.h); NULL: echo. CTX is the service's,
 	 * handed to its start() and to every connection (qpg_conn_service_ctx). */
 	const struct qpg_service *service;

@@ -33,6 +33,7 @@ struct qpg__transport_ops {
 	const char *name;
 	uint8_t wire_id;
 	size_t conn_size; /* the transport's conn struct, which embeds qpg__conn first */
+	uint32_t busy_poll_us; /* its busy-poll window when none is chosen */
 	int (*ep_init)(struct qpg__endpoint *ep);
 	void (*ep_fini)(struct qpg__endpoint *ep);
 	/* Server: may PEER's data path be reached at the address the control

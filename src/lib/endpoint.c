@@ -103,7 +103,9 @@ int qpg__endpoint_init(struct qpg__endpoint *ep, const struct qpg__ep_opts *o)
 		return rc;
 	ep->loop.owner = ep;
 	ep->loop.on_tick = ep_tick;
-	ep->loop.spin_max_ns = ep->loop.spin_ns = (uint64_t)o->busy_poll_us * 1000;
+	uint32_t spin_us =
+	    o->busy_poll_us == QPG_BUSY_POLL_US_DEFAULT ? o->t->busy_poll_us : o->busy_poll_us;
+	ep->loop.spin_max_ns = ep->loop.spin_ns = (uint64_t)spin_us * 1000;
 	ep->loop.on_batch_end = ep_batch_end;
 	rc = qpg_pool_init(&ep->pool, o->dev ? o->dev->pd : NULL, qpg_frame_len(o->max_msg, 1), 256,
 			   o->pool_max, 0);

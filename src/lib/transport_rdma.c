@@ -489,6 +489,7 @@ const struct qpg__transport_ops qpg__transport_rdma = {
     .name = "rdma",
     .wire_id = QPG_TRANSPORT_RDMA,
     .conn_size = sizeof(struct rdma_conn),
+    .busy_poll_us = QPG_BUSY_POLL_US_RDMA,
     .ep_init = rdma_ep_init,
     .ep_fini = rdma_ep_fini,
     .check_peer = rdma_check_peer,

@@ -188,6 +188,7 @@ const struct qpg__transport_ops qpg__transport_tcp = {
     .name = "tcp",
     .wire_id = QPG_TRANSPORT_TCP,
     .conn_size = sizeof(struct tcp_conn),
+    .busy_poll_us = QPG_BUSY_POLL_US_TCP,
     .ep_init = tcp_ep_init,
     .ep_fini = tcp_ep_fini,
     .conn_prepare = tcp_conn_prepare,

@@ -64,9 +64,11 @@ void qpg_opts_usage(FILE *f, const struct qpg_opt *const *tables, const char *sy
 	    {"transport", 0, OPT_TRANSPORT, &(o)->transport,                                         \
 	     0,		  0, "rdma|tcp",    "data path (default rdma)"},                             \
 	    {"ib-dev", 'd', OPT_STR, &(o)->ib_dev, 0, 0, "DEV", "RDMA device (default: the first)"}, \
-	    {"ib-port", 'i', OPT_INT, &(o)->ib_port, 1, 255, "N", "device port (default: auto)"},        \
-	    {"gid-index", 'x', OPT_INT, &(o)->gid_index,                                             \
-	     0,		  255, "N",	"GID index (default: the RoCE v2 GID of the route to the server)"},         \
+	    {"ib-port", 'i', OPT_INT, &(o)->ib_port, 1, 255, "N", "device port (default: auto)"},    \
+	    {"gid-index", 'x',                                                                       \
+	     OPT_INT,	  &(o)->gid_index,                                                           \
+	     0,		  255,                                                                       \
+	     "N",	  "GID index (default: the RoCE v2 GID of the route to the server)"},        \
 	    {"no-auth",                                                                              \
 	     0,                                                                                      \
 	     OPT_FLAG_OFF,                                                                           \
@@ -75,9 +77,21 @@ void qpg_opts_usage(FILE *f, const struct qpg_opt *const *tables, const char *sy
 	     0,                                                                                      \
 	     NULL,                                                                                   \
 	     "turn per-message authentication off (to measure its cost)"},                           \
-	    {"source", 0, OPT_STR, &(o)->source, 0, 0, "ADDR[,ADDR...]",                           \
-	     "local addresses for the control connections, in turn (each has its own ports)"},      \
-	    {"no-tls-resume", 0, OPT_FLAG_OFF, &(o)->tls_resume, 0, 0, NULL,                          \
+	    {"source",                                                                               \
+	     0,                                                                                      \
+	     OPT_STR,                                                                                \
+	     &(o)->source,                                                                           \
+	     0,                                                                                      \
+	     0,                                                                                      \
+	     "ADDR[,ADDR...]",                                                                       \
+	     "local addresses for the control connections, in turn (each has its own ports)"},       \
+	    {"no-tls-resume",                                                                        \
+	     0,                                                                                      \
+	     OPT_FLAG_OFF,                                                                           \
+	     &(o)->tls_resume,                                                                       \
+	     0,                                                                                      \
+	     0,                                                                                      \
+	     NULL,                                                                                   \
 	     "a full TLS handshake every time (default: resume with the server's newest ticket)"},   \
 	    {"handshake-timeout",                                                                    \
 	     0,                                                                                      \
@@ -89,11 +103,18 @@ void qpg_opts_usage(FILE *f, const struct qpg_opt *const *tables, const char *sy
 	     "per connection (default 10000)"},                                                      \
 	    {"credits", 0,    OPT_U16, &(o)->credits,                                                \
 	     1,		1024, "N",     "requests in flight per connection (default 1)"},             \
-	    {"tclass", 0, OPT_U8, &(o)->tclass, 0, 255, "N",                                         \
-	     "RoCE traffic class of our packets (DSCP << 2; default 0)"},                            \
+	    {"tclass", 0,   OPT_U8, &(o)->tclass,                                                    \
+	     0,	       255, "N",    "RoCE traffic class of our packets (DSCP << 2; default 0)"},     \
 	    {"sl", 0, OPT_U8, &(o)->sl, 0, 15, "N", "service level (default 0)"},                    \
-	    {"busy-poll", 0, OPT_U32, &(o)->busy_poll_us, 0, 1000000, "US",                          \
-	     "rdma: poll for completions US before sleeping (0: never)"},                            \
+	    {"busy-poll",                                                                            \
+	     0,                                                                                      \
+	     OPT_U32,                                                                                \
+	     &(o)->busy_poll_us,                                                                     \
+	     0,                                                                                      \
+	     1000000,                                                                                \
+	     "US",                                                                                   \
+	     "poll for completions (rdma) or on the sockets (tcp) US before sleeping (0: never; "    \
+	     "default 50 for rdma, 200 for tcp)"},                                                   \
 	{                                                                                            \
 		"qp-timeout", 0, OPT_U8, &(o)->qp_timeout, 1, 31, "N",                               \
 		    "RC ACK timeout 4.096 us * 2^N, 7 tries (default 18 = 1.07 s)"                   \

@@ -191,7 +191,8 @@ int main(int argc, char **argv)
 	     "RoCE traffic class of our packets (DSCP << 2; default 0)"},
 	    {"sl", 0, OPT_U8, &o.sl, 0, 15, "N", "service level (default 0)"},
 	    {"busy-poll", 0, OPT_U32, &o.busy_poll_us, 0, 1000000, "US",
-	     "rdma: each thread polls for completions US before sleeping (0: never)"},
+	     "each thread polls for completions (rdma) or on its sockets (tcp) US before sleeping "
+	     "(0: never; default 50 for rdma, 200 for tcp)"},
 	    {"qp-timeout", 0, OPT_U8, &o.qp_timeout, 1, 31, "N",
 	     "RC ACK timeout 4.096 us * 2^N, 7 tries (default 18 = 1.07 s)"},
 	    {"port-file", 0, OPT_STR, &port_file, 0, 0, "FILE",

@@ -268,7 +268,31 @@ static void member_of_a_failed_leader_is_reported(void **state)
 	qpg_client_destroy(cl);
 }
 
-QPG_UNIT_MAIN(start, stop, cmocka_unit_test(close_self_inside_reply),
+/* --busy-poll left at its default takes the transport's own window (tcp's
+ * is longer than rdma's); a window chosen, 0 among them, is kept. */
+static void busy_poll_default_is_the_transports(void **state)
+{
+	(void)state;
+	struct qpg__endpoint *ep = calloc(1, sizeof(*ep));
+	assert_non_null(ep);
+	struct qpg__ep_opts o = {.t = qpg__transport_by_kind(QPG_TRANSPORT_TCP),
+				 .max_msg = 64,
+				 .pool_max = 64,
+				 .busy_poll_us = QPG_BUSY_POLL_US_DEFAULT};
+	const uint32_t chosen[] = {QPG_BUSY_POLL_US_DEFAULT, 70, 0};
+	const uint64_t want_ns[] = {QPG_BUSY_POLL_US_TCP * 1000ull, 70000, 0};
+	for (size_t i = 0; i < sizeof(chosen) / sizeof(chosen[0]); i++) {
+		o.busy_poll_us = chosen[i];
+		assert_int_equal(qpg__endpoint_init(ep, &o), 0);
+		assert_int_equal(ep->loop.spin_max_ns, want_ns[i]);
+		qpg__endpoint_fini(ep);
+	}
+	assert_true(QPG_BUSY_POLL_US_TCP > QPG_BUSY_POLL_US_RDMA);
+	free(ep);
+}
+
+QPG_UNIT_MAIN(start, stop, cmocka_unit_test(busy_poll_default_is_the_transports),
+	      cmocka_unit_test(close_self_inside_reply),
 	      cmocka_unit_test(close_other_in_same_batch),
 	      cmocka_unit_test(failed_connect_reaches_closed_with_user),
 	      cmocka_unit_test(wrong_frame_type_closes_only_its_connection),
