@@ -251,12 +251,14 @@ per_run_ratio() { # A-VALUES B-VALUES [SCALE_B] -> the ratios, run by run
 	local i
 	for i in "${!a[@]}"; do ratio "${a[$i]}" "$(awk -v v="${b[$i]:-null}" -v k="${3:-1}" 'BEGIN{if (v == "null") print "null"; else print v * k}')"; echo; done
 }
-rtt=() # ib_send_lat reports half a round trip; an echo is a whole one.
-for v in "${lat_typ[@]}"; do rtt+=("$(awk -v t="$v" 'BEGIN{if (t == "null") print "null"; else printf "%.2f", 2 * t}')"); done
+# ib_send_lat reports half a round trip; an echo is a whole one.
+round_trip() { awk -v t="$1" 'BEGIN{if (t == "null") print "null"; else printf "%.2f", 2 * t}'; }
+rtt=()
+for v in "${lat_typ[@]}"; do rtt+=("$(round_trip "$v")"); done
 # The round trips each echo figure is compared with: its own anchor runs.
 for auth in on off; do
-	add "rtt-$auth" ""
-	for v in $(vals "lat_typ-$auth"); do add "rtt-$auth" "$(awk -v t="$v" 'BEGIN{if (t == "null") print "null"; else printf "%.2f", 2 * t}')"; done
+	q[rtt-$auth]=""
+	for v in $(vals "lat_typ-$auth"); do add "rtt-$auth" "$(round_trip "$v")"; done
 done
 m_lat=$(med "${lat_typ[@]}") m_rtt=$(med "${rtt[@]}") m_bw=$(med "${bw_rate[@]}") m_cm=$(med "${cm_rate[@]}")
 m_lf=$(med "${lib_full[@]}") m_lr=$(med "${lib_res[@]}")
