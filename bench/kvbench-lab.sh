@@ -10,8 +10,9 @@
 # Like perftest (one QP, a deep send queue), the 4 KiB run pipelines over
 # one pooled connection on one pool thread: --num-clients 1 --threads 1
 # --credits 32 --num-workers 32 (flags given after these win). Each pair
-# runs RUNS times (default 3), one after the other; the medians and each
-# run's ratio are printed, since one run here can be 30% off the next.
+# runs RUNS times (default 3), one after the other, each KV figure right
+# after its own anchor run; the medians and each run's ratio are printed,
+# since one run here can be 30% off the next.
 # Each run also measures the floor of a verified one-sided GET here
 # (bench/read_floor.c): the same 64 KiB READs kept 16 deep, one QP per
 # vCPU, each landed buffer checked against its digest as the KV client
@@ -58,18 +59,23 @@ if [ -z "$anchors" ]; then
 	kvbench "$out/kvbench.json" "$@"
 else
 	for r in $(seq 1 "$runs"); do
-		echo " run $r of $runs: ib_send_bw -s 4096 and ib_read_bw -s 65536 on $dev, then the KV runs" >&2
+		echo " run $r of $runs on $dev: ib_send_bw -s 4096, the 4 KiB KV run, ib_read_bw -s 65536, the 64 KiB KV run, the floor" >&2
+		# Each KV figure right after its own anchor run, so that a pair
+		# shares the VM's pace of the moment (it wanders over minutes:
+		# 64 KiB one-sided GETs over ib_read_bw read 1.024 in one run of
+		# a VM and 0.833 in another, 8 minutes later, with ib_read_bw
+		# within 1% of itself).
 		# Columns: #bytes #iterations BW_peak BW_average[MB/s] MsgRate[Mpps];
 		# perftest's MB is 2^20 bytes (figure: null for inf, nan or no row).
 		send_rate+=("$(qpg_perftest_figure 4096 5 5 1e6 ib_send_bw -s 4096 -n 20000)")
+		kvbench "$work/kv4k-$r.json" --value-size 4096 --get-mode two-sided -D "$secs" \
+			--num-clients 1 --threads 1 --credits 32 --num-workers 32 "$@"
 		read_bps+=("$(qpg_perftest_figure 65536 5 4 1048576 ib_read_bw -s 65536 -n 5000)")
+		kvbench "$work/kv64k-$r.json" --value-size 65536 --num-keys 1000 --get-mode one-sided \
+			-D "$secs" "$@"
 		floor_out=$("$bin/qpg_read_floor" -d "$dev" -s 65536 -q 16 -t "$(nproc)" -D "$secs" --verify "$digest") || rc=1
 		floor_bps+=("$(awk '$1 == "floor" {sub("bytes_per_s=", "", $4); v = $4} END {if (v == "") print "null"; else print v}' <<<"$floor_out")")
 		rf+=("$(ratio "${floor_bps[-1]}" "${read_bps[-1]}")")
-		kvbench "$work/kv4k-$r.json" --value-size 4096 --get-mode two-sided -D "$secs" \
-			--num-clients 1 --threads 1 --credits 32 --num-workers 32 "$@"
-		kvbench "$work/kv64k-$r.json" --value-size 65536 --num-keys 1000 --get-mode one-sided \
-			-D "$secs" "$@"
 		ops4k+=("$(j "kv4k-$r" '.results.runs[0].ops_per_s')")
 		bps64k+=("$(j "kv64k-$r" '.results.runs[0].gib_per_s * 1073741824 | floor')")
 		bad+=("$(j "kv4k-$r" '.results.runs[0].mismatches + .results.runs[0].errors')+$(j "kv64k-$r" '.results.runs[0].mismatches + .results.runs[0].errors')")
