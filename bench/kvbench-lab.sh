@@ -62,9 +62,9 @@ else
 		echo " run $r of $runs on $dev: ib_send_bw -s 4096, the 4 KiB KV run, ib_read_bw -s 65536, the 64 KiB KV run, the floor" >&2
 		# Each KV figure right after its own anchor run, so that a pair
 		# shares the VM's pace of the moment (it wanders over minutes:
-		# 64 KiB one-sided GETs over ib_read_bw read 1.024 in one run of
-		# a VM and 0.833 in another, 8 minutes later, with ib_read_bw
-		# within 1% of itself).
+		# 64 KiB one-sided GETs over ib_read_bw read 1.024 in one round
+		# of a VM run and 0.833 two rounds later, about 5 minutes apart,
+		# with ib_read_bw within 1% of itself).
 		# Columns: #bytes #iterations BW_peak BW_average[MB/s] MsgRate[Mpps];
 		# perftest's MB is 2^20 bytes (figure: null for inf, nan or no row).
 		send_rate+=("$(qpg_perftest_figure 4096 5 5 1e6 ib_send_bw -s 4096 -n 20000)")
