@@ -114,7 +114,7 @@ void qpg_opts_usage(FILE *f, const struct qpg_opt *const *tables, const char *sy
 	     1000000,                                                                                \
 	     "US",                                                                                   \
 	     "poll for completions (rdma) or on the sockets (tcp) US before sleeping (0: never; "    \
-	     "default 50 for rdma, 200 for tcp)"},                                                   \
+	     "default 200)"},                                                                        \
 	{                                                                                            \
 		"qp-timeout", 0, OPT_U8, &(o)->qp_timeout, 1, 31, "N",                               \
 		    "RC ACK timeout 4.096 us * 2^N, 7 tries (default 18 = 1.07 s)"                   \

@@ -192,7 +192,7 @@ int main(int argc, char **argv)
 	    {"sl", 0, OPT_U8, &o.sl, 0, 15, "N", "service level (default 0)"},
 	    {"busy-poll", 0, OPT_U32, &o.busy_poll_us, 0, 1000000, "US",
 	     "each thread polls for completions (rdma) or on its sockets (tcp) US before sleeping "
-	     "(0: never; default 50 for rdma, 200 for tcp)"},
+	     "(0: never; default 200)"},
 	    {"qp-timeout", 0, OPT_U8, &o.qp_timeout, 1, 31, "N",
 	     "RC ACK timeout 4.096 us * 2^N, 7 tries (default 18 = 1.07 s)"},
 	    {"port-file", 0, OPT_STR, &port_file, 0, 0, "FILE",
