@@ -34,242 +34,6 @@ void qpg_kv_pool_opts_default(struct qpg_kv_pool_opts *o)
 	o->connect_attempts = 6;
 }
 
-static int send_frame(struct kv_conn *k, struct qpg_kv_request *op, uint32_t off, uint32_t chunk)
-{
-	/* 0x7f: no such operation (the test hook), answered "malformed". */
-	struct qpg_kv_req r = {.op = (op->hooks & QPG__KV_HOOK_UNKNOWN_OP) ? 0x7f : op->op,
-			       .flags = op->phase == PH_REQUEST ? k->get_flags : 0,
-			       .key_len = op->key_len,
-			       .req_id = op->req_id,
-			       .value_len = op->op == QPG_KV_PUT ? op->value_len : 0,
-			       .offset = off,
-			       .key = op->key};
-	/* A GET takes the oldest grant due for release along: no message,
-	 * and no answer, of its own. */
-	bool carries = false;
-	if (op->op == QPG_KV_GET && qpg__kv_abuse_of(op) == QPG_KV_ABUSE_BOGUS_RELEASE) {
-		r.flags |= QPG_KV_F_RELEASE; /* slot 0xffff: never a grant's */
-		r.offset = 0xffffffffu;
-	} else if (op->op == QPG_KV_GET && k->rel_n > 0) {
-		carries = true;
-		r.flags |= QPG_KV_F_RELEASE;
-		r.offset = k->rel_ids[0];
-	}
-	int n = qpg_kv_encode_req(k->frame, k->max_msg, &r);
-	if (n < 0)
-		return n;
-	if (chunk)
-		memcpy(k->frame + n, (const uint8_t *)op->value + off, chunk);
-	int rc = qpg_client_send(k->conn, QPG_FRAME_KV_REQ, k->frame, (uint32_t)n + chunk);
-	if (rc == 0) {
-		k->outstanding++;
-		if (carries)
-			qpg__kvc_release_sent(k);
-	}
-	return rc;
-}
-
-/* Send the next chunk of the PUT in progress. */
-static int put_next(struct kv_conn *k)
-{
-	struct qpg_kv_request *op = k->put_cur;
-	uint32_t room = k->max_msg - QPG_KV_HDR_LEN - op->key_len;
-	uint32_t chunk = op->value_len - op->sent < room ? op->value_len - op->sent : room;
-	int rc = send_frame(k, op, op->sent, chunk);
-	if (rc)
-		return rc;
-	op->sent += chunk;
-	op->got++; /* chunks in flight */
-	if (op->sent >= op->value_len)
-		k->put_cur = NULL;
-	return 0;
-}
-
-static int free_slot(struct kv_conn *k)
-{
-	for (unsigned i = 0; i < k->nslots; i++)
-		if (!k->slots[i])
-			return (int)i;
-	return -1;
-}
-
-/* A READ landed (kv_client_read.c), then whatever it made possible. */
-static void on_read(struct qpg_client_conn *c, void *user, uint64_t cookie, const struct iovec *iov,
-		    unsigned iovcnt)
-{
-	qpg__kvc_on_read(c, user, cookie, iov, iovcnt);
-	qpg__kvc_pump(user);
-}
-
-static void on_sent(struct qpg_client_conn *c, void *user)
-{
-	(void)c;
-	struct kv_conn *k = user;
-	if (k->rd_head)
-		qpg__kvc_read_pump(k);
-	qpg__kvc_pump(k); /* a request may have found the send queue full */
-}
-
-static void pump_unguarded(struct kv_conn *k);
-
-void qpg__kvc_pump(struct kv_conn *k)
-{
-	if (k->pumping)
-		return; /* the outer call goes on while there is credit */
-	k->pumping = true;
-	pump_unguarded(k);
-	k->pumping = false;
-}
-
-static void pump_unguarded(struct kv_conn *k)
-{
-	while (k->up && !k->dead && k->outstanding < k->credits) {
-		if (k->rel_head) { /* releases first: they free the server's windows */
-			if (qpg__kvc_send_release(k, k->rel_head))
-				return; /* full: it stays first, a send completion retries */
-			qpg__kvc_list_pop(&k->rel_head, &k->rel_tail);
-			continue;
-		}
-		if (k->unsent) {
-			if (send_frame(k, k->unsent, 0, 0))
-				return;
-			k->unsent = NULL;
-			continue;
-		}
-		if (k->put_cur) {
-			if (put_next(k))
-				return;
-			continue;
-		}
-		struct qpg_kv_request *op = k->head;
-		if (!op)
-			return;
-		bool grant = op->op == QPG_KV_GET && k->get_flags;
-		/* (A grant this GET releases is not held once it is sent.) */
-		unsigned held = k->grants_held - (op->op == QPG_KV_GET && k->rel_n > 0);
-		if (grant && (k->grants_ahead >= QPG__KVC_GRANTS_MAX ||
-			      held >= QPG_MAX(QPG__KVC_GRANTS_MAX, k->credits))) {
-			/* Insisted on, or left to the server while it grants what
-			 * this connection asks for (its values are large): waits
-			 * for a grant to end. Else sent: small values come faster
-			 * that way than after a wait. */
-			if ((k->get_flags & QPG_KV_F_ONE_SIDED) || k->last_granted)
-				return;
-			grant = false;
-		}
-		int slot = free_slot(k);
-		if (slot < 0)
-			return;
-		k->head = op->next;
-		if (!k->head)
-			k->tail = NULL;
-		op->next = NULL;
-		op->slot = slot;
-		op->req_id = ((++k->gen << SLOT_BITS) | (uint32_t)slot) & ~QPG__KVC_REL_TAG;
-		op->sent = op->acked = op->got = 0;
-		op->refused = QPG_KV_OK;
-		op->phase = grant ? PH_REQUEST : PH_NONE;
-		k->grants_ahead += grant;
-		k->grants_held += grant;
-		k->slots[slot] = op;
-		if (op->op == QPG_KV_PUT) {
-			k->put_cur = op;
-			if (put_next(k))
-				return;
-		} else if (send_frame(k, op, 0, 0)) {
-			k->unsent = op; /* in its slot; sent when there is room */
-			return;
-		}
-	}
-}
-
-static void on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const uint8_t *p,
-		     uint32_t len)
-{
-	struct kv_conn *k = user;
-	struct qpg_kv_reply r;
-	struct qpg_kv_request *op = NULL;
-	bool valid = type == QPG_FRAME_KV_REPLY && qpg_kv_decode_reply(p, len, &r) == 0;
-	if (valid && (r.req_id & QPG__KVC_REL_TAG)) {
-		/* A RELEASE sent on its own. Refused only if the grant had
-		 * expired: the server invalidated it then. */
-		if (r.op != QPG_KV_RELEASE || k->rel_out == 0) {
-			qpg__kvc_fail_conn(k, "a RELEASE answer for no RELEASE", 0);
-			return;
-		}
-		k->rel_out--;
-		k->outstanding--;
-		qpg__kvc_pump(k);
-		qpg__kvc_flush_releases(k);
-		return;
-	}
-	if (valid) {
-		unsigned slot = r.req_id & ((1u << SLOT_BITS) - 1);
-		if (slot < k->nslots && k->slots[slot] && k->slots[slot]->req_id == r.req_id)
-			op = k->slots[slot];
-	}
-	if (!op) {
-		qpg__kvc_fail_conn(k, "the server answered no request of ours", 0);
-		return;
-	}
-	if (op->op == QPG_KV_PUT) {
-		k->outstanding--;
-		op->got--;
-		if (r.status != QPG_KV_OK && op->refused == QPG_KV_OK) {
-			op->refused = r.status; /* the first refusal is the answer */
-			if (k->put_cur == op)
-				k->put_cur = NULL; /* send no more of it */
-		} else if (r.status == QPG_KV_OK) {
-			op->acked = r.offset;
-		}
-		bool failed = op->refused != QPG_KV_OK;
-		if (op->got == 0 && (failed || op->acked >= op->value_len) && k->put_cur != op)
-			qpg__kvc_finish_slot(k, op, op->refused, op->value_len);
-	} else if (op->op == QPG_KV_GET && r.op == QPG_KV_RELEASE) {
-		k->outstanding--;
-		if (op->phase != PH_RELEASING) {
-			qpg__kvc_fail_conn(k, "a RELEASE answer for no RELEASE", 0);
-			return;
-		}
-		if (r.status != QPG_KV_OK && op->result == QPG_KV_OK)
-			op->result = r.status;
-		if (qpg__kv_abuse_of(op) == QPG_KV_ABUSE_AFTER_RELEASE) {
-			/* The window is invalid now: reading it again must fail. */
-			k->outstanding++; /* the slot stays busy until the probe ends */
-			int rc = qpg__kvc_post_probe(k, op);
-			if (rc)
-				qpg__kvc_fail_conn(k, "the after-release probe could not be posted",
-						   rc);
-			return;
-		}
-		qpg__kvc_finish_slot(k, op, op->result, op->total);
-	} else if (op->op == QPG_KV_GET && r.status == QPG_KV_OK && (r.flags & QPG_KV_R_GRANT)) {
-		k->outstanding--;
-		k->last_granted = true;
-		qpg__kvc_on_grant(k, op, &r);
-		if (k->dead)
-			return;
-	} else if (op->op == QPG_KV_GET && r.status == QPG_KV_OK) {
-		if (op->phase == PH_REQUEST)
-			k->last_granted = false; /* asked, and sent the value */
-		if (r.offset != op->got) {
-			qpg__kvc_fail_conn(k, "a GET answer out of order", 0);
-			return;
-		}
-		if (op->chunk)
-			op->chunk(op, r.chunk, r.chunk_len, r.offset, r.value_len);
-		op->got += r.chunk_len;
-		if (op->got >= r.value_len) {
-			k->outstanding--;
-			qpg__kvc_finish_slot(k, op, QPG_KV_OK, r.value_len);
-		}
-	} else {
-		k->outstanding--;
-		qpg__kvc_finish_slot(k, op, r.status, 0);
-	}
-	qpg__kvc_pump(k);
-}
-
 static void on_established(struct qpg_client_conn *c, void *user)
 {
 	struct kv_conn *k = user;
@@ -324,7 +88,8 @@ static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class 
 		uint64_t base = 100000000ull << (k->attempts - 1 < 6 ? k->attempts - 1 : 6);
 		if (base > 5000000000ull)
 			base = 5000000000ull;
-		k->retry_ns = qpg__now_ns() + base + (uint64_t)rand_r(&k->th->seed) % (base / 2 + 1);
+		k->retry_ns =
+		    qpg__now_ns() + base + (uint64_t)rand_r(&k->th->seed) % (base / 2 + 1);
 		p->retries++;
 	} else if (!was_up) {
 		p->failed++;
@@ -454,10 +219,10 @@ int qpg_kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *
 		       size_t err_len)
 {
 	static const struct qpg_client_cbs cbs = {.established = on_established,
-						  .reply = on_reply,
+						  .reply = qpg__kvc_on_reply,
 						  .closed = on_closed,
-						  .sent = on_sent,
-						  .read_done = on_read};
+						  .sent = qpg__kvc_on_sent,
+						  .read_done = qpg__kvc_on_read_done};
 	*out = NULL;
 	if (o->threads == 0 || o->conns == 0 || o->client.credits > (1u << SLOT_BITS) ||
 	    o->client.max_msg < QPG_KV_MIN_MSG || o->connect_window == 0 ||

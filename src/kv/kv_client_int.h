@@ -65,10 +65,10 @@ struct kv_conn {
 	uint32_t *rel_ids;     /* grants read and checked, their GETs done: to
 				* release with the next GET, else on their own */
 	unsigned rel_n, rel_cap;
-	unsigned rel_out;      /* RELEASEs sent on their own, not yet answered */
-	bool last_granted;     /* the last GET that asked for a grant got one */
-	unsigned index;	       /* in its thread */
-	struct qpg_kv_request *rd_head, *rd_tail;   /* granted: READs to post or land */
+	unsigned rel_out;			  /* RELEASEs sent on their own, not yet answered */
+	bool last_granted;			  /* the last GET that asked for a grant got one */
+	unsigned index;				  /* in its thread */
+	struct qpg_kv_request *rd_head, *rd_tail; /* granted: READs to post or land */
 	struct qpg_kv_request *rel_head, *rel_tail; /* read and checked: to RELEASE */
 	/* while the pool starts */
 	bool connecting;   /* a handshake of ours is in progress (holds a window slot) */
@@ -96,9 +96,9 @@ struct qpg_kv_pool {
 	struct qpg__kv_digests digests; /* whichever a grant names */
 	atomic_uint rr;
 	atomic_bool stop;
-	atomic_bool started; /* qpg_kv_pool_create returned: no more retries */
+	atomic_bool started;	/* qpg_kv_pool_create returned: no more retries */
 	atomic_uint connecting; /* handshakes in progress, pool-wide (the window) */
-	pthread_mutex_t lock; /* guards the fields below */
+	pthread_mutex_t lock;	/* guards the fields below */
 	pthread_cond_t cv;
 	unsigned up, failed, exited;
 	unsigned retries; /* connections tried again while the pool started */
@@ -120,8 +120,15 @@ void qpg__kvc_list_push(struct qpg_kv_request **head, struct qpg_kv_request **ta
 struct qpg_kv_request *qpg__kvc_list_pop(struct qpg_kv_request **head,
 					 struct qpg_kv_request **tail);
 
-/* kv_client.c: send what K may send now (releases, chunks, requests). */
+/* kv_client_io.c: send what K may send now (releases, chunks, requests). */
 void qpg__kvc_pump(struct kv_conn *k);
+/* The connection's callbacks on the request path (the pool's qpg_client_cbs). */
+void qpg__kvc_on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const uint8_t *p,
+		       uint32_t len);
+void qpg__kvc_on_sent(struct qpg_client_conn *c, void *user);
+/* A READ landed (kv_client_read.c), then whatever it made possible. */
+void qpg__kvc_on_read_done(struct qpg_client_conn *c, void *user, uint64_t cookie,
+			   const struct iovec *iov, unsigned iovcnt);
 
 /* kv_client_read.c */
 int qpg__kvc_send_release(struct kv_conn *k, struct qpg_kv_request *op);

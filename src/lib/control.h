@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "sockets.h"
+
 struct qpg__endpoint;
 struct qpg__conn;
 
@@ -16,21 +18,6 @@ struct qpg__conn;
  * later failure reaches the closed callback like every other close. */
 int qpg__conn_accept(struct qpg__endpoint *ep, int fd, const struct sockaddr_storage *peer,
 		     void *user);
-/* The local ports a client hands out itself for one source address, in
- * turn from a random start: see qpg__bind_source. */
-struct qpg__port_cursor {
-	uint16_t lo, hi, next;
-};
-/* CUR covers the kernel's ephemeral range (ip_local_port_range), starting
- * at a random port in it. */
-void qpg__port_cursor_init(struct qpg__port_cursor *cur);
-/* Bind FD to SRC's address and CUR's next free port (a port held
- * elsewhere is skipped; the cursor wraps from hi to lo). After 64 ports in
- * use in a row, or with CUR NULL, the port is left to connect(). 0, or -1
- * with errno. */
-int qpg__bind_source(int fd, const struct sockaddr *src, socklen_t len,
-		     struct qpg__port_cursor *cur);
-
 /* Client side: start a connection to ADDR. */
 struct qpg__client_params {
 	const struct sockaddr *addr;

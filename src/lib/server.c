@@ -19,38 +19,8 @@
 #include "memlock.h"
 #include "peers.h"
 #include "qpgate/service.h"
+#include "server_int.h"
 #include "tls.h"
-
-struct worker {
-	struct qpg__endpoint ep; /* first: loop callbacks get back here */
-	struct qpg_server *srv;
-	struct qpg__io listen_io;
-	uint64_t listen_paused_until; /* out of fds: accepting again from then (coarse) */
-	pthread_t thread;
-	int index;
-	bool started;
-};
-
-struct qpg_server {
-	struct qpg_server_opts o;
-	const struct qpg_service *service;
-	struct qpg_rdma_dev dev;
-	struct qpg__tls_slot tls;
-	bool tls_ready;
-	struct qpg__tls_tickets *tickets; /* NULL: no resumption */
-	struct qpg__peers peers;
-	struct worker *workers;
-	unsigned nworkers;
-	uint16_t port;
-	atomic_int stop;
-	atomic_int clients; /* admitted */
-	atomic_int pending; /* unfinished handshakes */
-	atomic_ullong next_conn_id;
-	atomic_ullong refused_pending, refused_per_peer, refused_rate;
-	uint64_t peers_swept_ns;       /* thread 0: when the peer table was last swept (coarse) */
-	atomic_ullong accept_backoffs; /* accept failed for want of fds */
-	bool service_started;	       /* start() succeeded: stop() is owed */
-};
 
 /* A connection as its service sees it (qpgate/service.h). */
 static struct qpg_conn *pub(struct qpg__conn *c)
@@ -92,18 +62,6 @@ void qpg_server_opts_default(struct qpg_server_opts *o)
 	o->tls_ticket_period_s = 3600;
 }
 
-static void slog(const struct qpg_server *s, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void slog(const struct qpg_server *s, const char *fmt, ...)
-{
-	va_list ap;
-	char line[512];
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "qpgate-server: %s\n", line);
-}
-
 static const char *peer_str(const struct sockaddr_storage *ss, char *buf, size_t len)
 {
 	char host[INET6_ADDRSTRLEN] = "?", port[8] = "?";
@@ -111,21 +69,6 @@ static const char *peer_str(const struct sockaddr_storage *ss, char *buf, size_t
 		    sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV);
 	snprintf(buf, len, "%s:%s", host, port);
 	return buf;
-}
-
-static int srv_admit(struct qpg__conn *c, char *text, size_t text_len)
-{
-	struct qpg_server *s = ((struct worker *)c->ep)->srv;
-	int n = atomic_fetch_add(&s->clients, 1);
-	if ((unsigned)n >= s->o.max_clients) {
-		atomic_fetch_sub(&s->clients, 1);
-		snprintf(text, text_len, "server full (%u of %u)", s->o.max_clients,
-			 s->o.max_clients);
-		return QPG_REJECT_SERVER_FULL;
-	}
-	c->admitted = true;
-	c->conn_id = atomic_fetch_add(&s->next_conn_id, 1) + 1;
-	return 0;
 }
 
 static void srv_established(struct qpg__conn *c)
@@ -139,10 +82,11 @@ static void srv_established(struct qpg__conn *c)
 		s->service->on_connect(pub(c));
 	if (s->o.verbose) {
 		char p[64];
-		slog(s, "conn %llu from %s: QPN 0x%06x PSN 0x%06x <-> peer QPN 0x%06x PSN 0x%06x%s",
-		     (unsigned long long)c->conn_id, peer_str(&c->peer_addr, p, sizeof(p)),
-		     c->local.qpn, c->local.psn, c->peer.qpn, c->peer.psn,
-		     c->auth.enabled ? "" : " (no message auth)");
+		qpg__srv_log(
+		    s, "conn %llu from %s: QPN 0x%06x PSN 0x%06x <-> peer QPN 0x%06x PSN 0x%06x%s",
+		    (unsigned long long)c->conn_id, peer_str(&c->peer_addr, p, sizeof(p)),
+		    c->local.qpn, c->local.psn, c->peer.qpn, c->peer.psn,
+		    c->auth.enabled ? "" : " (no message auth)");
 	}
 }
 
@@ -195,60 +139,9 @@ static void srv_closed(struct qpg__conn *c)
 	bool normal = c->err == QPG_ERR_PEER_CLOSED || c->err == QPG_ERR_NONE;
 	if (!normal || s->o.verbose) {
 		char p[64];
-		slog(s, "conn %llu from %s closed (%s): %s", (unsigned long long)c->conn_id,
-		     peer_str(&c->peer_addr, p, sizeof(p)), qpg_err_class_name(c->err), c->why);
-	}
-}
-
-static void listen_cb(struct qpg__io *io, uint32_t events)
-{
-	struct worker *w = qpg__container_of(io, struct worker, listen_io);
-	struct qpg_server *s = w->srv;
-	for (int i = 0; i < 64; i++) {
-		struct sockaddr_storage ss;
-		socklen_t len = sizeof(ss);
-		int fd =
-		    accept4(io->fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE) {
-				/* The listener stays readable, so accepting again at
-				 * once would spin: stop listening for 100 ms. */
-				uint64_t n = atomic_fetch_add(&s->accept_backoffs, 1);
-				if (n == 0 || n % 100 == 0)
-					slog(s,
-					     "accept: %s (raise ulimit -n); backing off 100 ms, "
-					     "%llu times so far",
-					     strerror(errno), (unsigned long long)n + 1);
-				w->listen_paused_until = qpg__coarse_ns() + 100000000ull;
-				qpg__loop_mod(&w->ep.loop, &w->listen_io, 0);
-			}
-			return;
-		}
-		/* Refuse before any TLS work: unfinished handshakes are what a
-		 * slowloris attack piles up. */
-		if ((unsigned)atomic_load(&s->pending) >= s->o.max_pending) {
-			atomic_fetch_add(&s->refused_pending, 1);
-			close(fd);
-			continue;
-		}
-		const struct qpg__peer_limits lim = {s->o.max_pending_per_peer,
-						     s->o.max_conns_per_peer, s->o.handshake_rate,
-						     s->o.handshake_burst};
-		enum qpg__peer_verdict why;
-		struct qpg__peer *pe = qpg__peers_enter(&s->peers, &ss, &lim, qpg__now_ns(), &why);
-		if (!pe) {
-			atomic_fetch_add(why == QPG_PEER_RATE	 ? &s->refused_rate
-					 : why == QPG_PEER_CONNS ? &s->refused_per_peer
-								 : &s->refused_pending,
-					 1);
-			close(fd);
-			continue;
-		}
-		atomic_fetch_add(&s->pending, 1);
-		if (qpg__conn_accept(&w->ep, fd, &ss, pe) < 0) {
-			atomic_fetch_sub(&s->pending, 1);
-			qpg__peers_leave(&s->peers, pe, false, qpg__now_ns());
-		}
+		qpg__srv_log(s, "conn %llu from %s closed (%s): %s", (unsigned long long)c->conn_id,
+			     peer_str(&c->peer_addr, p, sizeof(p)), qpg_err_class_name(c->err),
+			     c->why);
 	}
 }
 
@@ -273,46 +166,6 @@ static void *worker_main(void *arg)
 		}
 	}
 	return NULL;
-}
-
-static int open_listener(const struct qpg_server *s, uint16_t port, char *err, size_t err_len)
-{
-	struct addrinfo hints = {.ai_family = AF_UNSPEC,
-				 .ai_socktype = SOCK_STREAM,
-				 .ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV},
-			*ai;
-	char ps[8];
-	snprintf(ps, sizeof(ps), "%u", port);
-	int rc = getaddrinfo(s->o.bind_addr, ps, &hints, &ai);
-	if (rc) {
-		snprintf(err, err_len, "bad --bind address '%s': %s", s->o.bind_addr,
-			 gai_strerror(rc));
-		return -EINVAL;
-	}
-	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	int one = 1;
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) ||
-	    bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 4096)) {
-		rc = -errno;
-		snprintf(err, err_len, "cannot listen on %s:%u: %s", s->o.bind_addr, port,
-			 strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		freeaddrinfo(ai);
-		return rc;
-	}
-	freeaddrinfo(ai);
-	return fd;
-}
-
-static uint16_t bound_port(int fd)
-{
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-	getsockname(fd, (struct sockaddr *)&ss, &len);
-	return ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-					      : ((struct sockaddr_in *)&ss)->sin_port);
 }
 
 int qpg_server_enable_grants(struct qpg_server *s)
@@ -448,7 +301,7 @@ int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, 
 		w->ep.progress_ns_max = (uint64_t)s->o.progress_timeout_ms * 1000000ull;
 		w->ep.idle_ns_max = (uint64_t)s->o.idle_timeout_ms * 1000000ull;
 		w->ep.cbs = (struct qpg__endpoint_cbs){
-		    .admit = srv_admit,
+		    .admit = qpg__srv_admit,
 		    .established = srv_established,
 		    .message = srv_message,
 		    .sent = srv_sent,
@@ -456,13 +309,14 @@ int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, 
 		    .revoked = srv_revoked,
 		    .tick = srv_tick,
 		};
-		int fd = open_listener(s, port, err, err_len);
+		int fd = qpg__srv_open_listener(s, port, err, err_len);
 		if (fd < 0) {
 			rc = fd;
 			goto fail;
 		}
-		port = bound_port(fd);
-		if ((rc = qpg__loop_add(&w->ep.loop, &w->listen_io, fd, EPOLLIN, listen_cb)) < 0) {
+		port = qpg__srv_bound_port(fd);
+		if ((rc = qpg__loop_add(&w->ep.loop, &w->listen_io, fd, EPOLLIN,
+					qpg__srv_listen_cb)) < 0) {
 			close(fd);
 			snprintf(err, err_len, "epoll: %s", strerror(errno));
 			goto fail;
@@ -493,12 +347,12 @@ int qpg_server_run(struct qpg_server *s)
 		snprintf(where, sizeof(where), " on %s port %u GID %d %s", s->dev.name, s->dev.port,
 			 s->dev.gid_index, g);
 	}
-	slog(s,
-	     "listening on %s:%u, transport %s%s, %u threads, max %u clients, "
-	     "handshake timeout %u ms, message auth %s, mTLS %s",
-	     s->o.bind_addr, s->port, s->o.transport == QPG_KIND_RDMA ? "rdma" : "tcp", where,
-	     s->nworkers, s->o.max_clients, s->o.handshake_timeout_ms,
-	     s->o.allow_no_auth ? "optional" : "required", s->o.client_ca ? "on" : "off");
+	qpg__srv_log(s,
+		     "listening on %s:%u, transport %s%s, %u threads, max %u clients, "
+		     "handshake timeout %u ms, message auth %s, mTLS %s",
+		     s->o.bind_addr, s->port, s->o.transport == QPG_KIND_RDMA ? "rdma" : "tcp",
+		     where, s->nworkers, s->o.max_clients, s->o.handshake_timeout_ms,
+		     s->o.allow_no_auth ? "optional" : "required", s->o.client_ca ? "on" : "off");
 	for (unsigned i = 1; i < s->nworkers; i++) {
 		if (pthread_create(&s->workers[i].thread, NULL, worker_main, &s->workers[i]) == 0)
 			s->workers[i].started = true;
@@ -572,8 +426,8 @@ void qpg_server_destroy(struct qpg_server *s)
 	for (unsigned i = 0; i < s->nworkers; i++)
 		regions += atomic_load(&s->workers[i].ep.stats.regions_open);
 	if (regions)
-		slog(s, "destroy: %lld memory region(s) of the %s service still open", regions,
-		     s->service->name);
+		qpg__srv_log(s, "destroy: %lld memory region(s) of the %s service still open",
+			     regions, s->service->name);
 	free(s->workers);
 	qpg__peers_fini(&s->peers);
 	if (s->tls_ready)

@@ -312,7 +312,7 @@ static void ex_init(void)
 	ex_idx = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, NULL);
 }
 
-int qpg__tls_ctx_index(void)
+static int ctx_index(void)
 {
 	pthread_once(&ex_once, ex_init);
 	return ex_idx;
@@ -322,7 +322,7 @@ int qpg__tls_ctx_index(void)
  * one kept. Returning 1 keeps our reference to SESS. */
 static int new_ticket(SSL *ssl, SSL_SESSION *sess)
 {
-	struct qpg__tls_slot *s = SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), qpg__tls_ctx_index());
+	struct qpg__tls_slot *s = SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), ctx_index());
 	if (!s || !SSL_SESSION_is_resumable(sess))
 		return 0;
 	pthread_mutex_lock(&s->lock);
@@ -335,7 +335,7 @@ static int new_ticket(SSL *ssl, SSL_SESSION *sess)
 
 int qpg__tls_slot_resume(struct qpg__tls_slot *s)
 {
-	if (qpg__tls_ctx_index() < 0 || SSL_CTX_set_ex_data(s->ctx, qpg__tls_ctx_index(), s) != 1)
+	if (ctx_index() < 0 || SSL_CTX_set_ex_data(s->ctx, ctx_index(), s) != 1)
 		return -EIO;
 	/* No internal store: the slot keeps the one ticket it offers. */
 	SSL_CTX_set_session_cache_mode(s->ctx,

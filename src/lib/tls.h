@@ -16,7 +16,8 @@ struct qpg__tls_files {
 	const char *ca; /* client: CA that signs the server; server: CA for client certs (mTLS) */
 };
 
-struct qpg__tls_tickets;
+#include "tls_tickets.h"
+
 /* Return a context or NULL with a reason in ERR. A server context issues
  * and accepts session tickets under TICKETS (NULL: no resumption). */
 SSL_CTX *qpg__tls_server_ctx(const struct qpg__tls_files *f, struct qpg__tls_tickets *tickets,
@@ -49,18 +50,6 @@ void qpg__tls_slot_fini(struct qpg__tls_slot *s);
 int qpg__tls_slot_resume(struct qpg__tls_slot *s);
 /* True when this session was resumed from a ticket (no certificates). */
 bool qpg__tls_resumed(const SSL *ssl);
-
-/* The ex_data index a context keeps its qpgate state at. */
-int qpg__tls_ctx_index(void);
-
-/* Server: stateless session tickets (tls_tickets.c). The keys rotate every
- * PERIOD_S seconds; a ticket is accepted for at most two periods. */
-int qpg__tls_tickets_new(struct qpg__tls_tickets **out, unsigned period_s);
-void qpg__tls_tickets_free(struct qpg__tls_tickets *t);
-/* Issue tickets from CTX under T, and accept them. */
-int qpg__tls_tickets_attach(SSL_CTX *ctx, struct qpg__tls_tickets *t);
-/* Forget every key (so every ticket), e.g. when the certificates change. */
-int qpg__tls_tickets_forget_all(struct qpg__tls_tickets *t);
 
 enum qpg__tls_io {
 	QPG_TLS_DONE = 1,

@@ -10,12 +10,13 @@
  * holds, and the exporter (auth.c) still gives each connection fresh keys.
  * No 0-RTT (tls.c). A reload of the certificate files forgets every key,
  * so no session verified under the old files outlives them. */
-#include "tls.h"
+#include "tls_tickets.h"
 
 #include <errno.h>
 #include <openssl/core_names.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -32,6 +33,21 @@ struct qpg__tls_tickets {
 	unsigned period_s;
 	struct ticket_key cur, prev;
 };
+
+/* The ex_data index a server context keeps its tickets at. */
+static pthread_once_t ex_once = PTHREAD_ONCE_INIT;
+static int ex_idx = -1;
+
+static void ex_init(void)
+{
+	ex_idx = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+}
+
+static int ctx_index(void)
+{
+	pthread_once(&ex_once, ex_init);
+	return ex_idx;
+}
 
 static int key_fresh(struct ticket_key *k, time_t now)
 {
@@ -115,8 +131,7 @@ static int key_init(const struct ticket_key *k, uint8_t *iv, EVP_CIPHER_CTX *cct
 static int ticket_cb(SSL *ssl, unsigned char key_name[16], unsigned char *iv, EVP_CIPHER_CTX *cctx,
 		     EVP_MAC_CTX *hctx, int enc)
 {
-	struct qpg__tls_tickets *t =
-	    SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), qpg__tls_ctx_index());
+	struct qpg__tls_tickets *t = SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), ctx_index());
 	int ret = -1;
 	pthread_mutex_lock(&t->lock);
 	time_t now = time(NULL);
@@ -149,7 +164,7 @@ int qpg__tls_tickets_attach(SSL_CTX *ctx, struct qpg__tls_tickets *t)
 	static const unsigned char sid_ctx[] = "qpgate";
 	/* One ticket per connection; a session is good for at most the two
 	 * periods its key is accepted. */
-	if (qpg__tls_ctx_index() < 0 || SSL_CTX_set_ex_data(ctx, qpg__tls_ctx_index(), t) != 1 ||
+	if (ctx_index() < 0 || SSL_CTX_set_ex_data(ctx, ctx_index(), t) != 1 ||
 	    SSL_CTX_set_num_tickets(ctx, 1) != 1 ||
 	    SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, ticket_cb) != 1 ||
 	    SSL_CTX_set_session_id_context(ctx, sid_ctx, sizeof(sid_ctx) - 1) != 1)
@@ -158,4 +173,3 @@ int qpg__tls_tickets_attach(SSL_CTX *ctx, struct qpg__tls_tickets *t)
 	SSL_CTX_clear_options(ctx, SSL_OP_NO_TICKET);
 	return 0;
 }
-

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Who gets in: the listeners, the refusals before any TLS work (pending
+ * handshakes, per-address limits, the handshake rate), and admission of
+ * each QP after HELLO (--max-clients). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "control.h"
+#include "server_int.h"
+
+int qpg__srv_admit(struct qpg__conn *c, char *text, size_t text_len)
+{
+	struct qpg_server *s = ((struct worker *)c->ep)->srv;
+	int n = atomic_fetch_add(&s->clients, 1);
+	if ((unsigned)n >= s->o.max_clients) {
+		atomic_fetch_sub(&s->clients, 1);
+		snprintf(text, text_len, "server full (%u of %u)", s->o.max_clients,
+			 s->o.max_clients);
+		return QPG_REJECT_SERVER_FULL;
+	}
+	c->admitted = true;
+	c->conn_id = atomic_fetch_add(&s->next_conn_id, 1) + 1;
+	return 0;
+}
+
+void qpg__srv_listen_cb(struct qpg__io *io, uint32_t events)
+{
+	struct worker *w = qpg__container_of(io, struct worker, listen_io);
+	struct qpg_server *s = w->srv;
+	for (int i = 0; i < 64; i++) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		int fd =
+		    accept4(io->fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE) {
+				/* The listener stays readable, so accepting again at
+				 * once would spin: stop listening for 100 ms. */
+				uint64_t n = atomic_fetch_add(&s->accept_backoffs, 1);
+				if (n == 0 || n % 100 == 0)
+					qpg__srv_log(
+					    s,
+					    "accept: %s (raise ulimit -n); backing off 100 ms, "
+					    "%llu times so far",
+					    strerror(errno), (unsigned long long)n + 1);
+				w->listen_paused_until = qpg__coarse_ns() + 100000000ull;
+				qpg__loop_mod(&w->ep.loop, &w->listen_io, 0);
+			}
+			return;
+		}
+		/* Refuse before any TLS work: unfinished handshakes are what a
+		 * slowloris attack piles up. */
+		if ((unsigned)atomic_load(&s->pending) >= s->o.max_pending) {
+			atomic_fetch_add(&s->refused_pending, 1);
+			close(fd);
+			continue;
+		}
+		const struct qpg__peer_limits lim = {s->o.max_pending_per_peer,
+						     s->o.max_conns_per_peer, s->o.handshake_rate,
+						     s->o.handshake_burst};
+		enum qpg__peer_verdict why;
+		struct qpg__peer *pe = qpg__peers_enter(&s->peers, &ss, &lim, qpg__now_ns(), &why);
+		if (!pe) {
+			atomic_fetch_add(why == QPG_PEER_RATE	 ? &s->refused_rate
+					 : why == QPG_PEER_CONNS ? &s->refused_per_peer
+								 : &s->refused_pending,
+					 1);
+			close(fd);
+			continue;
+		}
+		atomic_fetch_add(&s->pending, 1);
+		if (qpg__conn_accept(&w->ep, fd, &ss, pe) < 0) {
+			atomic_fetch_sub(&s->pending, 1);
+			qpg__peers_leave(&s->peers, pe, false, qpg__now_ns());
+		}
+	}
+}
+
+int qpg__srv_open_listener(const struct qpg_server *s, uint16_t port, char *err, size_t err_len)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,
+				 .ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV},
+			*ai;
+	char ps[8];
+	snprintf(ps, sizeof(ps), "%u", port);
+	int rc = getaddrinfo(s->o.bind_addr, ps, &hints, &ai);
+	if (rc) {
+		snprintf(err, err_len, "bad --bind address '%s': %s", s->o.bind_addr,
+			 gai_strerror(rc));
+		return -EINVAL;
+	}
+	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int one = 1;
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) ||
+	    bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 4096)) {
+		rc = -errno;
+		snprintf(err, err_len, "cannot listen on %s:%u: %s", s->o.bind_addr, port,
+			 strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		freeaddrinfo(ai);
+		return rc;
+	}
+	freeaddrinfo(ai);
+	return fd;
+}
+
+uint16_t qpg__srv_bound_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	getsockname(fd, (struct sockaddr *)&ss, &len);
+	return ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+					      : ((struct sockaddr_in *)&ss)->sin_port);
+}
