@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # The KV load that once grew the server to 17.7 GB: 64 clients of 64
 # credits, 4,096 workers, 300 keys of 1 MiB, every GET verified. Prints the
-# server's peak RSS (VmHWM) beside the README's memory formula.
+# server's peak RSS (VmHWM) beside the memory formula of docs/operations.md.
 #   bench/kvbench-rss.sh tcp [SECONDS]        here
 #   bench/kvbench-rss.sh rdma [SECONDS]       in the lab (boots it)
 set -euo pipefail
@@ -25,7 +25,7 @@ if [ $rc -ne 0 ]; then
 	grep -h 'closed (' "$work/server.log" | head -5 | sed 's/^/ server: /'
 fi
 hwm=$(awk '/VmHWM/{print $2}' "/proc/$srv/status")
-# The README's formula, in kB: idle + store + pools + per connection (64
+# The formula of docs/operations.md, in kB: idle + store + pools + per connection (64
 # KiB, plus over tcp an output buffer of at most 2 x send depth x slot).
 slot_kb=$(((maxmsg + 64 + 1023) / 1024))
 depth=$credits

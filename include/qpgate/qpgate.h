@@ -9,7 +9,7 @@
 #include "qpgate/wire.h"
 
 /* How long an event loop polls before it sleeps (--busy-poll), in us: its
- * completion queue (rdma) or its sockets (tcp); adaptive (README, "Busy
+ * completion queue (rdma) or its sockets (tcp); adaptive (docs/performance.md, "Busy
  * polling"). The options' default is each transport's own window. Today
  * both are 200: under a slow emulated CPU one way over rdma also takes
  * longer than 50 us, and a wait that outlasts the window ends in a sleep

@@ -133,7 +133,7 @@ void qpg_kv_server_opts_default(struct qpg_kv_server_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->capacity = 256u << 20;
 	o->max_value = 1u << 20;
-	o->grant_min = 32u << 10; /* see the README: READs win from about here */
+	o->grant_min = 32u << 10; /* docs/performance.md: READs win from about here */
 	o->grant_ttl_ms = 10000;
 	o->put_timeout_ms = 10000;
 }

@@ -390,7 +390,7 @@ static bool release_grant(struct kv_conn *kc, uint32_t id, uint8_t job, uint32_t
 /* A GET: the value sent in chunks, or a grant to READ it. The client may
  * insist on a grant (QPG_KV_F_ONE_SIDED) or leave it to the server
  * (QPG_KV_F_GRANT_LARGE): small values go faster two-sided, large ones by
- * READ (the figures are in the README). */
+ * READ (the figures are in docs/performance.md). */
 static void handle_get(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_kv_req *r)
 {
 	struct qpg_kv_service *k = service_of(c);

@@ -16,7 +16,6 @@
 #include <openssl/core_names.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -33,21 +32,6 @@ struct qpg__tls_tickets {
 	unsigned period_s;
 	struct ticket_key cur, prev;
 };
-
-/* The ex_data index a server context keeps its tickets at. */
-static pthread_once_t ex_once = PTHREAD_ONCE_INIT;
-static int ex_idx = -1;
-
-static void ex_init(void)
-{
-	ex_idx = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, NULL);
-}
-
-static int ctx_index(void)
-{
-	pthread_once(&ex_once, ex_init);
-	return ex_idx;
-}
 
 static int key_fresh(struct ticket_key *k, time_t now)
 {
@@ -131,7 +115,7 @@ static int key_init(const struct ticket_key *k, uint8_t *iv, EVP_CIPHER_CTX *cct
 static int ticket_cb(SSL *ssl, unsigned char key_name[16], unsigned char *iv, EVP_CIPHER_CTX *cctx,
 		     EVP_MAC_CTX *hctx, int enc)
 {
-	struct qpg__tls_tickets *t = SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), ctx_index());
+	struct qpg__tls_tickets *t = SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl));
 	int ret = -1;
 	pthread_mutex_lock(&t->lock);
 	time_t now = time(NULL);
@@ -164,8 +148,8 @@ int qpg__tls_tickets_attach(SSL_CTX *ctx, struct qpg__tls_tickets *t)
 	static const unsigned char sid_ctx[] = "qpgate";
 	/* One ticket per connection; a session is good for at most the two
 	 * periods its key is accepted. */
-	if (ctx_index() < 0 || SSL_CTX_set_ex_data(ctx, ctx_index(), t) != 1 ||
-	    SSL_CTX_set_num_tickets(ctx, 1) != 1 ||
+	/* The context's app data (a server context has no other). */
+	if (SSL_CTX_set_app_data(ctx, t) != 1 || SSL_CTX_set_num_tickets(ctx, 1) != 1 ||
 	    SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, ticket_cb) != 1 ||
 	    SSL_CTX_set_session_id_context(ctx, sid_ctx, sizeof(sid_ctx) - 1) != 1)
 		return -EIO;

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # 100 clients ask a KV server for 16 x 1 MiB each and then stop reading
 # (tcp) or posting receives (rdma), while 20 bystanders GET and verify.
-# The server's memory stays inside the README's formula, it closes every
+# The server's memory stays inside the formula of docs/operations.md, it closes every
 # slow client by its own deadline (no progress over tcp; a finite RNR
 # retry over rdma), the bystanders verify every value, and connections,
 # fds and pool slots come back to where they started.
@@ -35,7 +35,7 @@ fds0=$(ls "/proc/$srv/fd" | wc -l)
 slots0=$(metric qpgate_pool_slots_in_use)
 echo "idle: RSS ${rss0} kB, $fds0 fds, $slots0 pool slots in use, $(qps) QPs"
 
-# The formula from the README, in kB: the process at idle, the store, every
+# The formula from docs/operations.md, in kB: the process at idle, the store, every
 # thread's pool at its cap, and per connection its TLS session, structs and
 # service state (64 KiB) plus an output buffer of at most twice its send
 # depth in frames (tcp; the send depth is its credits here).

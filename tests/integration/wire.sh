@@ -50,7 +50,7 @@ serve_a() {
 		--progress-timeout 60000 --kv-grant-ttl 60000 || exit 1
 	srv2=$srv
 	srv=$esrv
-	# The two-host recipe (README "Two real hosts"): no GID index given,
+	# The two-host recipe (README and docs/operations.md, "Two real hosts"): no GID index given,
 	# each server found the RoCE v2 GID that carries its --bind address on
 	# the NIC of the wire.
 	for d in echo kv; do

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "unit.h"
@@ -177,7 +179,40 @@ static void test_frame_header(void **state)
 	assert_int_equal(qpg_frame_hdr_decode(buf, 64, 1, 4096, &o), -EPROTO);
 }
 
+/* docs/protocol.md names the version the code sends: in its title, and in
+ * the version byte of both headers (the bootstrap's and the frames'), each
+ * checked against what the encoders write. */
+static void test_documented_version(void **state)
+{
+	FILE *f = fopen(QPG_SOURCE_DIR "/docs/protocol.md", "r");
+	assert_non_null(f);
+	char line[512];
+	unsigned title = 0, boot = 0, frame = 0;
+	int n_boot = 0, n_frame = 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned v;
+		if (sscanf(line, "# qpgate wire protocol, version %u", &v) == 1)
+			title = v;
+		if (sscanf(line, "| 4 | 1 | version | `%u`", &v) == 1)
+			boot = v, n_boot++;
+		if (sscanf(line, "| 0 | 1 | version: `%u`", &v) == 1)
+			frame = v, n_frame++;
+	}
+	fclose(f);
+	assert_int_equal(n_boot, 1);
+	assert_int_equal(n_frame, 1);
+	assert_int_equal(title, QPG_WIRE_VERSION);
+	uint8_t buf[128];
+	struct qpg_wire_params in = good();
+	assert_true(qpg_wire_encode_params(buf, sizeof(buf), QPG_WIRE_HELLO, &in, NULL) > 0);
+	assert_int_equal(boot, buf[4]);
+	struct qpg_frame_hdr h = {QPG_WIRE_VERSION, 1, 0, 0, 0};
+	qpg_frame_hdr_encode(buf, &h);
+	assert_int_equal(frame, buf[0]);
+}
+
 QPG_UNIT_MAIN(NULL, NULL,
+	      cmocka_unit_test(test_documented_version),
 	      cmocka_unit_test(test_roundtrip),
 	      cmocka_unit_test(test_every_field_validated),
 	      cmocka_unit_test(test_extra_qps),
