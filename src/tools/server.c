@@ -14,12 +14,16 @@
 #include "qpgate/kv.h"
 #include "qpgate/kv_server.h"
 #include "qpgate/server.h"
+#include "server_cluster.h"
 
 static struct qpg_server *g_server; /* for the signal handler only */
+static struct srv_cluster g_cluster = {.drain_ms = 500};
 
 static void on_signal(int sig)
 {
-	if (g_server)
+	if (g_cluster.reg && sig == SIGTERM)
+		srv_cluster_signal(&g_cluster); /* draining, then a stop */
+	else if (g_server)
 		qpg_server_stop(g_server);
 }
 
@@ -201,7 +205,8 @@ int main(int argc, char **argv)
 	     "serve Prometheus metrics at /metrics (e.g. 127.0.0.1:9471)"},
 	    {"verbose", 'v', OPT_COUNT, &o.verbose, 0, 0, NULL, "log every connection"},
 	    QPG_OPT_END};
-	const struct qpg_opt *const tables[] = {opts, NULL};
+	const struct qpg_opt cluster[] = {QPG_OPTS_SERVER_CLUSTER(&g_cluster), QPG_OPT_END};
+	const struct qpg_opt *const tables[] = {opts, cluster, NULL};
 	qpg_opts_parse(argc, argv, tables, "qpgate-server --cert FILE --key FILE [options]", 0);
 	if (!o.cert || !o.key) {
 		fprintf(stderr, "error: --cert and --key are required (development certificates: "
@@ -271,6 +276,14 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	/* In a cluster, the server joins once it listens: registered as
+	 * warming, then active. */
+	if (srv_cluster_start(&g_cluster, s, &o, o.cert)) {
+		metrics_http_stop(metrics);
+		qpg_server_destroy(s);
+		qpg_kv_service_destroy(kvs);
+		return 1;
+	}
 	struct reloader rl = {.s = s};
 	bool reloading = pthread_create(&rl.thread, NULL, reload_thread, &rl) == 0;
 	svc_notify("READY=1");
@@ -282,6 +295,7 @@ int main(int argc, char **argv)
 		pthread_kill(rl.thread, SIGHUP);
 		pthread_join(rl.thread, NULL);
 	}
+	srv_cluster_stop(&g_cluster);
 	g_server = NULL;
 	print_stats(s);
 	metrics_http_stop(metrics);

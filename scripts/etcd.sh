@@ -1,0 +1,44 @@
+# Sourced by the cluster tests and bench/cluster.sh: an etcd of the run's
+# own on loopback, with a temporary data directory, stopped at exit.
+# qpg_etcd_start DIR: starts etcd with its data in DIR/etcd; sets $etcd_pid,
+# $etcd_url (http://127.0.0.1:PORT) and $etcd_args (to restart it on the same
+# data). Returns 1 with etcd's log if it never becomes healthy.
+qpg_etcd_start() {
+	local dir=$1 try
+	command -v etcd >/dev/null || { echo "etcd not found: make deps installs etcd-server" >&2; return 1; }
+	for try in 1 2 3 4 5; do
+		local cport=$((20000 + RANDOM % 20000)) pport
+		pport=$((cport + 1))
+		etcd_url=http://127.0.0.1:$cport
+		etcd_args=(--name default --data-dir "$dir/etcd" --listen-client-urls "$etcd_url"
+			--advertise-client-urls "$etcd_url" --listen-peer-urls "http://127.0.0.1:$pport"
+			--initial-advertise-peer-urls "http://127.0.0.1:$pport"
+			--initial-cluster "default=http://127.0.0.1:$pport"
+			--experimental-watch-progress-notify-interval 1s)
+		qpg_etcd_run "$dir"
+		local i
+		for i in $(seq 1 100); do
+			if curl -s -m 1 "$etcd_url/health" | grep -q '"health":"true"'; then return 0; fi
+			kill -0 "$etcd_pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -9 "$etcd_pid" 2>/dev/null
+		wait "$etcd_pid" 2>/dev/null
+		rm -rf "$dir/etcd"
+	done
+	echo "etcd did not start:" >&2
+	tail -20 "$dir/etcd.log" >&2
+	return 1
+}
+# qpg_etcd_run DIR: (re)start etcd with $etcd_args, in the background.
+qpg_etcd_run() {
+	etcd "${etcd_args[@]}" >>"$1/etcd.log" 2>&1 &
+	etcd_pid=$!
+}
+qpg_etcd_stop() {
+	[ -n "${etcd_pid:-}" ] || return 0
+	kill -CONT "$etcd_pid" 2>/dev/null
+	kill "$etcd_pid" 2>/dev/null
+	wait "$etcd_pid" 2>/dev/null
+	etcd_pid=""
+}

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# A cluster of qpgate servers (tcp transport, on the host) with an etcd of
+# its own on loopback: what membership does when servers join, clash, leave,
+# die, freeze, and when etcd itself stops. Asserts states and counts, never
+# times (the times it prints are for reading).
+. "$(dirname "$0")/lib.sh"
+. "$here/scripts/etcd.sh"
+qpg_test_setup cluster
+trap 'qpg_etcd_stop; jobs -p | xargs -r kill -9 2>/dev/null; rm -rf "$work"' EXIT
+name=t$$
+cl() { "$bin/qpgate-cluster" "$@" --cluster "$etcd_url" --cluster-name "$name"; }
+# member_count STATE: members in that state now (any state: "").
+member_count() { cl status 2>/dev/null | grep -c " ${1:-[a-z]*} *tcp " || true; }
+# wait_for N STATE SECONDS: until N members are in STATE (bounded).
+wait_for() {
+	local i
+	for i in $(seq 1 $((${3} * 10))); do
+		[ "$(member_count "$2")" -eq "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+declare -A pids
+start() { # start ID [flags]: a tcp server joining the cluster
+	local id=$1
+	shift
+	"$bin/qpgate-server" --transport tcp --cert "$work/server.crt" --key "$work/server.key" -p 0 \
+		--cluster "$etcd_url" --cluster-name "$name" --cluster-id "$id" --advertise-name localhost \
+		--cluster-ttl 3 "$@" 2>"$work/$id.log" &
+	pids[$id]=$!
+}
+
+echo "== etcd unreachable at start: a clear error, exit 1"
+"$bin/qpgate-server" --transport tcp --cert "$work/server.crt" --key "$work/server.key" -p 0 \
+	--cluster http://127.0.0.1:1 --cluster-name "$name" 2>"$work/nohost.log"
+rc=$?
+check "server exits 1 when etcd cannot be reached (exit $rc)" [ $rc -eq 1 ]
+check "its error says etcd cannot be reached" grep -q "cannot register with etcd" "$work/nohost.log"
+"$bin/qpgate-server" --transport tcp --cert "$work/server.crt" --key "$work/server.key" -p 0 \
+	--cluster http://127.0.0.1:1 --cluster-name 'bad/name' 2>"$work/badname.log"
+check "a bad cluster name is a usage error that says why" grep -q "is not 1 to 63 of" "$work/badname.log"
+
+qpg_etcd_start "$work" || exit 1
+echo " etcd at $etcd_url"
+
+echo "== three members join; a watcher started first sees each one"
+cl watch -D 30 --until-active 3 >"$work/watch1.log" 2>&1 &
+watcher=$!
+sleep 0.5
+t0=$(date +%s.%N)
+for i in 1 2 3; do start kv$i; done
+wait $watcher
+rc=$?
+check "the watcher saw 3 active members (exit $rc)" [ $rc -eq 0 ]
+t1=$(awk '/ 3 active/ {print $1; exit}' "$work/watch1.log")
+echo " registration to view, all three: $(echo "$t1 - $t0" | bc) s (printed, not asserted)"
+check "status lists 3 active members" [ "$(member_count active)" -eq 3 ]
+cl status
+cl status --json "$work/status.json" >/dev/null
+check "status --json has the tools' schema and 3 members" \
+	bash -c "'$bin/json_check' '$work/status.json' && jq -e '.results.members | length == 3' '$work/status.json' >/dev/null"
+check "each entry carries the certificate's SPKI hash, and no secret" \
+	bash -c "etcdctl --endpoints '$etcd_url' get --prefix /qpgate/$name/members/ --print-value-only | jq -e -s 'all(.[]; (.spki_sha256 | test(\"^[0-9a-f]{64}$\")) and (keys - [\"v\",\"id\",\"host\",\"port\",\"transport\",\"tls_name\",\"incarnation\",\"state\",\"weight\",\"clients\",\"max_clients\",\"spki_sha256\"] == []))' >/dev/null"
+cl spread -n 30000 | tee "$work/spread.txt"
+check "30,000 keys spread with max/mean <= 1.1" \
+	awk '/max\/mean/ {exit !($NF <= 1.1)}' "$work/spread.txt"
+
+echo "== a duplicate ID is refused at start, and the first keeps its entry"
+inc_before=$(cl status | awk '$1=="kv1" {print $NF}')
+"$bin/qpgate-server" --transport tcp --cert "$work/server.crt" --key "$work/server.key" -p 0 \
+	--cluster "$etcd_url" --cluster-name "$name" --cluster-id kv1 2>"$work/dup.log"
+rc=$?
+check "the duplicate exits 1 (exit $rc)" [ $rc -eq 1 ]
+check "its error names the ID and who holds it" grep -q "member ID 'kv1' is already registered in this cluster (by" "$work/dup.log"
+check "kv1's entry is untouched (same incarnation)" [ "$(cl status | awk '$1=="kv1" {print $NF}')" = "$inc_before" ]
+
+echo "== a graceful leave: draining, then gone without waiting for the lease"
+cl watch -D 20 >"$work/watch2.log" 2>&1 &
+watcher=$!
+sleep 0.3
+kill -TERM "${pids[kv3]}"
+wait "${pids[kv3]}"
+rc=$?
+check "kv3 exits 0 on SIGTERM (exit $rc)" [ $rc -eq 0 ]
+check "kv3's entry is gone at once (lease revoked): 2 members" [ "$(member_count)" -eq 2 ]
+check "the watcher saw kv3 draining before it left" grep -q "kv3 draining" "$work/watch2.log"
+check "kv3 logged its leave" grep -q "left (lease revoked)" "$work/kv3.log"
+kill $watcher 2>/dev/null
+
+echo "== kill -9: the entry stays until its lease ends, then goes"
+kill -9 "${pids[kv2]}"
+wait "${pids[kv2]}" 2>/dev/null
+check "right after kill -9, kv2 is still listed (its lease runs)" [ "$(member_count)" -eq 2 ]
+check "within the TTL and 3 s more, kv2 is gone" wait_for 1 "" 6
+
+echo "== SIGSTOP past the lease: the member fences itself, then comes back under a new incarnation"
+start kv4
+wait_for 2 active 10
+inc4=$(cl status | awk '$1=="kv4" {print $NF}')
+kill -STOP "${pids[kv4]}"
+check "a frozen member's entry goes when its lease ends" wait_for 1 "" 8
+kill -CONT "${pids[kv4]}"
+check "it registers again (2 active members)" wait_for 2 active 10
+inc4b=$(cl status | awk '$1=="kv4" {print $NF}')
+check "under a new incarnation ($inc4 -> $inc4b)" [ -n "$inc4b" ] && [ "$inc4b" != "$inc4" ]
+check "it logged the lost lease" grep -q "lease lost" "$work/kv4.log"
+
+echo "== etcd stopped for 10 s, then restarted: no member leaves the view"
+cl watch -D 60 >"$work/watch3.log" 2>&1 &
+watcher=$!
+sleep 0.5
+kill -STOP "$etcd_pid"
+sleep 10
+kill -9 "$etcd_pid"
+wait "$etcd_pid" 2>/dev/null
+qpg_etcd_run "$work"
+for _ in $(seq 1 100); do curl -s -m 1 "$etcd_url/health" | grep -q true && break; sleep 0.1; done
+check "after etcd's restart both members are active again" wait_for 2 active 15
+sleep 2
+kill $watcher 2>/dev/null
+wait $watcher 2>/dev/null
+check "the watcher never saw a member leave (every view has 2 members)" \
+	bash -c "! grep 'view revision' '$work/watch3.log' | grep -vq ': 2 members'"
+check "the servers said etcd was unreachable, and reachable again" \
+	bash -c "grep -q 'etcd unreachable' '$work/kv1.log' && grep -q 'etcd reachable again' '$work/kv1.log'"
+check "both servers are still running" kill -0 "${pids[kv1]}" "${pids[kv4]}"
+
+echo "== the rest leave; nothing of the cluster is left in etcd but our sync keys"
+kill -TERM "${pids[kv1]}" "${pids[kv4]}"
+wait "${pids[kv1]}" "${pids[kv4]}"
+check "no member entry is left" [ "$(etcdctl --endpoints "$etcd_url" get --prefix /qpgate/$name/members/ --keys-only | grep -c .)" -eq 0 ]
+finish_checks
