@@ -68,7 +68,8 @@ check "30,000 keys spread with max/mean <= 1.1" \
 
 echo "== a duplicate ID is refused at start, and the first keeps its entry"
 inc_before=$(cl status | awk '$1=="kv1" {print $NF}')
-"$bin/qpgate-server" --transport tcp --cert "$work/server.crt" --key "$work/server.key" -p 0 \
+# (bounded: a duplicate that wrongly started would run until killed, exit 124)
+timeout -s KILL 20 "$bin/qpgate-server" --transport tcp --cert "$work/server.crt" --key "$work/server.key" -p 0 \
 	--cluster "$etcd_url" --cluster-name "$name" --cluster-id kv1 2>"$work/dup.log"
 rc=$?
 check "the duplicate exits 1 (exit $rc)" [ $rc -eq 1 ]
