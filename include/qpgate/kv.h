@@ -3,7 +3,7 @@
  * the payload of QPG_FRAME_KV_REQ / QPG_FRAME_KV_REPLY data frames (so they
  * get the frame's version, sequence number and authentication tag).
  *
- * Request (16-byte header, then the key, then for PUT a chunk of the value):
+ * Request (24-byte header, then the key, then for PUT a chunk of the value):
  *   0  u8  op         QPG_KV_PUT | QPG_KV_GET | QPG_KV_DEL | QPG_KV_RELEASE
  *   1  u8  flags      GET: QPG_KV_F_ONE_SIDED or QPG_KV_F_GRANT_LARGE (not
  *                     both), and QPG_KV_F_RELEASE; others: 0
@@ -13,6 +13,9 @@
  *  12  u32 offset     PUT: where this chunk goes in the value;
  *                     RELEASE, or GET with QPG_KV_F_RELEASE: the grant id
  *                     released; other GETs and DEL: 0
+ *  16  u64 view_rev   the etcd revision of the client's cluster view (0: the
+ *                     client routes by no view); a clustered server answers
+ *                     only from a view at least this new
  *
  * Reply (16-byte header, then for GET a chunk of the value or a grant):
  *   0  u8  op         as requested
@@ -22,6 +25,8 @@
  *   4  u32 req_id
  *   8  u32 value_len  GET: the whole value's length
  *  12  u32 offset     GET: where this chunk sits in the value
+ *  WRONG_OWNER: value_len and offset hold the server's view revision
+ *  (high and low 32 bits): the client refreshes its view to at least that
  *
  * Values larger than one frame travel as consecutive chunks in order; a
  * PUT's value is committed when its last chunk arrives, a GET is complete
@@ -49,10 +54,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define QPG_KV_HDR_LEN	 16
-#define QPG_KV_MAX_KEY	 250
-#define QPG_KV_MIN_MSG	 512	     /* frames must carry a header, the longest key and data */
-#define QPG_KV_MAX_VALUE (64u << 20) /* hard protocol limit; servers set lower */
+#define QPG_KV_HDR_LEN	   16 /* a reply's header */
+#define QPG_KV_REQ_HDR_LEN 24 /* a request's */
+#define QPG_KV_MAX_KEY	   250
+#define QPG_KV_MIN_MSG	   512	       /* frames must carry a header, the longest key and data */
+#define QPG_KV_MAX_VALUE   (64u << 20) /* hard protocol limit; servers set lower */
 
 /* The KV service's id in the HELLO and its frame types. */
 #define QPG_SERVICE_KV	   2
@@ -63,8 +69,8 @@ enum qpg_kv_op { QPG_KV_PUT = 1, QPG_KV_GET = 2, QPG_KV_DEL = 3, QPG_KV_RELEASE 
 
 #define QPG_KV_F_ONE_SIDED 0x01 /* request flag, GET: grant a window to READ */
 #define QPG_KV_F_GRANT_LARGE                                                                       \
-	0x02		       /* request flag, GET: grant one if the value is at                  \
-				  least the server's threshold, else send it */
+	0x02 /* request flag, GET: grant one if the value is at                                    \
+		least the server's threshold, else send it */
 #define QPG_KV_F_RELEASE                                                                           \
 	0x04		       /* request flag, GET: this GET also releases the                    \
 				  grant whose id is in the offset field */
@@ -95,7 +101,14 @@ enum qpg_kv_status {
 	QPG_KV_BUSY = 6,	/* another PUT of this connection is still streaming, or
 			   every grant of this connection is still held */
 	QPG_KV_UNSUPPORTED = 7, /* one-sided GET on a server or transport without it */
-	QPG_KV_STATUS_MAX = QPG_KV_UNSUPPORTED,
+	/* A clustered server does not own the key in its view (at least as new
+	 * as the request's): the reply carries its view revision. */
+	QPG_KV_WRONG_OWNER = 8,
+	/* A clustered server serves no key now: its lease is not known alive,
+	 * or it could not catch up to the request's view. Client side too: the
+	 * key's owner is suspect, or no member is active. */
+	QPG_KV_UNAVAILABLE = 9,
+	QPG_KV_STATUS_MAX = QPG_KV_UNAVAILABLE,
 	/* Client side only: a one-sided value did not match its digest. */
 	QPG_KV_CORRUPT = 100,
 };
@@ -115,6 +128,7 @@ struct qpg_kv_req {
 	uint32_t req_id;
 	uint32_t value_len;
 	uint32_t offset;
+	uint64_t view_rev;
 	const uint8_t *key;   /* points into the decoded buffer */
 	const uint8_t *chunk; /* PUT: this frame's part of the value */
 	uint32_t chunk_len;

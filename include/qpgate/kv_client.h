@@ -40,6 +40,11 @@ struct qpg_kv_request {
 	 * connection failed (-ECONNRESET) or the pool is shutting down. */
 	void (*done)(struct qpg_kv_request *op, int status, uint32_t value_len);
 	void *user;
+	/* In a cluster (qpgate/kv_cluster.h sets it): the etcd revision of the
+	 * view the key was routed by; 0 otherwise. */
+	uint64_t view_rev;
+	/* Set on QPG_KV_WRONG_OWNER: the server's view revision. */
+	uint64_t owner_rev;
 	/* the pool's */
 	struct qpg_kv_request *next;
 	uint32_t req_id, sent, acked, got;
@@ -98,7 +103,7 @@ void qpg_kv_pool_destroy(struct qpg_kv_pool *p);
 
 struct qpg_kv_pool_info {
 	unsigned threads, conns, connected;
-	unsigned retries; /* connections tried again while the pool started */
+	unsigned retries;     /* connections tried again while the pool started */
 	uint16_t credits;     /* per connection, as agreed */
 	char last_error[200]; /* why the last connection to fail failed */
 };

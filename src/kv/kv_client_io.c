@@ -22,6 +22,7 @@ static int send_frame(struct kv_conn *k, struct qpg_kv_request *op, uint32_t off
 			       .req_id = op->req_id,
 			       .value_len = op->op == QPG_KV_PUT ? op->value_len : 0,
 			       .offset = off,
+			       .view_rev = op->view_rev,
 			       .key = op->key};
 	/* A GET takes the oldest grant due for release along: no message,
 	 * and no answer, of its own. */
@@ -52,7 +53,7 @@ static int send_frame(struct kv_conn *k, struct qpg_kv_request *op, uint32_t off
 static int put_next(struct kv_conn *k)
 {
 	struct qpg_kv_request *op = k->put_cur;
-	uint32_t room = k->max_msg - QPG_KV_HDR_LEN - op->key_len;
+	uint32_t room = k->max_msg - QPG_KV_REQ_HDR_LEN - op->key_len;
 	uint32_t chunk = op->value_len - op->sent < room ? op->value_len - op->sent : room;
 	int rc = send_frame(k, op, op->sent, chunk);
 	if (rc)
@@ -191,6 +192,8 @@ void qpg__kvc_on_reply(struct qpg_client_conn *c, void *user, uint8_t type, cons
 		qpg__kvc_fail_conn(k, "the server answered no request of ours", 0);
 		return;
 	}
+	if (r.status == QPG_KV_WRONG_OWNER)
+		op->owner_rev = (uint64_t)r.value_len << 32 | r.offset;
 	if (op->op == QPG_KV_PUT) {
 		k->outstanding--;
 		op->got--;

@@ -58,9 +58,9 @@ static unsigned long long ld(atomic_ullong *a)
 static void kv_metrics(void *ctx, FILE *f)
 {
 	static const char *const ops[] = {"unknown", "put", "get", "del", "release"};
-	static const char *const statuses[] = {"ok",	      "not_found", "key_too_large",
-					       "value_too_large", "store_full", "malformed",
-					       "busy",	      "unsupported"};
+	static const char *const statuses[] = {
+	    "ok",	 "not_found", "key_too_large", "value_too_large", "store_full",
+	    "malformed", "busy",      "unsupported",   "wrong_owner",	  "unavailable"};
 	_Static_assert(sizeof(statuses) / sizeof(statuses[0]) == QPG_KV_STATUS_MAX + 1,
 		       "a label for every status");
 	struct qpg_kv_service *k = ctx;
@@ -73,31 +73,32 @@ static void kv_metrics(void *ctx, FILE *f)
 	pthread_mutex_lock(&k->store.lock);
 	size_t used = k->store.allocated, cap = k->store.capacity, keys = k->store.nkeys;
 	pthread_mutex_unlock(&k->store.lock);
-	fprintf(f,
-		"# HELP qpgate_kv_gets_total GETs by whether the key was stored.\n"
-		"# TYPE qpgate_kv_gets_total counter\n"
-		"qpgate_kv_gets_total{result=\"hit\"} %llu\nqpgate_kv_gets_total{result=\"miss\"} "
-		"%llu\n"
-		"# HELP qpgate_kv_value_bytes_total Value bytes stored (in) and served, sent or "
-		"granted (out).\n"
-		"# TYPE qpgate_kv_value_bytes_total counter\n"
-		"qpgate_kv_value_bytes_total{direction=\"in\"} %llu\n"
-		"qpgate_kv_value_bytes_total{direction=\"out\"} %llu\n"
-		"# HELP qpgate_kv_store_bytes The store's value space, by state.\n"
-		"# TYPE qpgate_kv_store_bytes gauge\n"
-		"qpgate_kv_store_bytes{state=\"used\"} %zu\nqpgate_kv_store_bytes{state=\"free\"} "
-		"%zu\n"
-		"# HELP qpgate_kv_keys Keys stored.\n# TYPE qpgate_kv_keys gauge\nqpgate_kv_keys %zu\n"
-		"# HELP qpgate_kv_grants_total Memory windows granted for one-sided GETs.\n"
-		"# TYPE qpgate_kv_grants_total counter\nqpgate_kv_grants_total %llu\n"
-		"# HELP qpgate_kv_grants_expired_total Grants revoked at their deadline, not "
-		"released.\n"
-		"# TYPE qpgate_kv_grants_expired_total counter\nqpgate_kv_grants_expired_total %llu\n"
-		"# HELP qpgate_kv_grants_live Memory windows bound now.\n"
-		"# TYPE qpgate_kv_grants_live gauge\nqpgate_kv_grants_live %lld\n",
-		ld(&k->m.hits), ld(&k->m.misses), ld(&k->m.bytes_in), ld(&k->m.bytes_out), used,
-		cap - used, keys, ld(&k->m.grants), ld(&k->m.grants_expired),
-		(long long)atomic_load_explicit(&k->m.grants_live, memory_order_relaxed));
+	fprintf(
+	    f,
+	    "# HELP qpgate_kv_gets_total GETs by whether the key was stored.\n"
+	    "# TYPE qpgate_kv_gets_total counter\n"
+	    "qpgate_kv_gets_total{result=\"hit\"} %llu\nqpgate_kv_gets_total{result=\"miss\"} "
+	    "%llu\n"
+	    "# HELP qpgate_kv_value_bytes_total Value bytes stored (in) and served, sent or "
+	    "granted (out).\n"
+	    "# TYPE qpgate_kv_value_bytes_total counter\n"
+	    "qpgate_kv_value_bytes_total{direction=\"in\"} %llu\n"
+	    "qpgate_kv_value_bytes_total{direction=\"out\"} %llu\n"
+	    "# HELP qpgate_kv_store_bytes The store's value space, by state.\n"
+	    "# TYPE qpgate_kv_store_bytes gauge\n"
+	    "qpgate_kv_store_bytes{state=\"used\"} %zu\nqpgate_kv_store_bytes{state=\"free\"} "
+	    "%zu\n"
+	    "# HELP qpgate_kv_keys Keys stored.\n# TYPE qpgate_kv_keys gauge\nqpgate_kv_keys %zu\n"
+	    "# HELP qpgate_kv_grants_total Memory windows granted for one-sided GETs.\n"
+	    "# TYPE qpgate_kv_grants_total counter\nqpgate_kv_grants_total %llu\n"
+	    "# HELP qpgate_kv_grants_expired_total Grants revoked at their deadline, not "
+	    "released.\n"
+	    "# TYPE qpgate_kv_grants_expired_total counter\nqpgate_kv_grants_expired_total %llu\n"
+	    "# HELP qpgate_kv_grants_live Memory windows bound now.\n"
+	    "# TYPE qpgate_kv_grants_live gauge\nqpgate_kv_grants_live %lld\n",
+	    ld(&k->m.hits), ld(&k->m.misses), ld(&k->m.bytes_in), ld(&k->m.bytes_out), used,
+	    cap - used, keys, ld(&k->m.grants), ld(&k->m.grants_expired),
+	    (long long)atomic_load_explicit(&k->m.grants_live, memory_order_relaxed));
 	fprintf(f,
 		"# HELP qpgate_kv_releases_total Grants released by their client: by a RELEASE, "
 		"or with the client's next GET.\n"

@@ -2,6 +2,7 @@
 #include "qpgate/kv.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -9,7 +10,7 @@
 
 int qpg_kv_encode_req(uint8_t *out, size_t cap, const struct qpg_kv_req *r)
 {
-	if (cap < QPG_KV_HDR_LEN + (size_t)r->key_len)
+	if (cap < QPG_KV_REQ_HDR_LEN + (size_t)r->key_len)
 		return -ENOSPC;
 	out[0] = r->op;
 	out[1] = r->flags;
@@ -17,9 +18,10 @@ int qpg_kv_encode_req(uint8_t *out, size_t cap, const struct qpg_kv_req *r)
 	qpg__put32(out + 4, r->req_id);
 	qpg__put32(out + 8, r->value_len);
 	qpg__put32(out + 12, r->offset);
+	qpg__put64(out + 16, r->view_rev);
 	if (r->key_len) /* RELEASE has none (and a NULL key) */
-		memcpy(out + QPG_KV_HDR_LEN, r->key, r->key_len);
-	return QPG_KV_HDR_LEN + r->key_len;
+		memcpy(out + QPG_KV_REQ_HDR_LEN, r->key, r->key_len);
+	return QPG_KV_REQ_HDR_LEN + r->key_len;
 }
 
 int qpg_kv_encode_reply(uint8_t *out, size_t cap, const struct qpg_kv_reply *r)
@@ -46,7 +48,7 @@ int qpg_kv_decode_req(const uint8_t *in, size_t len, struct qpg_kv_req *r, char 
 		      size_t why_len)
 {
 	memset(r, 0, sizeof(*r));
-	if (len < QPG_KV_HDR_LEN)
+	if (len < QPG_KV_REQ_HDR_LEN)
 		return bad(why, why_len, QPG_KV_MALFORMED, "request shorter than its header");
 	r->op = in[0];
 	r->flags = in[1];
@@ -54,6 +56,9 @@ int qpg_kv_decode_req(const uint8_t *in, size_t len, struct qpg_kv_req *r, char 
 	r->req_id = qpg__get32(in + 4);
 	r->value_len = qpg__get32(in + 8);
 	r->offset = qpg__get32(in + 12);
+	r->view_rev = qpg__get64(in + 16);
+	if (r->view_rev > INT64_MAX)
+		return bad(why, why_len, QPG_KV_MALFORMED, "view revision past etcd's range");
 	if (r->op < QPG_KV_PUT || r->op > QPG_KV_RELEASE)
 		return bad(why, why_len, QPG_KV_MALFORMED, "unknown operation");
 	uint8_t allowed =
@@ -62,7 +67,7 @@ int qpg_kv_decode_req(const uint8_t *in, size_t len, struct qpg_kv_req *r, char 
 	    (r->flags & QPG_KV_F_ONE_SIDED && r->flags & QPG_KV_F_GRANT_LARGE))
 		return bad(why, why_len, QPG_KV_MALFORMED, "reserved flags set");
 	if (r->op == QPG_KV_RELEASE) {
-		if (r->key_len || r->value_len || len != QPG_KV_HDR_LEN)
+		if (r->key_len || r->value_len || len != QPG_KV_REQ_HDR_LEN)
 			return bad(why, why_len, QPG_KV_MALFORMED,
 				   "RELEASE carries only a grant id");
 		return 0;
@@ -71,10 +76,10 @@ int qpg_kv_decode_req(const uint8_t *in, size_t len, struct qpg_kv_req *r, char 
 		return bad(why, why_len, QPG_KV_MALFORMED, "empty key");
 	if (r->key_len > QPG_KV_MAX_KEY)
 		return bad(why, why_len, QPG_KV_KEY_TOO_LARGE, "key longer than 250 bytes");
-	if (len < QPG_KV_HDR_LEN + (size_t)r->key_len)
+	if (len < QPG_KV_REQ_HDR_LEN + (size_t)r->key_len)
 		return bad(why, why_len, QPG_KV_MALFORMED, "key runs past the message");
-	r->key = in + QPG_KV_HDR_LEN;
-	size_t rest = len - QPG_KV_HDR_LEN - r->key_len;
+	r->key = in + QPG_KV_REQ_HDR_LEN;
+	size_t rest = len - QPG_KV_REQ_HDR_LEN - r->key_len;
 	if (r->op != QPG_KV_PUT) {
 		/* A GET's offset names the grant it releases, if it does. */
 		if (rest || r->value_len || (r->offset && !(r->flags & QPG_KV_F_RELEASE)))
@@ -84,7 +89,7 @@ int qpg_kv_decode_req(const uint8_t *in, size_t len, struct qpg_kv_req *r, char 
 	}
 	/* A PUT chunk lies inside the value it belongs to, and every chunk
 	 * but an empty value's carries bytes. */
-	r->chunk = in + QPG_KV_HDR_LEN + r->key_len;
+	r->chunk = in + QPG_KV_REQ_HDR_LEN + r->key_len;
 	r->chunk_len = (uint32_t)rest;
 	if (r->offset > r->value_len || rest > (size_t)(r->value_len - r->offset))
 		return bad(why, why_len, QPG_KV_MALFORMED, "PUT chunk outside its value");
@@ -115,6 +120,8 @@ int qpg_kv_decode_reply(const uint8_t *in, size_t len, struct qpg_kv_reply *r)
 			       r->chunk_len == QPG_KV_GRANT_LEN
 			   ? 0
 			   : -EPROTO;
+	if (r->status == QPG_KV_WRONG_OWNER) /* value_len:offset is a revision */
+		return r->chunk_len == 0 ? 0 : -EPROTO;
 	if (r->offset > r->value_len || r->chunk_len > r->value_len - r->offset)
 		return -EPROTO;
 	return 0;
@@ -156,9 +163,16 @@ const char *qpg_kv_digest_name(uint8_t alg)
 
 const char *qpg_kv_status_name(uint8_t status)
 {
-	static const char *const names[] = {
-	    "ok",	  "not found",	       "key too large", "value too large",
-	    "store full", "malformed request", "busy",		"one-sided access unsupported"};
+	static const char *const names[] = {"ok",
+					    "not found",
+					    "key too large",
+					    "value too large",
+					    "store full",
+					    "malformed request",
+					    "busy",
+					    "one-sided access unsupported",
+					    "wrong owner (the client's cluster view is behind)",
+					    "unavailable"};
 	if (status == QPG_KV_CORRUPT)
 		return "value does not match its digest";
 	return status < sizeof(names) / sizeof(names[0]) ? names[status] : "unknown status";

@@ -29,11 +29,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	const uint8_t *end = data + size;
 	if (r.op == QPG_KV_RELEASE) {
-		if (r.key_len || r.value_len || r.chunk_len || size != QPG_KV_HDR_LEN)
+		if (r.key_len || r.value_len || r.chunk_len || size != QPG_KV_REQ_HDR_LEN)
 			abort();
 	} else {
 		if (r.key_len == 0 || r.key_len > QPG_KV_MAX_KEY ||
-		    r.key != data + QPG_KV_HDR_LEN || r.key + r.key_len > end)
+		    r.key != data + QPG_KV_REQ_HDR_LEN || r.key + r.key_len > end)
 			abort();
 	}
 	if (r.op == QPG_KV_PUT) {
@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	}
 	/* Re-encode: header and key, then the chunk. */
-	static uint8_t out[QPG_KV_HDR_LEN + QPG_KV_MAX_KEY + 65536];
+	static uint8_t out[QPG_KV_REQ_HDR_LEN + QPG_KV_MAX_KEY + 65536];
 	int n = qpg_kv_encode_req(out, sizeof(out), &r);
 	if (n < 0 || (size_t)n + r.chunk_len != size || memcmp(out, data, (size_t)n) != 0)
 		abort();

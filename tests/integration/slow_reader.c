@@ -84,7 +84,7 @@ int main(int argc, char **argv)
 		printf("slow_reader: only %d of %d connected (%s)\n", n_up, n, last_why);
 		return 1;
 	}
-	uint8_t req[QPG_KV_HDR_LEN + QPG_KV_MAX_KEY];
+	uint8_t req[QPG_KV_REQ_HDR_LEN + QPG_KV_MAX_KEY];
 	int sent = 0;
 	for (int i = 0; i < n; i++)
 		for (unsigned k = 0; k < o.credits; k++) {

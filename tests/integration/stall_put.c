@@ -68,7 +68,7 @@ static int all_answered(struct staller *s, int n)
 
 static int put_chunk(struct staller *s, int i, uint32_t value_len, uint32_t off, uint32_t chunk)
 {
-	static uint8_t frame[QPG_KV_HDR_LEN + 16 + 4096];
+	static uint8_t frame[QPG_KV_REQ_HDR_LEN + 16 + 4096];
 	static uint8_t data[4096];
 	char key[16];
 	int key_len = snprintf(key, sizeof(key), "stalled%d", i);

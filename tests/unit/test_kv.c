@@ -83,7 +83,7 @@ static void test_req_refusals(void **st)
 	expect_bad(buf, (size_t)n + 3, QPG_KV_MALFORMED, "carry no value");
 	buf[2] = 0;
 	buf[3] = 0;
-	expect_bad(buf, QPG_KV_HDR_LEN, QPG_KV_MALFORMED, "empty key");
+	expect_bad(buf, QPG_KV_REQ_HDR_LEN, QPG_KV_MALFORMED, "empty key");
 	buf[2] = 1; /* 256 + ... */
 	buf[3] = 0;
 	expect_bad(buf, sizeof(buf), QPG_KV_KEY_TOO_LARGE, "longer than 250");
@@ -126,7 +126,7 @@ static void test_one_sided_wire(void **st)
 	/* RELEASE: the grant id in the offset field, and nothing else. */
 	struct qpg_kv_req rel = {.op = QPG_KV_RELEASE, .req_id = 3, .offset = 0x00070002};
 	n = qpg_kv_encode_req(buf, sizeof(buf), &rel);
-	assert_int_equal(n, QPG_KV_HDR_LEN);
+	assert_int_equal(n, QPG_KV_REQ_HDR_LEN);
 	assert_int_equal(qpg_kv_decode_req(buf, (size_t)n, &q, why, sizeof(why)), 0);
 	assert_int_equal(q.offset, 0x00070002);
 	expect_bad(buf, (size_t)n + 1, QPG_KV_MALFORMED, "only a grant id");
