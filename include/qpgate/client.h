@@ -44,6 +44,10 @@ struct qpg_client_opts {
 	 * turn (NULL: the kernel picks). Each address has its own range of ports
 	 * towards one server port, so N addresses hold N times the connections. */
 	const char *source;
+	/* Accept only a server whose certificate's public key (DER
+	 * SubjectPublicKeyInfo) has this SHA-256, on top of the CA chain and
+	 * the host name (a cluster's member entry names it); NULL: no pin. */
+	const uint8_t *spki_sha256;
 };
 void qpg_client_opts_default(struct qpg_client_opts *o);
 

@@ -20,8 +20,8 @@ int qpg_sync_open(struct qpg_sync **out, const struct qpg_client_opts *o, char *
 /* Send LEN bytes of TYPE and wait at most TIMEOUT_MS for the reply: up to
  * CAP bytes of it into REPLY, its length in *REPLY_LEN (-EMSGSIZE if it was
  * longer than CAP). A connection that fails is closed: -ENOTCONN after. */
-int qpg_sync_request(struct qpg_sync *s, uint8_t type, const void *msg, uint32_t len,
-		     void *reply, uint32_t cap, uint32_t *reply_len, int timeout_ms);
+int qpg_sync_request(struct qpg_sync *s, uint8_t type, const void *msg, uint32_t len, void *reply,
+		     uint32_t cap, uint32_t *reply_len, int timeout_ms);
 /* The reason of the last failure. */
 const char *qpg_sync_error(const struct qpg_sync *s);
 void qpg_sync_close(struct qpg_sync *s);

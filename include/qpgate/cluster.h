@@ -108,7 +108,8 @@ void qpg_cluster_view_put(const struct qpg_cluster_view *v);
  * later, from a progress notification. */
 int64_t qpg_cluster_watch_revision(const struct qpg_cluster_watch *w);
 /* Wait until the watch is complete at REV or later, asking etcd at once
- * rather than waiting for the stream; at most TIMEOUT_MS. 0, or -ETIMEDOUT. */
+ * rather than waiting for the stream; at most TIMEOUT_MS. 0, -ETIMEDOUT, or
+ * -ERANGE when REV is past etcd's own revision (no view is that new). */
 int qpg_cluster_watch_catch_up(struct qpg_cluster_watch *w, int64_t rev, unsigned timeout_ms);
 
 struct qpg_cluster_watch_stats {
@@ -164,6 +165,35 @@ struct qpg_cluster_reg_stats {
 	bool etcd_ok;		  /* the last keepalive was answered */
 };
 void qpg_cluster_reg_stats(const struct qpg_cluster_reg *r, struct qpg_cluster_reg_stats *out);
+
+/* ---- A KV service as a member ---- */
+
+struct qpg_kv_service;
+struct qpg_cluster_kv;
+/* Watch the cluster O names and gate K's requests by it: a key is served
+ * only by its owner, in a view at least as new as the request's, while the
+ * lease is known alive. Every view change drops the keys this member no
+ * longer owns (all of them after a gap). Until qpg_cluster_kv_set_reg,
+ * every request is answered UNAVAILABLE. */
+int qpg_cluster_kv_attach(struct qpg_cluster_kv **out, struct qpg_kv_service *k,
+			  const struct qpg_cluster_opts *o, const char *member_id, char *err,
+			  size_t err_len);
+/* The registration whose lease and incarnation the gate judges by. */
+void qpg_cluster_kv_set_reg(struct qpg_cluster_kv *a, struct qpg_cluster_reg *r);
+/* The lease was lost: drop every key now (the registration's `lost`). */
+void qpg_cluster_kv_lost(struct qpg_cluster_kv *a);
+/* Stop gating and watching, and free A: once the server's loops have
+ * stopped (no request is in the gate). */
+void qpg_cluster_kv_detach(struct qpg_cluster_kv *a);
+
+struct qpg_cluster_kv_stats {
+	uint64_t drops;	       /* view changes that dropped keys */
+	uint64_t keys_dropped; /* keys they dropped */
+	uint64_t catch_ups;    /* requests that waited for a newer view */
+	uint64_t wrong_owner;  /* requests answered WRONG_OWNER */
+	uint64_t fenced;       /* requests answered UNAVAILABLE (lease, catch-up) */
+};
+void qpg_cluster_kv_stats(struct qpg_cluster_kv *a, struct qpg_cluster_kv_stats *out);
 
 /* The CLOCK_BOOTTIME now, in ns: the clock lease fencing is judged on (it
  * goes on through a suspend, where CLOCK_MONOTONIC stops). */

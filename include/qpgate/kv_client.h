@@ -45,6 +45,11 @@ struct qpg_kv_request {
 	uint64_t view_rev;
 	/* Set on QPG_KV_WRONG_OWNER: the server's view revision. */
 	uint64_t owner_rev;
+	/* the cluster's (qpgate/kv_cluster.h) */
+	void (*cl_done)(struct qpg_kv_request *op, int status, uint32_t value_len);
+	void *cl_member;
+	struct qpg_kv_request *cl_next;
+	uint8_t cl_redirects;
 	/* the pool's */
 	struct qpg_kv_request *next;
 	uint32_t req_id, sent, acked, got;

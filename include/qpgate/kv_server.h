@@ -14,6 +14,7 @@
 #ifndef QPGATE_KV_SERVER_H
 #define QPGATE_KV_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,5 +46,22 @@ const char *qpg_kv_service_one_sided(const struct qpg_kv_service *k);
 uint8_t qpg_kv_service_digest(const struct qpg_kv_service *k);
 /* After the server that ran it is destroyed. */
 void qpg_kv_service_destroy(struct qpg_kv_service *k);
+
+/* In a cluster, who may serve a key (qpgate/cluster.h knows; the service
+ * does not). Called on a loop thread for each PUT, GET and DEL before the
+ * store is touched, and again as a PUT commits. VIEW_REV is the request's;
+ * returns QPG_KV_OK (serve it), QPG_KV_WRONG_OWNER with the server's view
+ * revision in *SERVER_REV, or QPG_KV_UNAVAILABLE. */
+typedef int (*qpg_kv_gate_fn)(void *user, const uint8_t *key, uint16_t key_len, uint64_t view_rev,
+			      uint64_t *server_rev);
+/* Set before the server starts. */
+void qpg_kv_service_set_gate(struct qpg_kv_service *k, qpg_kv_gate_fn gate, void *user);
+/* Drop every key KEEP says no to (KEEP NULL: every key): a view change
+ * took them from this server, or its lease was lost. Any thread. A PUT
+ * that commits meanwhile is checked again against the gate. Returns the
+ * keys dropped. */
+size_t qpg_kv_service_drop(struct qpg_kv_service *k,
+			   bool (*keep)(void *user, const uint8_t *key, uint16_t key_len),
+			   void *user);
 
 #endif

@@ -54,9 +54,9 @@ struct qpg_qp_opts {
 	uint32_t max_recv_wr;
 	uint32_t max_inline;
 	uint32_t max_send_sge; /* 0: 1 (a READ may scatter into this many slots) */
-	int access;	   /* remote access for INIT; 0 for two-sided only */
-	uint8_t rd_atomic; /* RDMA READs in flight, as initiator and as responder */
-	uint8_t timeout;   /* local ACK timeout exponent */
+	int access;	       /* remote access for INIT; 0 for two-sided only */
+	uint8_t rd_atomic;     /* RDMA READs in flight, as initiator and as responder */
+	uint8_t timeout;       /* local ACK timeout exponent */
 	uint8_t retry_cnt;
 	uint8_t rnr_retry;
 	uint8_t traffic_class; /* RoCE: the GRH traffic class (DSCP << 2 | ECN) */
@@ -93,9 +93,9 @@ struct qpg_buf {
 	uint32_t rkey;
 	uint32_t len;
 	struct qpg_buf *next_free;
-	void *owner;	 /* free for the user while the slot is taken */
-	uint64_t cookie; /* a one-sided read's: its caller's context */
-	uint32_t io_len; /* a one-sided read's length */
+	void *owner;	       /* free for the user while the slot is taken */
+	uint64_t cookie;       /* a one-sided read's: its caller's context */
+	uint32_t io_len;       /* a one-sided read's length */
 	struct qpg_buf *chain; /* a one-sided read's next slot, NULL: the last */
 };
 

@@ -26,8 +26,8 @@
 #define QPG_WIRE_MAX_CREDITS	 1024
 /* A session may bring up more QPs than the one its HELLO names: each adds
  * a 16-byte entry to the HELLO and to the ACCEPT (rdma only). */
-#define QPG_WIRE_QP_ENTRY_LEN	 16
-#define QPG_WIRE_MAX_EXTRA_QPS	 255
+#define QPG_WIRE_QP_ENTRY_LEN  16
+#define QPG_WIRE_MAX_EXTRA_QPS 255
 #define QPG_WIRE_MAX_BOOT_LEN                                                                      \
 	(QPG_WIRE_HDR_LEN + QPG_WIRE_PARAMS_LEN + QPG_WIRE_MAX_EXTRA_QPS * QPG_WIRE_QP_ENTRY_LEN)
 
@@ -74,10 +74,10 @@ struct qpg_wire_params {
 	uint16_t lid;
 	uint8_t port;
 	uint8_t gid[16];
-	uint32_t max_msg; /* largest payload this side accepts */
-	uint16_t credits; /* requests in flight allowed */
+	uint32_t max_msg;   /* largest payload this side accepts */
+	uint16_t credits;   /* requests in flight allowed */
 	uint16_t extra_qps; /* QPs this session brings up besides this one (rdma) */
-	uint64_t conn_id; /* server-assigned, 0 in HELLO */
+	uint64_t conn_id;   /* server-assigned, 0 in HELLO */
 };
 
 /* One of a session's extra QPs: the entries that follow the params. */

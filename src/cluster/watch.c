@@ -399,8 +399,15 @@ int qpg_cluster_watch_catch_up(struct qpg_cluster_watch *w, int64_t rev, unsigne
 			      "value", qpg__etcd_b64("1", 1));
 		json_t *resp = NULL;
 		char err[256];
-		if (qpg__etcd_call(&w->sync, "/v3/kv/put", req, &resp, err, sizeof(err)) == 0)
+		if (qpg__etcd_call(&w->sync, "/v3/kv/put", req, &resp, err, sizeof(err)) == 0) {
+			int64_t now = qpg__etcd_i64(json_object_get(resp, "header"), "revision", 0);
 			json_decref(resp);
+			if (now > 0 && rev > now) {
+				/* Newer than etcd itself: no view can be that new. */
+				pthread_mutex_unlock(&w->lock);
+				return -ERANGE;
+			}
+		}
 	}
 	int rc = 0;
 	while (atomic_load(&w->complete_rev) < rev && rc == 0)

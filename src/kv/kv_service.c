@@ -363,9 +363,16 @@ static void handle_put(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_
 			      NULL);
 			return;
 		}
-		qpg__kv_commit(st, v);
+		uint32_t vlen = v->len;
+		uint64_t rev;
+		int gated = qpg__kv_gated_commit(kc->service, v, r->view_rev, &rev);
+		if (gated != QPG_KV_OK) {
+			queue(kc, QPG_KV_PUT, (uint8_t)gated, r->req_id, (uint32_t)(rev >> 32),
+			      (uint32_t)rev, NULL);
+			return;
+		}
 		qpg__kv_count(kc->service, QPG_KV_PUT, QPG_KV_OK);
-		add(&kc->service->m.bytes_in, v->len);
+		add(&kc->service->m.bytes_in, vlen);
 	}
 	queue(kc, QPG_KV_PUT, QPG_KV_OK, r->req_id, r->value_len, r->offset + r->chunk_len, NULL);
 }
@@ -475,12 +482,24 @@ void qpg__kv_message(struct qpg_conn *c, uint8_t type, uint16_t flags, struct qp
 	}
 	struct qpg_kv_req r;
 	char why[96];
+	uint64_t rev = 0;
 	int status = qpg_kv_decode_req(qpg_buf_payload(b), len, &r, why, sizeof(why));
 	if (status != 0) {
 		/* Refuse the request, keep the connection: the frame itself was
 		 * authentic, only its content is wrong. */
 		uint8_t op = r.op >= QPG_KV_PUT && r.op <= QPG_KV_RELEASE ? r.op : 0;
 		queue(kc, op, (uint8_t)status, r.req_id, 0, 0, NULL);
+	} else if (r.op != QPG_KV_RELEASE && !(r.op == QPG_KV_PUT && r.offset) &&
+		   (status = qpg__kv_gate(kc->service, &r, &rev)) != QPG_KV_OK) {
+		/* In a cluster, not ours to serve (now): a PUT's later chunks
+		 * are refused the same way. */
+		if (r.op == QPG_KV_PUT) {
+			kc->have_failed = true;
+			kc->failed_req = r.req_id;
+			kc->failed_status = (uint8_t)status;
+		}
+		queue(kc, r.op, (uint8_t)status, r.req_id, (uint32_t)(rev >> 32), (uint32_t)rev,
+		      NULL);
 	} else if (r.op == QPG_KV_PUT) {
 		handle_put(c, kc, &r);
 	} else if (r.op == QPG_KV_GET) {

@@ -17,11 +17,11 @@
 /* What the service has done, for --metrics (threads add, a scrape reads). */
 struct qpg__kv_metrics {
 	atomic_ullong ops[QPG_KV_RELEASE + 1][QPG_KV_STATUS_MAX + 1]; /* [op][status] */
-	atomic_ullong hits, misses;	     /* GETs of a stored / an absent key */
-	atomic_ullong bytes_in, bytes_out;   /* value bytes stored, and served (sent or granted) */
+	atomic_ullong hits, misses;	      /* GETs of a stored / an absent key */
+	atomic_ullong bytes_in, bytes_out;    /* value bytes stored, and served (sent or granted) */
 	atomic_ullong grants, grants_expired; /* windows granted; revoked at their deadline */
 	atomic_ullong releases[2];	      /* grants released: [0] by RELEASE, [1] with a GET */
-	atomic_llong grants_live;	     /* windows bound now */
+	atomic_llong grants_live;	      /* windows bound now */
 };
 
 struct qpg_kv_service {
@@ -33,8 +33,21 @@ struct qpg_kv_service {
 	uint32_t grant_min;	 /* QPG_KV_F_GRANT_LARGE: grant values from this size */
 	uint64_t grant_ttl_ns;	 /* an unreleased grant is revoked after this (0: never) */
 	uint64_t put_timeout_ns; /* a PUT stalled this long gives its space back */
+	qpg_kv_gate_fn gate;	 /* in a cluster: may this server serve the key? */
+	void *gate_user;
+	atomic_ullong drops;   /* passes of qpg_kv_service_drop begun (kv_gate.c) */
+	atomic_ullong dropped; /* keys they dropped */
 	struct qpg__kv_metrics m;
 };
+
+/* kv_gate.c: QPG_KV_OK to serve R, or the status to refuse it with (*REV
+ * set for WRONG_OWNER). */
+int qpg__kv_gate(struct qpg_kv_service *k, const struct qpg_kv_req *r, uint64_t *rev);
+/* A PUT's value V is complete: commit it unless the gate refuses now, and
+ * take it back if a drop began meanwhile and the gate refuses then.
+ * Returns QPG_KV_OK or the refusal (V released, *REV set). */
+int qpg__kv_gated_commit(struct qpg_kv_service *k, struct qpg__kv_value *v, uint64_t view_rev,
+			 uint64_t *rev);
 
 /* One request answered with STATUS. */
 void qpg__kv_count(struct qpg_kv_service *k, uint8_t op, uint8_t status);

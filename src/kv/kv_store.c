@@ -268,3 +268,35 @@ int qpg__kv_del(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len)
 	qpg__kv_release(s, v);
 	return QPG__KVS_OK;
 }
+
+size_t qpg__kv_store_drop(struct qpg__kv_store *s,
+			  bool (*keep)(void *user, const uint8_t *key, uint16_t key_len),
+			  void *user)
+{
+	struct qpg__kv_value *gone = NULL;
+	size_t n = 0;
+	pthread_mutex_lock(&s->lock);
+	for (size_t b = 0; b < s->nbuckets; b++) {
+		struct qpg__kv_value **pp = &s->buckets[b];
+		while (*pp) {
+			struct qpg__kv_value *v = *pp;
+			if (keep && keep(user, v->key, v->key_len)) {
+				pp = &v->next;
+				continue;
+			}
+			*pp = v->next;
+			s->nkeys--;
+			s->live_bytes -= v->len;
+			v->next = gone;
+			gone = v;
+			n++;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	while (gone) {
+		struct qpg__kv_value *v = gone;
+		gone = v->next;
+		qpg__kv_release(s, v);
+	}
+	return n;
+}

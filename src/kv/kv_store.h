@@ -14,6 +14,7 @@
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -91,6 +92,12 @@ struct qpg__kv_value *qpg__kv_get(struct qpg__kv_store *s, const uint8_t *key, u
 void qpg__kv_release(struct qpg__kv_store *s, struct qpg__kv_value *v);
 /* Remove KEY. Returns QPG__KVS_OK or QPG__KVS_NOT_FOUND. */
 int qpg__kv_del(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len);
+/* Remove every key KEEP says no to (KEEP NULL: every key), in one pass
+ * under the lock; values still being read live on until their readers
+ * are done. Returns how many keys went. */
+size_t qpg__kv_store_drop(struct qpg__kv_store *s,
+			  bool (*keep)(void *user, const uint8_t *key, uint16_t key_len),
+			  void *user);
 
 static inline uint8_t *qpg__kv_data(struct qpg__kv_store *s, const struct qpg__kv_value *v)
 {

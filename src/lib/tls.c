@@ -115,6 +115,10 @@ SSL_CTX *qpg__tls_client_ctx(const struct qpg__tls_files *f, char *err, size_t e
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
 	if (f->cert && load_pair(ctx, f, err, err_len))
 		goto fail;
+	if (f->spki_pin && qpg__tls_pin_spki(ctx, f->spki_pin)) {
+		snprintf(err, err_len, "cannot pin the server's public key");
+		goto fail;
+	}
 	return ctx;
 fail:
 	SSL_CTX_free(ctx);
@@ -172,9 +176,12 @@ static enum qpg__tls_io classify(SSL *ssl, int ret, char *why, size_t why_len)
 	default: {
 		long v = SSL_get_verify_result(ssl);
 		if (v != X509_V_OK) {
-			const char *what = v == X509_V_ERR_HOSTNAME_MISMATCH
-					       ? "host name mismatch"
-					       : "certificate verification failed";
+			const char *what =
+			    v == X509_V_ERR_HOSTNAME_MISMATCH ? "host name mismatch"
+			    : v == X509_V_ERR_APPLICATION_VERIFICATION
+				? "the certificate's public key is not the one the cluster names "
+				  "(SPKI pin)"
+				: "certificate verification failed";
 			snprintf(why, why_len, "%s: %s", what, X509_verify_cert_error_string(v));
 			ERR_clear_error();
 		} else {

@@ -9,12 +9,17 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct qpg__tls_files {
 	const char *cert; /* our certificate chain (server: required; client: for mTLS) */
 	const char *key;
 	const char *ca; /* client: CA that signs the server; server: CA for client certs (mTLS) */
+	const uint8_t *spki_pin; /* client: SHA-256 of the server's public key, or NULL */
 };
+/* Client: accept only a server whose certificate's public key (DER SPKI)
+ * hashes to SHA256, on top of the chain and host-name checks (tls_pin.c). */
+int qpg__tls_pin_spki(SSL_CTX *ctx, const uint8_t sha256[32]);
 
 #include "tls_tickets.h"
 

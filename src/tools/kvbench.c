@@ -194,10 +194,29 @@ int main(int argc, char **argv)
 	    {"json", 0, OPT_STR, &json_path, 0, 0, "FILE", "results as JSON (docs/json.md)"},
 	    {"report_gbits", 0, OPT_FLAG, &report_gbits, 0, 0, NULL,
 	     "throughput in Gb/s (default MiB/s)"},
+	    {"cluster", 0, OPT_STR, &b.etcd.endpoints, 0, 0, "URL[,URL...]",
+	     "spread the keys over a cluster's members, from etcd (then no HOST SERVERNAME)"},
+	    {"cluster-name", 0, OPT_STR, &b.etcd.name, 0, 0, "NAME", "the cluster's name"},
+	    {"cluster-ca", 0, OPT_STR, &b.etcd.ca, 0, 0, "FILE", "CA of etcd's certificate"},
+	    {"cluster-cert", 0, OPT_STR, &b.etcd.cert, 0, 0, "FILE",
+	     "our client certificate for etcd"},
+	    {"cluster-key", 0, OPT_STR, &b.etcd.key, 0, 0, "FILE", "its key"},
 	    QPG_OPT_END};
 	const struct qpg_opt *const opt_tables[] = {client, own, NULL};
+	bool clustered = false;
+	for (int i = 1; i < argc; i++)
+		clustered |=
+		    strncmp(argv[i], "--cluster", 9) == 0 && (argv[i][9] == 0 || argv[i][9] == '=');
 	int optind =
-	    qpg_opts_parse(argc, argv, opt_tables, "qpgate-kvbench [options] HOST SERVERNAME", 2);
+	    qpg_opts_parse(argc, argv, opt_tables,
+			   clustered ? "qpgate-kvbench --cluster URL --cluster-name NAME [options]"
+				     : "qpgate-kvbench [options] HOST SERVERNAME",
+			   clustered ? 0 : 2);
+	if (clustered && (!b.etcd.name || scaling || get_mode == 3)) {
+		fprintf(stderr, "error: --cluster needs --cluster-name, and runs without --scaling "
+				"or --get-mode compare\n");
+		return 2;
+	}
 	qpg_cli_raise_nofile();
 	compare = get_mode == 3;
 	b.server_pid = (pid_t)server_pid;
@@ -205,8 +224,10 @@ int main(int argc, char **argv)
 		return 2;
 	if (!compare)
 		b.po.get_mode = (uint8_t)get_mode;
-	b.po.client.host = argv[optind];
-	b.po.client.servername = argv[optind + 1];
+	if (!clustered) {
+		b.po.client.host = argv[optind];
+		b.po.client.servername = argv[optind + 1];
+	}
 	signal(SIGPIPE, SIG_IGN);
 	pthread_mutex_init(&b.lock, NULL);
 	pthread_cond_init(&b.cv, NULL);
@@ -253,10 +274,25 @@ int main(int argc, char **argv)
 				base = r.ops_per_s;
 			}
 			print_row(&r, base);
-			json_array_append_new(rows, row_json(&r, base));
+			json_t *row = row_json(&r, base);
 			rc |= r.connect_error || r.errors || r.mismatches || r.ops == 0;
 			printf(" %ld GETs verified, %ld mismatches, %ld errors\n", r.ops,
 			       r.mismatches, r.errors);
+			if (clustered) {
+				/* Misses and UNAVAILABLE answers are what a failover
+				 * costs; anything else, or a value that fails its
+				 * check, is an error. */
+				printf(" cluster: %ld misses (each filled again: %ld), %ld "
+				       "unavailable\n",
+				       r.misses, r.refills, r.unavailable);
+				json_object_set_new(row, "misses", json_integer(r.misses));
+				json_object_set_new(row, "unavailable",
+						    json_integer(r.unavailable));
+				json_object_set_new(row, "refills", json_integer(r.refills));
+				if (b.cluster_report)
+					json_object_set(row, "cluster", b.cluster_report);
+			}
+			json_array_append_new(rows, row);
 		}
 	} else {
 		static const unsigned wl[] = {4, 8, 16, 32, 64}, cl[] = {1, 4, 16, 64, 256, 1024};
@@ -292,6 +328,7 @@ int main(int argc, char **argv)
 	} else {
 		json_decref(rows);
 	}
+	json_decref(b.cluster_report);
 	free(b.expect);
 	free(b.zipf_cdf);
 	return rc ? 1 : 0;

@@ -5,6 +5,7 @@
 #ifndef QPG_KVBENCH_H
 #define QPG_KVBENCH_H
 
+#include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -14,6 +15,7 @@
 
 #include "qpgate/hist.h"
 #include "qpgate/kv_client.h"
+#include "qpgate/kv_cluster.h"
 
 struct bench;
 
@@ -26,6 +28,9 @@ struct worker {
 	XXH64_state_t *xxh; /* running checksum of the value being received */
 	uint64_t t0;
 	long ops, mismatches, errors;
+	/* --cluster: a miss is filled again (cache-aside), with this value */
+	long misses, unavailable, refills;
+	uint8_t *refill;
 };
 
 /* Latencies are added on the thread that completes a GET: one histogram
@@ -43,6 +48,18 @@ struct bench {
 	uint64_t *expect; /* XXH64 of each key's value */
 	pid_t server_pid; /* --server-pid: its CPU per GET too (0: none) */
 	struct qpg_kv_pool *pool;
+	/* --cluster: the keys spread over the members etcd names, instead of
+	 * one pool (kvbench_cluster.c) */
+	struct qpg_cluster_opts etcd;
+	struct qpg_kv_cluster *cluster;
+	struct kvb_view {
+		double t; /* seconds since the run's start */
+		int64_t rev;
+		unsigned members, active;
+	} views[256];
+	atomic_int nviews;
+	uint64_t run_t0;
+	json_t *cluster_report; /* the last run's, from kvb_cluster_close */
 	atomic_long issued;
 	atomic_bool stop;
 	atomic_int active;
@@ -58,6 +75,7 @@ struct run_result {
 	unsigned workers, clients, threads;
 	unsigned credits; /* per connection, as agreed with the server */
 	long ops, mismatches, errors;
+	long misses, unavailable, refills; /* --cluster */
 	double secs, ops_per_s, gib_per_s;
 	struct qpg_hist lat;
 	long rss_kb;
@@ -75,5 +93,13 @@ struct run_result {
  * keys, run WORKERS workers until the duration or op count, into R. */
 void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsigned workers,
 		      bool do_preload, struct run_result *res);
+
+/* Submit through the cluster, or the one pool. */
+int kvb_submit(struct bench *b, struct qpg_kv_request *r);
+/* kvbench_cluster.c: the cluster in place of the pool for one run. */
+int kvb_cluster_open(struct bench *b, const struct qpg_kv_pool_opts *po, char *err, size_t len);
+/* Per member: ops, misses, unavailable, errors; and the view changes seen,
+ * with their times. Printed, and returned as JSON. Then closed. */
+json_t *kvb_cluster_close(struct bench *b);
 
 #endif

@@ -76,7 +76,12 @@ static void put_done(struct qpg_kv_request *r, int status, uint32_t len)
 	pthread_mutex_unlock(&s->b->lock);
 }
 
-static int preload(struct bench *b, struct qpg_kv_pool *pool)
+int kvb_submit(struct bench *b, struct qpg_kv_request *r)
+{
+	return b->cluster ? qpg_kv_cluster_submit(b->cluster, r) : qpg_kv_submit(b->pool, r);
+}
+
+static int preload(struct bench *b)
 {
 	enum { INFLIGHT = 64 };
 	struct put_slot *slots = calloc(INFLIGHT, sizeof(*slots));
@@ -111,7 +116,7 @@ static int preload(struct bench *b, struct qpg_kv_pool *pool)
 						 .value_len = b->value_size,
 						 .done = put_done,
 						 .user = s};
-		if ((rc = qpg_kv_submit(pool, &s->req)) != 0)
+		if ((rc = kvb_submit(b, &s->req)) != 0)
 			s->busy = false;
 	}
 	pthread_mutex_lock(&b->lock); /* wait for the last ones */
@@ -161,6 +166,20 @@ static struct qpg_hist *thread_lat(struct bench *b)
 	return slot < KVB_LAT_SLOTS ? &b->lat[slot] : NULL;
 }
 
+/* --cluster: the refill of a miss is in (or refused). */
+static void refill_done(struct qpg_kv_request *r, int status, uint32_t len)
+{
+	(void)len;
+	struct worker *w = r->user;
+	if (status == QPG_KV_OK)
+		w->refills++;
+	else if (status == QPG_KV_UNAVAILABLE)
+		w->unavailable++;
+	else
+		w->errors++;
+	issue(w);
+}
+
 static void get_done(struct qpg_kv_request *r, int status, uint32_t len)
 {
 	struct worker *w = r->user;
@@ -168,7 +187,25 @@ static void get_done(struct qpg_kv_request *r, int status, uint32_t len)
 	struct qpg_hist *h = thread_lat(b);
 	if (h)
 		qpg_hist_add(h, now_ns() - w->t0);
-	if (status != QPG_KV_OK)
+	if (b->cluster && status == QPG_KV_NOT_FOUND && w->refill) {
+		/* A member that took the key over has it not (yet): fill it. */
+		w->misses++;
+		kv_value_fill(w->refill, w->key, b->value_size);
+		int n = key_name(w->keybuf, sizeof(w->keybuf), w->key);
+		w->req = (struct qpg_kv_request){.op = QPG_KV_PUT,
+						 .key = w->keybuf,
+						 .key_len = (uint16_t)n,
+						 .value = w->refill,
+						 .value_len = b->value_size,
+						 .done = refill_done,
+						 .user = w};
+		if (kvb_submit(b, &w->req) != 0)
+			worker_stop(b);
+		return;
+	}
+	if (b->cluster && status == QPG_KV_UNAVAILABLE)
+		w->unavailable++;
+	else if (status != QPG_KV_OK)
 		w->errors++;
 	else if (len != b->value_size || XXH64_digest(w->xxh) != b->expect[w->key])
 		w->mismatches++;
@@ -199,7 +236,7 @@ static void issue(struct worker *w)
 					 .user = w};
 	XXH64_reset(w->xxh, 0);
 	w->t0 = now_ns();
-	if (qpg_kv_submit(b->pool, &w->req) != 0)
+	if (kvb_submit(b, &w->req) != 0)
 		worker_stop(b);
 }
 
@@ -210,6 +247,17 @@ static double per_get_us(const struct proc_sample *a, const struct proc_sample *
 	if (!a->ok || !b->ok || gets <= 0)
 		return -1;
 	return (b->cpu_s - a->cpu_s) * 1e6 / (double)gets;
+}
+
+/* The pool, or the cluster (whose report is kept for the tool). */
+static void kvb_close(struct bench *b)
+{
+	if (b->cluster) {
+		json_decref(b->cluster_report);
+		b->cluster_report = kvb_cluster_close(b);
+	}
+	qpg_kv_pool_destroy(b->pool);
+	b->pool = NULL;
 }
 
 /* One measured run: a fresh pool of CLIENTS connections on THREADS threads,
@@ -238,7 +286,8 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 	struct dev_counts d0, d1;
 	dev_counts(po.client.ib_dev, &d0);
 	char err[256] = "";
-	int rc = qpg_kv_pool_create(&b->pool, &po, err, sizeof(err));
+	int rc = b->etcd.endpoints ? kvb_cluster_open(b, &po, err, sizeof(err))
+				   : qpg_kv_pool_create(&b->pool, &po, err, sizeof(err));
 	if (rc) {
 		res->connect_error = rc;
 		snprintf(res->why, sizeof(res->why), "%s", err);
@@ -246,38 +295,45 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 	}
 	dev_counts(po.client.ib_dev, &d1);
 	res->dev_qps = d0.ok && d1.ok ? d1.qp - d0.qp : -1;
-	struct qpg_kv_pool_info pi;
-	qpg_kv_pool_info(b->pool, &pi);
-	res->credits = pi.credits;
+	struct qpg_kv_pool_info pi = {0};
+	if (b->pool) {
+		qpg_kv_pool_info(b->pool, &pi);
+		res->credits = pi.credits;
+	}
 	if (pi.retries)
 		fprintf(stderr, "kvbench: %u connections up, %u of them after a retry (%s)\n",
 			pi.connected, pi.retries, pi.last_error);
 	if (do_preload) {
 		uint64_t t = now_ns();
-		rc = preload(b, b->pool);
+		rc = preload(b);
 		fprintf(stderr, "kvbench: preloaded %u keys of %u bytes in %.1f s%s\n", b->nkeys,
 			b->value_size, (double)(now_ns() - t) / 1e9, rc ? " (FAILED)" : "");
 		if (rc) {
 			res->connect_error = rc;
 			snprintf(res->why, sizeof(res->why), "preload failed: %s",
 				 rc == -EIO ? "the server refused a PUT" : strerror(-rc));
-			qpg_kv_pool_destroy(b->pool);
+			kvb_close(b);
 			return;
 		}
 	}
 	struct worker *w = calloc(workers, sizeof(*w));
 	b->lat = calloc(KVB_LAT_SLOTS, sizeof(*b->lat));
 	bool states = w != NULL;
-	for (unsigned i = 0; w && i < workers; i++)
+	for (unsigned i = 0; w && i < workers; i++) {
 		states &= (w[i].xxh = XXH64_createState()) != NULL;
+		if (b->cluster)
+			states &= (w[i].refill = malloc(b->value_size ? b->value_size : 1)) != NULL;
+	}
 	if (!w || !b->lat || !states) {
-		for (unsigned i = 0; w && i < workers; i++)
+		for (unsigned i = 0; w && i < workers; i++) {
 			XXH64_freeState(w[i].xxh);
+			free(w[i].refill);
+		}
 		free(w);
 		free(b->lat);
 		b->lat = NULL;
 		res->connect_error = -ENOMEM;
-		qpg_kv_pool_destroy(b->pool);
+		kvb_close(b);
 		return;
 	}
 	for (unsigned i = 0; i < KVB_LAT_SLOTS; i++)
@@ -292,6 +348,7 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 	if (b->server_pid)
 		proc_sample(b->server_pid, &s0);
 	uint64_t t0 = now_ns();
+	b->run_t0 = t0;
 	for (unsigned i = 0; i < workers; i++) {
 		w[i].b = b;
 		w[i].rng = 0x9e3779b97f4a7c15ull * (i + 1) ^ t0;
@@ -317,14 +374,18 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 	if (b->server_pid)
 		proc_sample(b->server_pid, &s1);
 	res->rss_kb = c1.rss_kb;
-	qpg_kv_pool_info(b->pool, &pi); /* why connections failed, if any did */
-	qpg_kv_pool_destroy(b->pool);
-	b->pool = NULL;
+	if (b->pool)
+		qpg_kv_pool_info(b->pool, &pi); /* why connections failed, if any did */
+	kvb_close(b);
 	for (unsigned i = 0; i < workers; i++) {
 		res->ops += w[i].ops;
 		res->mismatches += w[i].mismatches;
 		res->errors += w[i].errors;
+		res->misses += w[i].misses;
+		res->unavailable += w[i].unavailable;
+		res->refills += w[i].refills;
 		XXH64_freeState(w[i].xxh); /* no callback of theirs can run now */
+		free(w[i].refill);
 	}
 	/* GETs that failed: say why, as the pool last heard it. */
 	if (res->errors && pi.last_error[0]) {
@@ -342,4 +403,3 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 	res->server_cpu_us = per_get_us(&s0, &s1, res->ops);
 	res->gib_per_s = res->ops_per_s * b->value_size / (1024.0 * 1024 * 1024);
 }
-

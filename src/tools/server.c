@@ -278,7 +278,7 @@ int main(int argc, char **argv)
 	}
 	/* In a cluster, the server joins once it listens: registered as
 	 * warming, then active. */
-	if (srv_cluster_start(&g_cluster, s, &o, o.cert)) {
+	if (srv_cluster_start(&g_cluster, s, &o, o.cert, kvs)) {
 		metrics_http_stop(metrics);
 		qpg_server_destroy(s);
 		qpg_kv_service_destroy(kvs);

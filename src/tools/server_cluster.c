@@ -47,11 +47,13 @@ static int spki_hash(const char *cert_file, uint8_t out[32], char *err, size_t l
 	return ok ? 0 : -1;
 }
 
+/* The lease is lost: the KV store may hold values another member has
+ * since replaced. The echo service owns nothing. */
 static void on_lost(void *user)
 {
-	(void)user;
-	/* Nothing of the echo service depends on ownership; the KV store's
-	 * drop on a lost lease comes with key ownership in the KV service. */
+	struct srv_cluster *c = user;
+	if (c->kv)
+		qpg_cluster_kv_lost(c->kv);
 }
 
 static void on_load(void *user, uint32_t *clients, uint32_t *max)
@@ -105,7 +107,7 @@ static void *leave_main(void *arg)
 }
 
 int srv_cluster_start(struct srv_cluster *c, struct qpg_server *s, const struct qpg_server_opts *o,
-		      const char *cert_file)
+		      const char *cert_file, struct qpg_kv_service *kv)
 {
 	if (!c->urls)
 		return 0;
@@ -119,6 +121,7 @@ int srv_cluster_start(struct srv_cluster *c, struct qpg_server *s, const struct 
 	    .ttl_s = c->ttl_s,
 	    .lost = on_lost,
 	    .load = on_load,
+	    .user = c,
 	};
 	self.s = s;
 	self.max_clients = o->max_clients;
@@ -165,11 +168,21 @@ int srv_cluster_start(struct srv_cluster *c, struct qpg_server *s, const struct 
 		fprintf(stderr, "qpgate-server: error: %s\n", err);
 		return 1;
 	}
+	/* The gate first: no KV request is served before this member knows
+	 * its view and its lease. */
+	if (kv && qpg_cluster_kv_attach(&c->kv, kv, &ro.etcd, m->id, err, sizeof(err))) {
+		fprintf(stderr, "qpgate-server: error: cannot read the cluster's view: %s\n", err);
+		return 1;
+	}
 	int rc = qpg_cluster_register(&c->reg, &ro, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "qpgate-server: error: %s\n", err);
+		qpg_cluster_kv_detach(c->kv);
+		c->kv = NULL;
 		return 1;
 	}
+	if (c->kv)
+		qpg_cluster_kv_set_reg(c->kv, c->reg);
 	if (qpg_cluster_set_state(c->reg, QPG_MEMBER_ACTIVE)) {
 		fprintf(stderr, "qpgate-server: error: cannot mark this member active in etcd\n");
 		srv_cluster_stop(c);
@@ -203,6 +216,18 @@ void srv_cluster_stop(struct srv_cluster *c)
 	}
 	qpg_cluster_leave(c->reg);
 	fprintf(stderr, "qpgate-server: cluster: left (lease revoked)\n");
+	if (c->kv) {
+		struct qpg_cluster_kv_stats st;
+		qpg_cluster_kv_stats(c->kv, &st);
+		fprintf(stderr,
+			"qpgate-server: cluster: %llu view change(s) dropped %llu key(s); %llu "
+			"request(s) caught up, %llu answered wrong owner, %llu unavailable\n",
+			(unsigned long long)st.drops, (unsigned long long)st.keys_dropped,
+			(unsigned long long)st.catch_ups, (unsigned long long)st.wrong_owner,
+			(unsigned long long)st.fenced);
+		qpg_cluster_kv_detach(c->kv);
+		c->kv = NULL;
+	}
 	qpg_cluster_reg_destroy(c->reg);
 	c->reg = NULL;
 }

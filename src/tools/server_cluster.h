@@ -15,6 +15,7 @@ struct srv_cluster {
 	const char *ca, *cert, *key;
 	unsigned ttl_s, weight, drain_ms;
 	struct qpg_cluster_reg *reg;
+	struct qpg_cluster_kv *kv; /* the KV service's gate, with --service kv */
 };
 
 #define QPG_OPTS_SERVER_CLUSTER(c)                                                                 \
@@ -93,11 +94,12 @@ struct srv_cluster {
  * active. 0, or 1 with a clear error printed (etcd unreachable, a
  * duplicate ID, bad flags). */
 int srv_cluster_start(struct srv_cluster *c, struct qpg_server *s, const struct qpg_server_opts *o,
-		      const char *cert_file);
+		      const char *cert_file, struct qpg_kv_service *kv);
 /* SIGTERM in a cluster: draining first, then stop S after drain_ms. Safe
  * from a signal handler. */
 void srv_cluster_signal(struct srv_cluster *c);
-/* After the server stopped: revoke the lease (the entry goes with it). */
+/* After the server stopped: revoke the lease (the entry goes with it),
+ * stop gating the KV service. */
 void srv_cluster_stop(struct srv_cluster *c);
 
 #endif

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The KV cache over a cluster of servers (libqpgate-cluster): keys spread
+ * over the active members by weighted rendezvous hashing, one
+ * qpg_kv_pool per member, the view from etcd (qpgate/cluster.h).
+ *
+ * No stale reads:
+ *   - every request carries the revision of the view it was routed by; a
+ *     server answers only from a view at least as new, and only for keys
+ *     it owns, while its lease is known alive;
+ *   - WRONG_OWNER: the client waits for its view to reach the server's,
+ *     and routes the request again (at most twice);
+ *   - a member the client sees fail (reset, QP error, timeout) becomes
+ *     suspect: its keys fail fast with QPG_KV_UNAVAILABLE and are NOT
+ *     sent to another member until etcd's view changes (or its pool comes
+ *     back: tried again every 2 s).
+ * A member is used once it is active in the view and its pool is up; the
+ * pools of members that left are closed. With etcd down, the last view
+ * stays and is used. */
+#ifndef QPGATE_KV_CLUSTER_H
+#define QPGATE_KV_CLUSTER_H
+
+#include "qpgate/cluster.h"
+#include "qpgate/kv_client.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct qpg_kv_cluster_opts {
+	struct qpg_cluster_opts etcd;
+	/* Each member's pool: client.host, .port, .servername, .transport and
+	 * .spki_sha256 come from its entry; the rest (CA, client certificate,
+	 * credits, threads, conns, get_mode...) from here. */
+	struct qpg_kv_pool_opts pool;
+	/* Called on the watch's thread once each new view is in use. */
+	void (*on_view)(void *user, const struct qpg_cluster_view *v);
+	void *user;
+};
+void qpg_kv_cluster_opts_default(struct qpg_kv_cluster_opts *o);
+
+struct qpg_kv_cluster;
+/* Reads the view and brings up a pool per active member. Fails only when
+ * etcd cannot be read; members whose pools fail are suspect (their keys
+ * UNAVAILABLE) and tried again. */
+int qpg_kv_cluster_create(struct qpg_kv_cluster **out, const struct qpg_kv_cluster_opts *o,
+			  char *err, size_t err_len);
+/* As qpg_kv_submit. A key with no usable owner completes with
+ * QPG_KV_UNAVAILABLE (from another thread, never inside this call). */
+int qpg_kv_cluster_submit(struct qpg_kv_cluster *c, struct qpg_kv_request *op);
+/* Fails what is queued or in flight, closes every pool. */
+void qpg_kv_cluster_destroy(struct qpg_kv_cluster *c);
+
+struct qpg_kv_cluster_member_stats {
+	char id[QPG_CLUSTER_ID_MAX + 1];
+	uint64_t incarnation;
+	bool active, up, suspect;
+	uint64_t ops;	      /* completed OK or a miss */
+	uint64_t misses;      /* GETs not found */
+	uint64_t unavailable; /* answered, or failed fast, UNAVAILABLE */
+	uint64_t wrong_owner; /* redirected */
+	uint64_t errors;      /* any other failure */
+};
+struct qpg_kv_cluster_stats {
+	int64_t revision; /* of the view in use */
+	uint64_t views;	  /* views taken into use */
+	uint64_t redirects, unroutable;
+	bool etcd_ok;
+	unsigned n;			       /* members of the view in use */
+	struct qpg_kv_cluster_member_stats *m; /* N entries, malloc'd: free() them */
+};
+int qpg_kv_cluster_stats(struct qpg_kv_cluster *c, struct qpg_kv_cluster_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

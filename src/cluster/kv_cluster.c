@@ -1,0 +1,526 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The KV client over a cluster: a route (the view in use, and a pool per
+ * active member) published behind an atomic pointer. A submit reads it
+ * inside a readers section and takes no lock; the watch's thread builds
+ * the next route (pools for members that joined, the same pools for the
+ * members that stay), publishes it, waits for the readers of the old one
+ * to leave, then closes the pools of members that left.
+ *
+ * One worker thread of its own: it completes what fails fast (a key with
+ * no usable owner), routes again what a server answered WRONG_OWNER once
+ * the view has caught up with the server's, and tries the pools of suspect
+ * members again. */
+#include "qpgate/kv_cluster.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "view.h"
+
+struct mstats {
+	char id[QPG_CLUSTER_ID_MAX + 1];
+	atomic_ullong ops, misses, unavailable, wrong_owner, errors;
+};
+
+struct member {
+	struct qpg_cluster_member e; /* its entry, as the pool was made for */
+	struct qpg_kv_pool *pool;    /* NULL: could not be brought up */
+	atomic_bool suspect;
+	uint64_t retry_ns; /* suspect: when its pool is tried again */
+	struct mstats *st;
+	struct qpg_kv_cluster *c;
+};
+
+struct route {
+	const struct qpg_cluster_view *v;
+	struct member **m; /* v->n entries; NULL where the member is not active */
+};
+
+struct qpg_kv_cluster {
+	struct qpg_kv_cluster_opts o;
+	struct qpg_cluster_watch *w;
+	_Atomic(struct route *) cur;
+	atomic_long readers;
+	pthread_mutex_t build; /* one route builder at a time (watch, worker) */
+	/* per-member statistics, by ID, kept across incarnations */
+	pthread_mutex_t st_lock;
+	struct mstats **st;
+	unsigned nst;
+	/* the worker */
+	pthread_t worker;
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	struct qpg_kv_request *fail_head, *fail_tail; /* complete UNAVAILABLE */
+	struct qpg_kv_request *redo_head, *redo_tail; /* route again */
+	bool stop;
+	atomic_bool closing; /* destroy has begun: no pool is made again */
+	atomic_ullong views, redirects, unroutable;
+};
+
+#define REDIRECTS_MAX	 2
+#define CATCH_UP_MS	 1000
+#define SUSPECT_RETRY_NS 2000000000ull
+
+static uint64_t now_ns(void)
+{
+	return qpg_cluster_now_ns();
+}
+
+void qpg_kv_cluster_opts_default(struct qpg_kv_cluster_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	qpg_kv_pool_opts_default(&o->pool);
+	o->pool.threads = 1;
+	o->pool.conns = 2;
+	/* A member that does not answer is suspect soon, and tried again
+	 * later: a view change is not held up by a long connect. */
+	o->pool.connect_attempts = 2;
+}
+
+static struct mstats *stats_for(struct qpg_kv_cluster *c, const char *id)
+{
+	pthread_mutex_lock(&c->st_lock);
+	struct mstats *s = NULL;
+	for (unsigned i = 0; i < c->nst && !s; i++)
+		if (strcmp(c->st[i]->id, id) == 0)
+			s = c->st[i];
+	if (!s) {
+		struct mstats **a = realloc(c->st, (c->nst + 1) * sizeof(*a));
+		if (a) {
+			c->st = a;
+			s = calloc(1, sizeof(*s));
+			if (s) {
+				snprintf(s->id, sizeof(s->id), "%s", id);
+				c->st[c->nst++] = s;
+			}
+		}
+	}
+	pthread_mutex_unlock(&c->st_lock);
+	return s;
+}
+
+static void count(atomic_ullong *a)
+{
+	atomic_fetch_add_explicit(a, 1, memory_order_relaxed);
+}
+
+/* A pool for member E, pinned to its certificate's public key. */
+static struct qpg_kv_pool *pool_for(struct qpg_kv_cluster *c, const struct qpg_cluster_member *e)
+{
+	struct qpg_kv_pool_opts po = c->o.pool;
+	po.client.host = e->host;
+	po.client.port = e->port;
+	po.client.servername = e->tls_name;
+	po.client.transport = e->tcp ? QPG_TRANSPORT_TCP : QPG_TRANSPORT_RDMA;
+	po.client.spki_sha256 = e->spki_sha256;
+	struct qpg_kv_pool *p = NULL;
+	char err[256];
+	if (qpg_kv_pool_create(&p, &po, err, sizeof(err))) {
+		fprintf(stderr, "qpgate: cluster: member %s (%s:%u) unavailable: %s\n", e->id,
+			e->host, e->port, err);
+		return NULL;
+	}
+	return p;
+}
+
+/* Same member, same process, same address and key: the pool still fits. */
+static bool same_member(const struct qpg_cluster_member *a, const struct qpg_cluster_member *b)
+{
+	return strcmp(a->id, b->id) == 0 && a->incarnation == b->incarnation &&
+	       strcmp(a->host, b->host) == 0 && a->port == b->port && a->tcp == b->tcp &&
+	       strcmp(a->tls_name, b->tls_name) == 0 &&
+	       memcmp(a->spki_sha256, b->spki_sha256, 32) == 0;
+}
+
+static struct member *find_member(const struct route *r, const struct qpg_cluster_member *e)
+{
+	for (unsigned i = 0; r && i < r->v->n; i++)
+		if (r->m[i] && same_member(&r->m[i]->e, e))
+			return r->m[i];
+	return NULL;
+}
+
+static void member_free(struct member *m)
+{
+	if (!m)
+		return;
+	qpg_kv_pool_destroy(m->pool); /* fails what is in flight: -ECANCELED */
+	free(m);
+}
+
+/* Publish R, wait until no submit still reads the old route, then free
+ * it and close the pools that R does not keep. Under c->build. */
+static void publish(struct qpg_kv_cluster *c, struct route *r)
+{
+	struct route *old = atomic_exchange(&c->cur, r);
+	while (atomic_load(&c->readers))
+		sched_yield();
+	count(&c->views);
+	if (!old)
+		return;
+	for (unsigned i = 0; i < old->v->n; i++) {
+		struct member *m = old->m[i];
+		bool kept = false;
+		for (unsigned j = 0; m && j < r->v->n && !kept; j++)
+			kept = r->m[j] == m;
+		if (m && !kept)
+			member_free(m);
+	}
+	qpg_cluster_view_put(old->v);
+	free(old->m);
+	free(old);
+}
+
+/* The route for view V: existing pools kept, new active members pooled. */
+static struct route *route_for(struct qpg_kv_cluster *c, const struct qpg_cluster_view *v)
+{
+	struct route *r = calloc(1, sizeof(*r)), *old = atomic_load(&c->cur);
+	if (!r || !(r->m = calloc(v->n ? v->n : 1, sizeof(*r->m)))) {
+		free(r);
+		return NULL;
+	}
+	r->v = v;
+	for (unsigned i = 0; i < v->n; i++) {
+		const struct qpg_cluster_member *e = &v->m[i];
+		if (e->state != QPG_MEMBER_ACTIVE)
+			continue;
+		struct member *m = find_member(old, e);
+		if (!m) {
+			m = calloc(1, sizeof(*m));
+			if (!m)
+				continue;
+			m->e = *e;
+			m->c = c;
+			m->st = stats_for(c, e->id);
+			m->pool = pool_for(c, e);
+			if (!m->pool) {
+				atomic_store(&m->suspect, true);
+				m->retry_ns = now_ns() + SUSPECT_RETRY_NS;
+			}
+		}
+		r->m[i] = m;
+	}
+	return r;
+}
+
+static void on_view(void *user, const struct qpg_cluster_view *old,
+		    const struct qpg_cluster_view *now, bool gap)
+{
+	(void)old, (void)gap;
+	struct qpg_kv_cluster *c = user;
+	pthread_mutex_lock(&c->build);
+	/* The route keeps its own reference to the view. */
+	struct route *r = route_for(c, (const struct qpg_cluster_view *)now);
+	if (r) {
+		qpg__view_ref(now);
+		publish(c, r);
+		if (c->o.on_view)
+			c->o.on_view(c->o.user, now);
+	}
+	pthread_mutex_unlock(&c->build);
+}
+
+static void enqueue(struct qpg_kv_cluster *c, struct qpg_kv_request **head,
+		    struct qpg_kv_request **tail, struct qpg_kv_request *op)
+{
+	pthread_mutex_lock(&c->lock);
+	op->cl_next = NULL;
+	if (*tail)
+		(*tail)->cl_next = op;
+	else
+		*head = op;
+	*tail = op;
+	pthread_cond_signal(&c->cv);
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void fail_later(struct qpg_kv_cluster *c, struct qpg_kv_request *op)
+{
+	enqueue(c, &c->fail_head, &c->fail_tail, op);
+}
+
+/* On a pool thread: the member's answer, or its failure. */
+static void member_done(struct qpg_kv_request *op, int status, uint32_t len)
+{
+	struct member *m = op->cl_member;
+	struct qpg_kv_cluster *c = m->c;
+	op->done = op->cl_done;
+	if (status == QPG_KV_WRONG_OWNER) {
+		count(&m->st->wrong_owner);
+		if (op->cl_redirects < REDIRECTS_MAX) {
+			op->cl_redirects++;
+			enqueue(c, &c->redo_head, &c->redo_tail, op);
+			return;
+		}
+		status = QPG_KV_UNAVAILABLE;
+	}
+	if (status < 0) {
+		/* A reset, a QP error, a timeout, or its pool closing: suspect,
+		 * and its keys are not sent elsewhere until the view changes. */
+		if (!atomic_exchange(&m->suspect, true)) {
+			m->retry_ns = now_ns() + SUSPECT_RETRY_NS;
+			fprintf(stderr, "qpgate: cluster: member %s suspect (%s)\n", m->e.id,
+				strerror(-status));
+		}
+		status = QPG_KV_UNAVAILABLE;
+	}
+	if (status == QPG_KV_UNAVAILABLE)
+		count(&m->st->unavailable);
+	else if (status == QPG_KV_OK || status == QPG_KV_NOT_FOUND)
+		count(&m->st->ops);
+	else
+		count(&m->st->errors);
+	if (status == QPG_KV_NOT_FOUND)
+		count(&m->st->misses);
+	op->done(op, status, len);
+}
+
+/* Route OP by the view in use (op->cl_done is the caller's callback). */
+static void route(struct qpg_kv_cluster *c, struct qpg_kv_request *op)
+{
+	atomic_fetch_add(&c->readers, 1);
+	struct route *r = atomic_load(&c->cur);
+	int o = qpg_cluster_owner(r->v, op->key, op->key_len);
+	struct member *m = o >= 0 ? r->m[o] : NULL;
+	int rc = -EAGAIN;
+	if (m && m->pool && !atomic_load(&m->suspect)) {
+		op->view_rev = (uint64_t)r->v->revision;
+		op->owner_rev = 0;
+		op->cl_member = m;
+		op->done = member_done;
+		rc = qpg_kv_submit(m->pool, op); /* OP is the pool's from here on */
+		if (rc)
+			op->done = op->cl_done;
+	}
+	/* Member stats live as long as the cluster; M itself may not once the
+	 * readers section ends. */
+	atomic_ullong *failed = m ? &m->st->unavailable : &c->unroutable;
+	atomic_fetch_sub(&c->readers, 1);
+	if (rc == 0)
+		return;
+	count(failed);
+	fail_later(c, op);
+}
+
+int qpg_kv_cluster_submit(struct qpg_kv_cluster *c, struct qpg_kv_request *op)
+{
+	if (!op->done)
+		return -EINVAL;
+	op->cl_done = op->done;
+	op->cl_redirects = 0;
+	route(c, op);
+	return 0;
+}
+
+/* Suspect members whose pool may come back: same member, a fresh pool. */
+static void retry_suspects(struct qpg_kv_cluster *c)
+{
+	pthread_mutex_lock(&c->build);
+	struct route *cur = atomic_load(&c->cur);
+	bool any = false;
+	if (atomic_load(&c->closing)) {
+		pthread_mutex_unlock(&c->build);
+		return;
+	}
+	for (unsigned i = 0; i < cur->v->n && !any; i++)
+		any = cur->m[i] && atomic_load(&cur->m[i]->suspect) &&
+		      now_ns() >= cur->m[i]->retry_ns;
+	if (any) {
+		struct route *r = calloc(1, sizeof(*r));
+		if (r && (r->m = calloc(cur->v->n ? cur->v->n : 1, sizeof(*r->m)))) {
+			r->v = qpg__view_ref(cur->v);
+			for (unsigned i = 0; i < cur->v->n; i++) {
+				struct member *m = cur->m[i];
+				if (m && atomic_load(&m->suspect) && now_ns() >= m->retry_ns) {
+					struct member *n = calloc(1, sizeof(*n));
+					if (n) {
+						*n =
+						    (struct member){.e = m->e, .c = c, .st = m->st};
+						n->pool = pool_for(c, &m->e);
+						if (n->pool) {
+							fprintf(stderr,
+								"qpgate: cluster: member %s back\n",
+								m->e.id);
+							m = n;
+						} else {
+							free(n);
+							m->retry_ns = now_ns() + SUSPECT_RETRY_NS;
+						}
+					}
+				}
+				r->m[i] = m;
+			}
+			publish(c, r);
+		} else {
+			free(r);
+		}
+	}
+	pthread_mutex_unlock(&c->build);
+}
+
+static struct qpg_kv_request *pop(struct qpg_kv_request **head, struct qpg_kv_request **tail)
+{
+	struct qpg_kv_request *op = *head;
+	if (op && !(*head = op->cl_next))
+		*tail = NULL;
+	return op;
+}
+
+static void *worker_main(void *arg)
+{
+	struct qpg_kv_cluster *c = arg;
+	pthread_mutex_lock(&c->lock);
+	while (!c->stop || c->fail_head || c->redo_head) {
+		struct qpg_kv_request *op;
+		if ((op = pop(&c->fail_head, &c->fail_tail))) {
+			pthread_mutex_unlock(&c->lock);
+			op->done(op, QPG_KV_UNAVAILABLE, 0);
+			pthread_mutex_lock(&c->lock);
+			continue;
+		}
+		if ((op = pop(&c->redo_head, &c->redo_tail))) {
+			bool stopping = c->stop;
+			pthread_mutex_unlock(&c->lock);
+			count(&c->redirects);
+			/* Route again once our view is at least the server's. */
+			if (stopping ||
+			    qpg_cluster_watch_catch_up(c->w, (int64_t)op->owner_rev, CATCH_UP_MS))
+				op->done(op, QPG_KV_UNAVAILABLE, 0);
+			else
+				route(c, op);
+			pthread_mutex_lock(&c->lock);
+			continue;
+		}
+		if (c->stop)
+			break;
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 250000000;
+		if (ts.tv_nsec >= 1000000000)
+			ts.tv_sec++, ts.tv_nsec -= 1000000000;
+		pthread_cond_timedwait(&c->cv, &c->lock, &ts);
+		pthread_mutex_unlock(&c->lock);
+		retry_suspects(c);
+		pthread_mutex_lock(&c->lock);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+int qpg_kv_cluster_create(struct qpg_kv_cluster **out, const struct qpg_kv_cluster_opts *o,
+			  char *err, size_t err_len)
+{
+	struct qpg_kv_cluster *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->o = *o;
+	pthread_mutex_init(&c->build, NULL);
+	pthread_mutex_init(&c->st_lock, NULL);
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->cv, NULL);
+	/* The first view's route is built inside the start (on_view). */
+	int rc = qpg_cluster_watch_start(&c->w, &o->etcd, on_view, c, err, err_len);
+	if (rc == 0 && !atomic_load(&c->cur)) {
+		snprintf(err, err_len, "out of memory for the cluster's route");
+		qpg_cluster_watch_stop(c->w);
+		rc = -ENOMEM;
+	}
+	if (rc == 0 && (rc = -pthread_create(&c->worker, NULL, worker_main, c)) != 0) {
+		snprintf(err, err_len, "cannot start the cluster's worker thread");
+		qpg_cluster_watch_stop(c->w);
+	}
+	if (rc) {
+		struct route *r = atomic_load(&c->cur);
+		if (r) {
+			for (unsigned i = 0; i < r->v->n; i++)
+				member_free(r->m[i]);
+			qpg_cluster_view_put(r->v);
+			free(r->m);
+			free(r);
+		}
+		free(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+void qpg_kv_cluster_destroy(struct qpg_kv_cluster *c)
+{
+	if (!c)
+		return;
+	atomic_store(&c->closing, true);
+	qpg_cluster_watch_stop(c->w); /* no new route from here on */
+	/* Pools fail what they hold (-ECANCELED): completions go to their
+	 * callers, or through the worker, which is still running. */
+	pthread_mutex_lock(&c->build);
+	struct route *r = atomic_load(&c->cur);
+	for (unsigned i = 0; i < r->v->n; i++)
+		if (r->m[i]) {
+			qpg_kv_pool_destroy(r->m[i]->pool);
+			r->m[i]->pool = NULL;
+		}
+	pthread_mutex_unlock(&c->build);
+	pthread_mutex_lock(&c->lock);
+	c->stop = true;
+	pthread_cond_signal(&c->cv);
+	pthread_mutex_unlock(&c->lock);
+	pthread_join(c->worker, NULL);
+	for (unsigned i = 0; i < r->v->n; i++)
+		free(r->m[i]);
+	qpg_cluster_view_put(r->v);
+	free(r->m);
+	free(r);
+	for (unsigned i = 0; i < c->nst; i++)
+		free(c->st[i]);
+	free(c->st);
+	pthread_mutex_destroy(&c->build);
+	pthread_mutex_destroy(&c->st_lock);
+	pthread_mutex_destroy(&c->lock);
+	pthread_cond_destroy(&c->cv);
+	free(c);
+}
+
+int qpg_kv_cluster_stats(struct qpg_kv_cluster *c, struct qpg_kv_cluster_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&c->build);
+	struct route *r = atomic_load(&c->cur);
+	out->revision = r->v->revision;
+	out->views = atomic_load(&c->views);
+	out->redirects = atomic_load(&c->redirects);
+	out->unroutable = atomic_load(&c->unroutable);
+	struct qpg_cluster_watch_stats ws;
+	qpg_cluster_watch_stats(c->w, &ws);
+	out->etcd_ok = ws.etcd_ok;
+	/* Every member ever seen, by ID (a member that left keeps its counts). */
+	pthread_mutex_lock(&c->st_lock);
+	out->m = calloc(c->nst ? c->nst : 1, sizeof(*out->m));
+	for (unsigned i = 0; out->m && i < c->nst; i++) {
+		struct qpg_kv_cluster_member_stats *s = &out->m[i];
+		struct mstats *st = c->st[i];
+		snprintf(s->id, sizeof(s->id), "%s", st->id);
+		s->ops = atomic_load(&st->ops);
+		s->misses = atomic_load(&st->misses);
+		s->unavailable = atomic_load(&st->unavailable);
+		s->wrong_owner = atomic_load(&st->wrong_owner);
+		s->errors = atomic_load(&st->errors);
+		int j = qpg_cluster_find(r->v, st->id);
+		if (j >= 0) {
+			s->incarnation = r->v->m[j].incarnation;
+			s->active = r->v->m[j].state == QPG_MEMBER_ACTIVE;
+			s->up = r->m[j] && r->m[j]->pool;
+			s->suspect = r->m[j] && atomic_load(&r->m[j]->suspect);
+		}
+		out->n++;
+	}
+	pthread_mutex_unlock(&c->st_lock);
+	pthread_mutex_unlock(&c->build);
+	return out->m ? 0 : -ENOMEM;
+}
