@@ -3,7 +3,8 @@
  * list` or `redis-cli --cluster info` show theirs.
  *   status   one line per member, and the view's revision
  *   watch    each view change as it comes, with its time
- *   spread   how N keys spread over the active members (HRW) */
+ *   spread   how N keys spread over the active members (HRW)
+ *   owner    which member owns each KEY given */
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -108,10 +109,21 @@ int main(int argc, char **argv)
 	const struct qpg_opt *const tables[] = {opts, NULL};
 	int pos = qpg_opts_parse(
 	    argc, argv, tables,
-	    "qpgate-cluster status|watch|spread --cluster URL --cluster-name NAME", 1);
+	    "qpgate-cluster status|watch|spread|owner KEY... --cluster URL --cluster-name NAME",
+	    -1);
+	if (pos >= argc) {
+		fprintf(stderr, "error: say status, watch, spread or owner KEY...\n");
+		return 2;
+	}
 	const char *cmd = argv[pos];
-	if (strcmp(cmd, "status") && strcmp(cmd, "watch") && strcmp(cmd, "spread")) {
-		fprintf(stderr, "error: the command is status, watch or spread, not '%s'\n", cmd);
+	bool owner = strcmp(cmd, "owner") == 0;
+	if (strcmp(cmd, "status") && strcmp(cmd, "watch") && strcmp(cmd, "spread") && !owner) {
+		fprintf(stderr, "error: the command is status, watch, spread or owner, not '%s'\n",
+			cmd);
+		return 2;
+	}
+	if ((owner && pos + 1 >= argc) || (!owner && pos + 1 < argc)) {
+		fprintf(stderr, "error: owner takes KEY..., the other commands nothing more\n");
 		return 2;
 	}
 	if (!co.endpoints || !co.name) {
@@ -153,6 +165,16 @@ int main(int argc, char **argv)
 				"qpgate-cluster: %u active members not seen within %.1f s\n",
 				until_active, duration);
 			ret = 1;
+		}
+	} else if (owner) {
+		/* One line a key: KEY OWNER HOST:PORT REVISION (owner "-": none active). */
+		for (int i = pos + 1; i < argc; i++) {
+			int o = qpg_cluster_owner(v, argv[i], strlen(argv[i]));
+			if (o < 0)
+				printf("%s - - %lld\n", argv[i], (long long)v->revision);
+			else
+				printf("%s %s %s:%u %lld\n", argv[i], v->m[o].id, v->m[o].host,
+				       v->m[o].port, (long long)v->revision);
 		}
 	} else {
 		unsigned *count = calloc(v->n + 1, sizeof(*count));

@@ -38,6 +38,7 @@
 #include "kvdata.h"
 #include "opts.h"
 #include "qpgate/kv_client.h"
+#include "qpgate/kv_cluster.h"
 
 enum cmd_op { CMD_PUT, CMD_GET, CMD_DEL, CMD_BAD };
 
@@ -167,8 +168,8 @@ static int put_value(const struct cmd *c, uint32_t max, uint8_t **value, uint32_
 /* Write a GET's whole value to its file (created only now) or stdout. */
 static int write_value(const struct cmd *c, const uint8_t *v, uint32_t len)
 {
-	int fd = c->file ? open(c->file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)
-			 : STDOUT_FILENO;
+	int fd =
+	    c->file ? open(c->file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : STDOUT_FILENO;
 	size_t done = 0;
 	while (fd >= 0 && done < len) {
 		ssize_t w = write(fd, v + done, len - done);
@@ -189,8 +190,15 @@ static int write_value(const struct cmd *c, const uint8_t *v, uint32_t len)
 	return 0;
 }
 
+/* Where the commands go: one server's pool, or a cluster's members. */
+struct target {
+	struct qpg_kv_pool *pool;
+	struct qpg_kv_cluster *cluster;
+	uint64_t view_rev; /* --test-view-rev: a lagging client's view */
+};
+
 /* Returns 0 ok, 1 an error status or mismatch, 2 a file, 3 the connection failed. */
-static int run_cmd(struct qpg_kv_pool *pool, const struct cmd *c, struct pending *p, uint8_t abuse)
+static int run_cmd(const struct target *t, const struct cmd *c, struct pending *p, uint8_t abuse)
 {
 	static const char *const names[] = {"PUT", "GET", "DEL", "BAD"};
 	uint8_t *value = NULL;
@@ -216,15 +224,18 @@ static int run_cmd(struct qpg_kv_pool *pool, const struct cmd *c, struct pending
 	    .user = p,
 	};
 	qpg__kv_request_hooks(&p->req, c->op == CMD_BAD, c->op == CMD_GET ? abuse : 0);
-	int rc = qpg_kv_submit(pool, &p->req);
+	p->req.view_rev = t->view_rev;
+	int rc = t->cluster ? qpg_kv_cluster_submit(t->cluster, &p->req)
+			    : qpg_kv_submit(t->pool, &p->req);
 	pthread_mutex_lock(&p->lock);
 	while (rc == 0 && !p->done)
 		pthread_cond_wait(&p->cv, &p->lock);
 	pthread_mutex_unlock(&p->lock);
 	free(value);
 	if (rc || p->status < 0) {
-		struct qpg_kv_pool_info info;
-		qpg_kv_pool_info(pool, &info);
+		struct qpg_kv_pool_info info = {0};
+		if (t->pool)
+			qpg_kv_pool_info(t->pool, &info);
 		fprintf(stderr, "%s %s: connection failed: %s\n", names[c->op], c->key,
 			info.last_error);
 		free(p->value);
@@ -351,6 +362,8 @@ int main(int argc, char **argv)
 	po.threads = po.conns = 1;
 	int abuse = QPG_KV_ABUSE_NONE;
 	bool one = false, two = false, synthetic = false;
+	struct qpg_cluster_opts etcd = {0};
+	struct target t = {0};
 	const struct qpg_opt client[] = {QPG_OPTS_CLIENT(&po.client), QPG_OPT_END};
 	const struct qpg_opt own[] = {
 	    {"max-msg", 's', OPT_U32, &po.client.max_msg, 512, 1 << 20, "BYTES",
@@ -362,10 +375,20 @@ int main(int argc, char **argv)
 	    {"test-abuse", 0, OPT_CALL, &abuse, 0, 0, "MODE",
 	     "test hook: past-end|other-qp|write|after-release|wrong-digest|expired|bogus-release",
 	     parse_abuse},
+	    {"cluster", 0, OPT_STR, &etcd.endpoints, 0, 0, "URL[,URL...]",
+	     "send each key to its owner in a cluster, from etcd (then no HOST SERVERNAME)"},
+	    {"cluster-name", 0, OPT_STR, &etcd.name, 0, 0, "NAME", "the cluster's name"},
+	    {"cluster-ca", 0, OPT_STR, &etcd.ca, 0, 0, "FILE", "CA of etcd's certificate"},
+	    {"cluster-cert", 0, OPT_STR, &etcd.cert, 0, 0, "FILE",
+	     "our client certificate for etcd"},
+	    {"cluster-key", 0, OPT_STR, &etcd.key, 0, 0, "FILE", "its key"},
+	    {"test-view-rev", 0, OPT_LONG, &t.view_rev, 0, 9.2e18, "REV",
+	     "test hook: every request claims a cluster view of this revision (a lagging client)"},
 	    QPG_OPT_END};
 	const struct qpg_opt *const tables[] = {client, own, NULL};
 	const char *synopsis =
-	    "qpgate-kv [options] HOST SERVERNAME COMMAND...\n\n"
+	    "qpgate-kv [options] HOST SERVERNAME COMMAND...\n"
+	    "qpgate-kv --cluster URL --cluster-name NAME [options] COMMAND...\n\n"
 	    "Commands, run in order:\n"
 	    "  put KEY FILE|-                store FILE's bytes (-: standard input)\n"
 	    "  get KEY [-o FILE]             the value to standard output, or to FILE\n"
@@ -377,9 +400,15 @@ int main(int argc, char **argv)
 	if (abuse != QPG_KV_ABUSE_NONE)
 		po.get_mode = QPG_KV_GET_ONE_SIDED;
 	struct cmd *cmds = calloc((size_t)argc, sizeof(*cmds));
-	int ncmds = cmds && argc - optind >= 3
-			? parse_cmds(argc - optind - 2, argv + optind + 2, synthetic, cmds)
+	int npos = etcd.endpoints ? 0 : 2; /* HOST SERVERNAME, unless a cluster names them */
+	int ncmds = cmds && argc - optind >= npos + 1
+			? parse_cmds(argc - optind - npos, argv + optind + npos, synthetic, cmds)
 			: -1;
+	if (etcd.endpoints && !etcd.name) {
+		fprintf(stderr, "error: --cluster needs --cluster-name NAME\n");
+		free(cmds);
+		return 2;
+	}
 	if (ncmds <= 0) {
 		fprintf(stderr, "usage: %s\n", synopsis);
 		free(cmds);
@@ -387,12 +416,23 @@ int main(int argc, char **argv)
 	}
 	if (abuse == QPG_KV_ABUSE_OTHER_QP)
 		po.conns = 2; /* one thread: the GET's grant, tried on the other */
-	po.client.host = argv[optind];
-	po.client.servername = argv[optind + 1];
 	signal(SIGPIPE, SIG_IGN);
 	char err[512];
-	struct qpg_kv_pool *pool;
-	if (qpg_kv_pool_create(&pool, &po, err, sizeof(err))) {
+	int crc;
+	if (etcd.endpoints) {
+		struct qpg_kv_cluster_opts co;
+		qpg_kv_cluster_opts_default(&co);
+		co.etcd = etcd;
+		co.etcd.quiet = true;
+		co.pool = po;
+		co.pool.connect_attempts = 2;
+		crc = qpg_kv_cluster_create(&t.cluster, &co, err, sizeof(err));
+	} else {
+		po.client.host = argv[optind];
+		po.client.servername = argv[optind + 1];
+		crc = qpg_kv_pool_create(&t.pool, &po, err, sizeof(err));
+	}
+	if (crc) {
 		fprintf(stderr, "qpgate-kv: %s\n", err);
 		free(cmds);
 		return 3;
@@ -402,12 +442,13 @@ int main(int argc, char **argv)
 	pthread_cond_init(&p.cv, NULL);
 	int rc = 0;
 	for (int i = 0; i < ncmds && rc < 2; i++) {
-		int r = run_cmd(pool, &cmds[i], &p, (uint8_t)abuse);
+		int r = run_cmd(&t, &cmds[i], &p, (uint8_t)abuse);
 		rc = r > rc ? r : rc;
 	}
-	if (abuse != QPG_KV_ABUSE_NONE)
-		report_abuse(pool, abuse);
-	qpg_kv_pool_destroy(pool);
+	if (abuse != QPG_KV_ABUSE_NONE && t.pool)
+		report_abuse(t.pool, abuse);
+	qpg_kv_pool_destroy(t.pool);
+	qpg_kv_cluster_destroy(t.cluster);
 	free(cmds);
 	return rc;
 }

@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# The KV cache over a cluster (tcp transport, on the host), with an etcd of
+# its own on loopback: faults under load (kill -9, SIGSTOP, a graceful
+# leave, a join), a forged member entry, and the stale-read cases (a frozen
+# owner, a key that bounces between members, an owner cut off from etcd).
+# Every value returned is verified; asserts states and counts, never times.
+. "$(dirname "$0")/lib.sh"
+. "$here/scripts/etcd.sh"
+qpg_test_setup clusterkv
+trap 'qpg_etcd_stop; jobs -p | xargs -r kill -9 2>/dev/null; pkill -9 -f "qpgate-server.*--cluster-name $name" 2>/dev/null; rm -rf "$work"' EXIT
+name=kv$$
+qpg_etcd_start "$work" || exit 1
+echo " etcd at $etcd_url"
+cl() { "$bin/qpgate-cluster" --cluster "$etcd_url" --cluster-name "$name" "$@"; }
+active() { cl status 2>/dev/null | grep -c " active *tcp " || true; }
+wait_active() { # N [SECONDS]
+	local i
+	for i in $(seq 1 $((${2:-10} * 10))); do
+		[ "$(active)" -eq "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+declare -A pids
+start() { # start ID [ETCD_URL]: a KV server joining the cluster
+	"$bin/qpgate-server" --transport tcp --service kv --kv-capacity 64M -s 8192 \
+		--cert "$work/server.crt" --key "$work/server.key" -p 0 \
+		--cluster "${2:-$etcd_url}" --cluster-name "$name" --cluster-id "$1" \
+		--advertise-name localhost --cluster-ttl 3 2>>"$work/$1.log" &
+	pids[$1]=$!
+}
+port_of() { cl status | awk -v id="$1" '$1==id {split($2, a, ":"); print a[2]}'; }
+rev() { cl status | awk '/view revision/ {print $3+0}'; }
+kv() { "$bin/qpgate-kv" --transport tcp --ca "$work/ca.crt" "$@"; }
+ckv() { kv --cluster "$etcd_url" --cluster-name "$name" --synthetic "$@"; }
+# direct PORT REV get KEY SIZE SEED: a lagging client that still routes to
+# the member at PORT with a view of revision REV. Prints the server's answer.
+direct() {
+	local p=$1 r=$2
+	shift 2
+	kv -p "$p" --test-view-rev "$r" --synthetic 127.0.0.1 localhost "$@" 2>&1 | tail -1
+}
+# not_verified ANSWER: the answer is anything but a value that verified.
+not_verified() { ! grep -q verified <<<"$1"; }
+kvbench() { # kvbench OUT SECONDS: a clustered load, every value checked
+	"$bin/qpgate-kvbench" --cluster "$etcd_url" --cluster-name "$name" --transport tcp \
+		--ca "$work/ca.crt" --num-keys 3000 --value-size 1024 --threads 1 --num-workers 8 \
+		-D "$2" --json "$1.json" >"$1" 2>&1
+}
+# bench_ok OUT: exit 0, no error, no value that failed its check.
+bench_ok() {
+	check "$2: kvbench exit 0 (exit $3)" [ "$3" -eq 0 ]
+	check "$2: every value verified (0 mismatches, 0 errors)" grep -q " 0 mismatches, 0 errors" "$1"
+}
+member_col() { # member_col OUT ID COLUMN: from kvbench's member table
+	awk -v id="$2" -v c="$3" '$1==id && NF==7 {print $c}' "$1"
+}
+
+for i in 1 2 3; do start m$i; done
+check "three KV members active" wait_active 3
+
+echo "== kill -9 one member under load"
+kvbench "$work/b1" 10 &
+b=$!
+sleep 3
+kill -9 "${pids[m2]}"
+wait "${pids[m2]}" 2>/dev/null
+wait $b
+rc=$?
+bench_ok "$work/b1" "kill -9" $rc
+check "kill -9: m2's keys were UNAVAILABLE, not rerouted, until its lease ended" [ "$(member_col "$work/b1" m2 5)" -gt 0 ]
+check "kill -9: then the survivors served them (misses filled again)" grep -Eq "cluster: [1-9][0-9]* misses" "$work/b1"
+check "kill -9: kvbench saw the view lose m2" grep -q "2 members, 2 active" "$work/b1"
+grep -E "view change|misses|unavailable" "$work/b1" | sed 's/^/   /'
+start m2
+check "m2 comes back (3 active)" wait_active 3
+
+echo "== SIGSTOP one member (a hang) under load, SIGCONT later"
+kvbench "$work/b2" 12 &
+b=$!
+sleep 2
+kill -STOP "${pids[m3]}"
+sleep 6
+kill -CONT "${pids[m3]}"
+wait $b
+rc=$?
+bench_ok "$work/b2" "SIGSTOP" $rc
+check "SIGSTOP: m3's keys were UNAVAILABLE meanwhile" [ "$(member_col "$work/b2" m3 5)" -gt 0 ]
+check "SIGSTOP: m3 registered again after SIGCONT" bash -c "grep -q 'registered again' '$work/m3.log'"
+check "m3 active again" wait_active 3
+
+echo "== a graceful leave under load"
+kvbench "$work/b3" 8 &
+b=$!
+sleep 2
+kill -TERM "${pids[m1]}"
+wait "${pids[m1]}"
+lrc=$?
+wait $b
+rc=$?
+check "m1 left with exit 0 (exit $lrc)" [ $lrc -eq 0 ]
+bench_ok "$work/b3" "graceful leave" $rc
+check "graceful leave: kvbench saw m1 draining or gone" grep -q "3 members, 2 active\|2 members, 2 active" "$work/b3"
+start m1
+check "m1 back (3 active)" wait_active 3
+
+echo "== a fourth member joins under load: about a quarter of the keys move"
+kvbench "$work/b4" 8 &
+b=$!
+sleep 2
+start m4
+wait $b
+rc=$?
+bench_ok "$work/b4" "join" $rc
+refills=$(awk '/cluster: .* misses/ {print $2}' "$work/b4")
+echo "   $refills of 3000 keys were missed once and filled again on their new owner"
+check "join: between 20% and 30% of the keys moved ($refills of 3000)" [ "${refills:-0}" -ge 600 ] && [ "${refills:-0}" -le 900 ]
+check "join: no GET was UNAVAILABLE or an error" grep -q "misses (each filled again: [0-9]*), 0 unavailable" "$work/b4"
+
+echo "== stale reads: a frozen owner (SIGSTOP past its lease)"
+key=frozen-1
+owner=$(cl owner "$key" | awk '{print $2}')
+oport=$(port_of "$owner")
+r1=$(rev)
+check "v1 written through the cluster" ckv put "$key" 512 1
+kill -STOP "${pids[$owner]}"
+check "its lease ends: 3 active without it" wait_active 3 10
+check "v2 written through the new owner" ckv put "$key" 512 2
+kill -CONT "${pids[$owner]}"
+ans=$(direct "$oport" "$r1" get "$key" 512 1)
+echo "   a reader that still routes to $owner: $ans"
+check "the woken owner never serves v1 (unavailable, wrong owner or not found)" \
+	not_verified "$ans"
+check "the cluster serves v2" ckv get "$key" 512 2
+wait_active 4 10
+
+echo "== stale reads: a key bounces A -> D -> A twice, with writes between"
+# A key that m4 owns: without m4 it goes back to where it was.
+for k in $(seq 1 200); do
+	[ "$(cl owner "bounce-$k" | awk '{print $2}')" = m4 ] && break
+done
+key=bounce-$k
+for round in 1 2; do
+	kill -TERM "${pids[m4]}"
+	wait "${pids[m4]}"
+	wait_active 3 10
+	a=$(cl owner "$key" | awk '{print $2}')
+	aport=$(port_of "$a")
+	ra=$(rev)
+	ckv put "$key" 512 $((10 * round + 1)) >/dev/null 2>&1
+	start m4
+	wait_active 4 10
+	check "round $round: $key is m4's again" [ "$(cl owner "$key" | awk '{print $2}')" = m4 ]
+	ckv put "$key" 512 $((10 * round + 2)) >/dev/null 2>&1
+	kill -TERM "${pids[m4]}"
+	wait "${pids[m4]}"
+	wait_active 3 10
+	ans=$(direct "$aport" "$ra" get "$key" 512 $((10 * round + 1)))
+	echo "   round $round: a reader with the view from before m4 joined asks $a: $ans"
+	check "round $round: $a never serves the value older than m4's write" \
+		not_verified "$ans"
+	ans=$(direct "$(port_of "$(cl owner "$key" | awk '{print $2}')")" 0 get "$key" 512 $((10 * round + 1)))
+	check "round $round: nor does the key's owner now" not_verified "$ans"
+	start m4
+	wait_active 4 10
+done
+
+echo "== stale reads: an owner cut off from etcd until its lease ends"
+proxy_port=$((20000 + RANDOM % 20000))
+etcd_port=${etcd_url##*:}
+python3 "$here/tests/integration/tcp_proxy.py" "$proxy_port" "$etcd_port" &
+proxy=$!
+sleep 0.5
+start m5 "http://127.0.0.1:$proxy_port"
+check "m5 joins through the proxy" wait_active 5 10
+for k in $(seq 1 200); do
+	[ "$(cl owner "cut-$k" | awk '{print $2}')" = m5 ] && break
+done
+key=cut-$k
+port5=$(port_of m5)
+r5=$(rev)
+check "v1 written to m5" ckv put "$key" 512 1
+kill -9 $proxy
+wait $proxy 2>/dev/null
+check "m5's lease ends (4 active)" wait_active 4 10
+check "v2 written through the new owner" ckv put "$key" 512 2
+python3 "$here/tests/integration/tcp_proxy.py" "$proxy_port" "$etcd_port" &
+proxy=$!
+check "m5 registers again once it reaches etcd" wait_active 5 15
+ans=$(direct "$port5" "$r5" get "$key" 512 1)
+echo "   a reader with the old view asks m5: $ans"
+check "m5 never serves v1 again" not_verified "$ans"
+check "m5 said it lost its lease" grep -q "lease lost" "$work/m5.log"
+
+echo "== a forged member entry: the right CA and name, another key"
+# An impostor with a certificate from the same CA for the same name, but
+# its own key, holding its own value for a key; its entry is written to
+# etcd by hand, as whoever can write to etcd could.
+(cd "$work" && openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost \
+	-keyout evil.key -out evil.csr 2>/dev/null &&
+	printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >evil.ext &&
+	openssl x509 -req -in evil.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile evil.ext \
+		-out evil.crt 2>/dev/null)
+srv_cert=$work/evil.crt srv_key=$work/evil.key qpg_serve "$work" --transport tcp --service kv -s 8192
+evil=$port
+spki=$(etcdctl --endpoints "$etcd_url" get "/qpgate/$name/members/m1" --print-value-only | jq -r .spki_sha256)
+entry=$(jq -cn --arg spki "$spki" --argjson port "$evil" \
+	'{v:1,id:"forged",host:"127.0.0.1",port:$port,transport:"tcp",tls_name:"localhost",
+	  incarnation:"0123456789abcdef",state:"active",weight:1000,clients:0,max_clients:1,spki_sha256:$spki}')
+for k in $(seq 1 100); do
+	kv -p "$evil" --synthetic 127.0.0.1 localhost put "forged-$k" 512 66 >/dev/null 2>&1
+done
+etcdctl --endpoints "$etcd_url" put "/qpgate/$name/members/forged" "$entry" >/dev/null
+sleep 1
+for k in $(seq 1 100); do
+	[ "$(cl owner "forged-$k" | awk '{print $2}')" = forged ] && break
+done
+ckv get "forged-$k" 512 66 >"$work/forged.out" 2>&1
+echo "   GET forged-$k through the cluster: $(tail -1 "$work/forged.out")"
+check "the impostor's value is never served (its key does not match the pinned SPKI)" \
+	bash -c "! grep -q verified '$work/forged.out'"
+check "the client said why: the SPKI pin" grep -q "SPKI pin" "$work/forged.out"
+etcdctl --endpoints "$etcd_url" del "/qpgate/$name/members/forged" >/dev/null
+kill -9 "$srv" 2>/dev/null
+srv=""
+
+echo "== leaving: every member exits 0 and its entry goes"
+for id in "${!pids[@]}"; do
+	kill -0 "${pids[$id]}" 2>/dev/null && kill -TERM "${pids[$id]}"
+done
+fails=0
+for id in "${!pids[@]}"; do
+	wait "${pids[$id]}" || fails=$((fails + 1))
+done
+check "every member exited 0 on SIGTERM" [ $fails -eq 0 ]
+check "no member entry is left" [ "$(etcdctl --endpoints "$etcd_url" get --prefix "/qpgate/$name/members/" --keys-only | grep -c .)" -eq 0 ]
+kill -9 $proxy 2>/dev/null
+finish_checks
