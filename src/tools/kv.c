@@ -364,6 +364,7 @@ int main(int argc, char **argv)
 	bool one = false, two = false, synthetic = false;
 	struct qpg_cluster_opts etcd = {0};
 	struct target t = {0};
+	const char *wait_file = NULL;
 	const struct qpg_opt client[] = {QPG_OPTS_CLIENT(&po.client), QPG_OPT_END};
 	const struct qpg_opt own[] = {
 	    {"max-msg", 's', OPT_U32, &po.client.max_msg, 512, 1 << 20, "BYTES",
@@ -382,6 +383,8 @@ int main(int argc, char **argv)
 	    {"cluster-cert", 0, OPT_STR, &etcd.cert, 0, 0, "FILE",
 	     "our client certificate for etcd"},
 	    {"cluster-key", 0, OPT_STR, &etcd.key, 0, 0, "FILE", "its key"},
+	    {"test-wait-file", 0, OPT_STR, &wait_file, 0, 0, "FILE",
+	     "test hook: connect, then wait (60 s at most) until FILE exists before the commands"},
 	    {"test-view-rev", 0, OPT_LONG, &t.view_rev, 0, 9.2e18, "REV",
 	     "test hook: every request claims a cluster view of this revision (a lagging client)"},
 	    QPG_OPT_END};
@@ -437,6 +440,8 @@ int main(int argc, char **argv)
 		free(cmds);
 		return 3;
 	}
+	for (int i = 0; wait_file && access(wait_file, F_OK) && i < 6000; i++)
+		nanosleep(&(struct timespec){0, 10000000}, NULL);
 	struct pending p = {0};
 	pthread_mutex_init(&p.lock, NULL);
 	pthread_cond_init(&p.cv, NULL);

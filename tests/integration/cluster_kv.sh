@@ -27,7 +27,7 @@ start() { # start ID [ETCD_URL]: a KV server joining the cluster
 	"$bin/qpgate-server" --transport tcp --service kv --kv-capacity 64M -s 8192 \
 		--cert "$work/server.crt" --key "$work/server.key" -p 0 \
 		--cluster "${2:-$etcd_url}" --cluster-name "$name" --cluster-id "$1" \
-		--advertise-name localhost --cluster-ttl 3 2>>"$work/$1.log" &
+		--advertise-name localhost --cluster-ttl 3 "${@:3}" 2>>"$work/$1.log" &
 	pids[$1]=$!
 }
 port_of() { cl status | awk -v id="$1" '$1==id {split($2, a, ":"); print a[2]}'; }
@@ -71,6 +71,8 @@ rc=$?
 bench_ok "$work/b1" "kill -9" $rc
 check "kill -9: m2's keys were UNAVAILABLE, not rerouted, until its lease ended" [ "$(member_col "$work/b1" m2 5)" -gt 0 ]
 check "kill -9: then the survivors served them (misses filled again)" grep -Eq "cluster: [1-9][0-9]* misses" "$work/b1"
+check "kill -9: no survivor was sent m2's keys meanwhile (0 wrong owner)" \
+	[ "$(member_col "$work/b1" m1 6)$(member_col "$work/b1" m3 6)" = 00 ]
 check "kill -9: kvbench saw the view lose m2" grep -q "2 members, 2 active" "$work/b1"
 grep -E "view change|misses|unavailable" "$work/b1" | sed 's/^/   /'
 start m2
@@ -118,20 +120,46 @@ echo "   $refills of 3000 keys were missed once and filled again on their new ow
 check "join: between 20% and 30% of the keys moved ($refills of 3000)" [ "${refills:-0}" -ge 600 ] && [ "${refills:-0}" -le 900 ]
 check "join: no GET was UNAVAILABLE or an error" grep -q "misses (each filled again: [0-9]*), 0 unavailable" "$work/b4"
 
+echo "== a member asked for a key it does not own answers WRONG_OWNER"
+key=direct-1
+check "the key written through the cluster" ckv put "$key" 512 7
+owner=$(cl owner "$key" | awk '{print $2}')
+other=m1
+[ "$owner" = m1 ] && other=m3
+ans=$(direct "$(port_of $other)" 0 get "$key" 512 7)
+echo "   GET $key from $other (the owner is $owner): $ans"
+check "a GET at a non-owner is answered wrong owner" grep -q "wrong owner" <<<"$ans"
+ans=$(direct "$(port_of $other)" 0 put "$key" 512 8)
+check "a PUT at a non-owner is answered wrong owner" grep -q "wrong owner" <<<"$ans"
+check "the owner still has the value written through the cluster" ckv get "$key" 512 7
+
 echo "== stale reads: a frozen owner (SIGSTOP past its lease)"
 key=frozen-1
 owner=$(cl owner "$key" | awk '{print $2}')
 oport=$(port_of "$owner")
 r1=$(rev)
 check "v1 written through the cluster" ckv put "$key" 512 1
+# A reader already connected to the owner, whose GET is waiting in the
+# owner's socket when it wakes: the first thing the woken owner does.
+rm -f "$work/go"
+kv -p "$oport" --test-view-rev "$r1" --test-wait-file "$work/go" --synthetic 127.0.0.1 localhost \
+	get "$key" 512 1 >"$work/frozen.out" 2>&1 &
+reader=$!
+sleep 1
 kill -STOP "${pids[$owner]}"
 check "its lease ends: 3 active without it" wait_active 3 10
 check "v2 written through the new owner" ckv put "$key" 512 2
+touch "$work/go"
+sleep 0.5
 kill -CONT "${pids[$owner]}"
-ans=$(direct "$oport" "$r1" get "$key" 512 1)
-echo "   a reader that still routes to $owner: $ans"
+wait $reader
+ans=$(tail -1 "$work/frozen.out")
+echo "   a reader that still routes to $owner, connected before the freeze: $ans"
 check "the woken owner never serves v1 (unavailable, wrong owner or not found)" \
 	not_verified "$ans"
+ans=$(direct "$oport" "$r1" get "$key" 512 1)
+echo "   a reader that connects after the wake: $ans"
+check "nor later" not_verified "$ans"
 check "the cluster serves v2" ckv get "$key" 512 2
 wait_active 4 10
 
@@ -172,8 +200,38 @@ etcd_port=${etcd_url##*:}
 python3 "$here/tests/integration/tcp_proxy.py" "$proxy_port" "$etcd_port" &
 proxy=$!
 sleep 0.5
-start m5 "http://127.0.0.1:$proxy_port"
+start m5 "http://127.0.0.1:$proxy_port" --cluster-ttl 10
 check "m5 joins through the proxy" wait_active 5 10
+
+echo "== stale reads: a member whose view lags (its link to etcd stalls) catches up first"
+# Keys m5 owns while m4 is away, of which m4 takes one when it returns.
+kill -TERM "${pids[m4]}"
+wait "${pids[m4]}"
+wait_active 4 10
+cands=""
+for k in $(seq 1 300); do
+	[ "$(cl owner "lag-$k" | awk '{print $2}')" = m5 ] && cands="$cands lag-$k"
+done
+start m4
+wait_active 5 10
+key=""
+for k in $cands; do
+	[ "$(cl owner "$k" | awk '{print $2}')" = m4 ] && key=$k && break
+done
+check "a key moves from m5 to m4 when m4 returns ($key)" [ -n "$key" ]
+kill -TERM "${pids[m4]}"
+wait "${pids[m4]}"
+wait_active 4 10
+check "v1 written to m5" ckv put "$key" 512 1
+kill -STOP $proxy # m5 hears nothing from etcd now; its lease (10 s) runs on
+start m4
+check "m4 returns (5 active)" wait_active 5 10
+check "v2 written to m4" ckv put "$key" 512 2
+ans=$(direct "$(port_of m5)" "$(rev)" get "$key" 512 1)
+echo "   a reader with the newest view asks m5, whose view is behind: $ans"
+check "m5 does not answer from its older view (it cannot catch up: unavailable)" not_verified "$ans"
+kill -CONT $proxy
+check "m5 catches up and drops the key it lost" bash -c "sleep 2; grep -q 'dropped' '$work/m5.log'"
 for k in $(seq 1 200); do
 	[ "$(cl owner "cut-$k" | awk '{print $2}')" = m5 ] && break
 done
@@ -183,7 +241,7 @@ r5=$(rev)
 check "v1 written to m5" ckv put "$key" 512 1
 kill -9 $proxy
 wait $proxy 2>/dev/null
-check "m5's lease ends (4 active)" wait_active 4 10
+check "m5's lease ends (4 active)" wait_active 4 20
 check "v2 written through the new owner" ckv put "$key" 512 2
 python3 "$here/tests/integration/tcp_proxy.py" "$proxy_port" "$etcd_port" &
 proxy=$!
