@@ -110,7 +110,7 @@ int main(int argc, char **argv)
 	int pos = qpg_opts_parse(
 	    argc, argv, tables,
 	    "qpgate-cluster status|watch|spread|owner KEY... --cluster URL --cluster-name NAME",
-	    -1);
+	    -2);
 	if (pos >= argc) {
 		fprintf(stderr, "error: say status, watch, spread or owner KEY...\n");
 		return 2;

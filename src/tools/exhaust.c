@@ -160,7 +160,8 @@ void exhaust_classify(const struct exhaust_input *in, struct exhausted *out)
 	/* A resource named by the server's log comes first: what the server
 	 * ran out of shows on the client only as a timeout or a close. */
 	unsigned long n;
-	enum exhausted_resource r = scan_log(in->server_log, in->server_log_from, out->evidence, sizeof(out->evidence), &n);
+	enum exhausted_resource r =
+	    scan_log(in->server_log, in->server_log_from, out->evidence, sizeof(out->evidence), &n);
 	if (r != EXH_NONE) {
 		out->what = r;
 		limit_value(r, out->value, sizeof(out->value));

@@ -21,8 +21,8 @@ json_t *qpg_json_doc(const char *tool, json_t *parameters, json_t *results)
 	char date[32];
 	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 	return json_pack("{s:i, s:s, s:s, s:s, s:o, s:o}", "schema_version",
-			 QPG_JSON_SCHEMA_VERSION, "tool", tool, "version", QPG_VERSION, "date", date,
-			 "parameters", parameters, "results", results);
+			 QPG_JSON_SCHEMA_VERSION, "tool", tool, "version", QPG_VERSION, "date",
+			 date, "parameters", parameters, "results", results);
 }
 
 static int fail(char *why, size_t len, const char *path, const char *what)
@@ -83,8 +83,9 @@ int qpg_json_check(const json_t *doc, char *why, size_t why_len)
 		if (!json_object_get(doc, keys[i]))
 			return fail(why, why_len, keys[i], "missing");
 	if (json_object_size(doc) != sizeof(keys) / sizeof(keys[0]))
-		return fail(why, why_len, "", "a key besides schema_version, tool, version, date, "
-					      "parameters and results");
+		return fail(why, why_len, "",
+			    "a key besides schema_version, tool, version, date, "
+			    "parameters and results");
 	const json_t *sv = json_object_get(doc, "schema_version");
 	if (!json_is_integer(sv) || json_integer_value(sv) != QPG_JSON_SCHEMA_VERSION)
 		return fail(why, why_len, "schema_version", "not the integer 1");

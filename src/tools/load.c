@@ -16,7 +16,7 @@ struct conn_state {
 	int index;
 	long sent, verified;
 	uint64_t sent_ns; /* a stamp (stamp.h), in its clock's units */
-	bool timed; /* the echo on the wire is timed (--lat-every) */
+	bool timed;	  /* the echo on the wire is timed (--lat-every) */
 	bool established, closed, done;
 	bool outstanding; /* a request is on the wire */
 	bool blocked;	  /* the send queue was full: retry on a send completion */

@@ -20,19 +20,19 @@ struct load_opts {
 	long msgs;	   /* per connection; ignored when duration_s > 0 */
 	double duration_s; /* traffic phase length, 0: use msgs */
 	uint32_t size;
-	long window;	 /* handshakes (sessions) in flight */
+	long window;		  /* handshakes (sessions) in flight */
 	unsigned qps_per_session; /* connections brought up over one TLS session */
-	long inflight;	 /* echoes in flight over all connections, 0: one per connection */
+	long inflight;		  /* echoes in flight over all connections, 0: one per connection */
 	/* Time one echo in this many on each connection (1: every echo; all
 	 * are verified either way). A clock read can cost a system call (a
 	 * VM's HPET: about 1 us), and a busy client makes two per echo. */
 	long lat_every;
 	const struct stamp *clock; /* of the latency stamps; NULL: CLOCK_MONOTONIC */
-	double ramp;	 /* new connections per second, 0: as fast as the window allows */
-	long hold_ms;	 /* all connected -> wait -> traffic */
-	long timeout_ms; /* whole run */
-	int corrupt_at;	 /* test hook, -1: off */
-	int oversize_at; /* test hook: conn 0 sends message K oversized, -1: off */
+	double ramp;		   /* new connections per second, 0: as fast as the window allows */
+	long hold_ms;		   /* all connected -> wait -> traffic */
+	long timeout_ms;	   /* whole run */
+	int corrupt_at;		   /* test hook, -1: off */
+	int oversize_at;	   /* test hook: conn 0 sends message K oversized, -1: off */
 	/* Test hook: conn 0 stops before message PAUSE_AT (-1: off), writes
 	 * RESUME_FILE.paused, and goes on once RESUME_FILE exists: a quiet,
 	 * live connection for a packet injector to aim at. */

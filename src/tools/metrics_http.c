@@ -14,7 +14,48 @@ struct metrics_http {
 	struct MHD_Daemon *d;
 	struct qpg_server *srv;
 	uint16_t port;
+	void (*extra)(void *user, FILE *f); /* more metrics after the server's */
+	void *extra_user;
 };
+
+void metrics_http_extra(struct metrics_http *m, void (*fn)(void *user, FILE *f), void *user)
+{
+	if (!m)
+		return;
+	m->extra_user = user;
+	m->extra = fn;
+}
+
+/* The server's text, then the extra metrics, in one malloc'd buffer. */
+static int scrape(struct metrics_http *m, char **out, size_t *len)
+{
+	char *text = NULL;
+	size_t n = 0;
+	if (qpg_server_prometheus(m->srv, &text, &n) < 0)
+		return -1;
+	if (!m->extra) {
+		*out = text;
+		*len = n;
+		return 0;
+	}
+	char *all = NULL;
+	size_t alen = 0;
+	FILE *f = open_memstream(&all, &alen);
+	if (!f) {
+		free(text);
+		return -1;
+	}
+	fwrite(text, 1, n, f);
+	free(text);
+	m->extra(m->extra_user, f);
+	if (fclose(f)) {
+		free(all);
+		return -1;
+	}
+	*out = all;
+	*len = alen;
+	return 0;
+}
 
 static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char *url,
 			      const char *method, const char *version, const char *upload,
@@ -37,7 +78,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
 	} else {
 		char *text = NULL;
 		size_t len = 0;
-		if (qpg_server_prometheus(m->srv, &text, &len) < 0)
+		if (scrape(m, &text, &len) < 0)
 			return MHD_NO;
 		resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
 		MHD_add_response_header(resp, "Content-Type", "text/plain; version=0.0.4");

@@ -22,3 +22,8 @@ uint16_t metrics_http_port(const struct metrics_http *m)
 void metrics_http_stop(struct metrics_http *m)
 {
 }
+
+void metrics_http_extra(struct metrics_http *m, void (*fn)(void *user, FILE *f), void *user)
+{
+	(void)m, (void)fn, (void)user;
+}

@@ -140,7 +140,7 @@ int qpg_opts_parse(int argc, char **argv, const struct qpg_opt *const *tables, c
 	const struct qpg_opt **by_index = calloc((size_t)n + 1, sizeof(*by_index));
 	char shorts[2 * 128 + 3] = "";
 	size_t ns = 0;
-	if (npos < 0)
+	if (npos == -1)
 		shorts[ns++] = '+'; /* the rest goes to another program: stop at it */
 	if (!lo || !by_index) {
 		fprintf(stderr, "error: out of memory\n");

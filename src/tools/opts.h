@@ -50,7 +50,8 @@ struct qpg_opt {
 /* Parse ARGV with TABLES (a NULL-terminated list of tables ending in
  * QPG_OPT_END). --help prints the usage and exits 0; anything wrong prints
  * an error and exits 2. Returns the index of the first positional
- * argument; NPOS of them are required (-1: any number). */
+ * argument; NPOS of them are required (-1: any number, and options stop at
+ * the first; -2: any number, options anywhere). */
 int qpg_opts_parse(int argc, char **argv, const struct qpg_opt *const *tables, const char *synopsis,
 		   int npos);
 void qpg_opts_usage(FILE *f, const struct qpg_opt *const *tables, const char *synopsis);
@@ -123,17 +124,25 @@ void qpg_opts_usage(FILE *f, const struct qpg_opt *const *tables, const char *sy
 /* The flags of the tools that drive load.c (qpgate-client, qpgate-perf),
  * into LO (a struct load_opts); each tool's own defaults are printed. */
 #define QPG_OPTS_LOAD(lo)                                                                          \
-	{"clients", 'c', OPT_INT, &(lo)->nconns, 1, 10000000, "N",                                 \
-	 "concurrent clients, one connection each"},                                               \
+	{"clients", 'c',      OPT_INT, &(lo)->nconns,                                              \
+	 1,	    10000000, "N",     "concurrent clients, one connection each"},                 \
 	    {"iters", 'n', OPT_LONG, &(lo)->msgs, 0, 1000000000, "N", "messages per client"},      \
 	    {"size", 's', OPT_U32, &(lo)->size, 1, QPG_WIRE_MAX_MSG, "BYTES", "message size"},     \
-	    {"window", 0, OPT_LONG, &(lo)->window, 1, 10000000, "N",                               \
-	     "handshakes (sessions) in progress at once"},                                         \
-	    {"qp", 'q', OPT_UINT, &(lo)->qps_per_session, 1, QPG_WIRE_MAX_EXTRA_QPS + 1, "N",      \
-	     "rdma: clients brought up over each TLS session (default 1)"},                        \
-	    {"hold", 0, OPT_LONG, &(lo)->hold_ms, 0, 86400000, "MS",                               \
-	     "once all are connected, wait MS before traffic"},                                    \
-	    {"report_gbits", 0, OPT_FLAG, &(lo)->report_gbits, 0, 0, NULL,                         \
+	    {"window", 0,	 OPT_LONG, &(lo)->window,                                          \
+	     1,	       10000000, "N",	   "handshakes (sessions) in progress at once"},           \
+	    {"qp",     'q',                                                                        \
+	     OPT_UINT, &(lo)->qps_per_session,                                                     \
+	     1,	       QPG_WIRE_MAX_EXTRA_QPS + 1,                                                 \
+	     "N",      "rdma: clients brought up over each TLS session (default 1)"},              \
+	    {"hold", 0,	       OPT_LONG, &(lo)->hold_ms,                                           \
+	     0,	     86400000, "MS",	 "once all are connected, wait MS before traffic"},        \
+	    {"report_gbits",                                                                       \
+	     0,                                                                                    \
+	     OPT_FLAG,                                                                             \
+	     &(lo)->report_gbits,                                                                  \
+	     0,                                                                                    \
+	     0,                                                                                    \
+	     NULL,                                                                                 \
 	     "bandwidth in Gb/s (default MiB/s)"},                                                 \
 	{                                                                                          \
 		"timeout", 0, OPT_LONG, &(lo)->timeout_ms, 1, 86400000, "MS",                      \

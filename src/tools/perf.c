@@ -258,10 +258,11 @@ int main(int argc, char **argv)
 	lo.clock = &clock;
 	long nofile = qpg_cli_raise_nofile();
 	if (nofile >= 0 && lo.nconns + 32 > nofile)
-		fprintf(stderr,
-			"qpgate-perf: warning: %ld clients need a file descriptor each, but open files "
-			"are limited to %ld (ulimit -n): expect 'Too many open files'\n",
-			(long)lo.nconns, nofile);
+		fprintf(
+		    stderr,
+		    "qpgate-perf: warning: %ld clients need a file descriptor each, but open files "
+		    "are limited to %ld (ulimit -n): expect 'Too many open files'\n",
+		    (long)lo.nconns, nofile);
 	if (psn_log && !(s.psn_log = fopen(psn_log, "a"))) {
 		fprintf(stderr, "qpgate-perf: cannot open %s\n", psn_log);
 		return 2;

@@ -94,19 +94,21 @@ static int write_json(const struct sweep_report *rep, const char *path)
 		json_t *seeds = json_array();
 		for (size_t i = 0; i < sizeof(seed_runs) / sizeof(seed_runs[0]); i++)
 			json_array_append_new(
-			    seeds, json_pack("{s:i, s:i, s:f}", "clients", seed_runs[i].clients,
-					     "connected", seed_runs[i].connected, "success_rate",
-					     (double)seed_runs[i].connected / seed_runs[i].clients));
+			    seeds,
+			    json_pack("{s:i, s:i, s:f}", "clients", seed_runs[i].clients,
+				      "connected", seed_runs[i].connected, "success_rate",
+				      (double)seed_runs[i].connected / seed_runs[i].clients));
 		json_object_set_new(
 		    results, "seeds",
-		    json_pack("{s:s, s:o, s:i, s:i, s:s}", "source",
-			      "../shared/seeds 002 and 003 (thread per client, Soft-RoCE, t3.large)",
-			      "runs", seeds, "largest_at_100", SEED_FULL, "practical_limit", SEED_MAX,
-			      "resources_per_client", "1 QP + 2 CQ + 2 MR"));
+		    json_pack(
+			"{s:s, s:o, s:i, s:i, s:s}", "source",
+			"../shared/seeds 002 and 003 (thread per client, Soft-RoCE, t3.large)",
+			"runs", seeds, "largest_at_100", SEED_FULL, "practical_limit", SEED_MAX,
+			"resources_per_client", "1 QP + 2 CQ + 2 MR"));
 	}
 	json_t *root = qpg_json_doc("qpgate-sweep",
-				    json_pack("{s:s, s:s, s:s, s:b}", "title", rep->title, "command",
-					      rep->command, "transport", rep->transport,
+				    json_pack("{s:s, s:s, s:s, s:b}", "title", rep->title,
+					      "command", rep->command, "transport", rep->transport,
 					      "compare_seeds", rep->compare_seeds),
 				    results);
 	if (!root)
@@ -166,11 +168,13 @@ static int write_md(const struct sweep_report *rep, const char *path)
 		fprintf(f, "| largest N at 100%% success | %s | %d |\n", full, SEED_FULL);
 		fprintf(f, "| largest N at >= 99%% success | %s | none above 300 (500 at 98%%) |\n",
 			p99);
-		fprintf(f, "| resources per client | 1 QP (server side) | 1 QP + 2 CQ + 2 MR |\n\n");
+		fprintf(f,
+			"| resources per client | 1 QP (server side) | 1 QP + 2 CQ + 2 MR |\n\n");
 	} else {
-		fprintf(f, "| | qpgate |\n|---|---|\n| largest N at 100%% success | %s |\n"
-			   "| largest N at >= 99%% success | %s |\n"
-			   "| resources per client | 1 QP (server side) |\n\n",
+		fprintf(f,
+			"| | qpgate |\n|---|---|\n| largest N at 100%% success | %s |\n"
+			"| largest N at >= 99%% success | %s |\n"
+			"| resources per client | 1 QP (server side) |\n\n",
 			full, p99);
 	}
 	const struct sweep_point *bp = breaking_point(rep);
@@ -189,7 +193,8 @@ static int write_md(const struct sweep_report *rep, const char *path)
 			"| %d | %s | %d | %.2f%% | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			p->clients, sweep_stage_name(p->stage), p->connected, 100 * p->success,
 			p->all_verified ? "all verified" : "NOT all verified", t.c50, t.c99, t.kb,
-			t.rate, t.l50, t.l99, p->settled ? "yes" : "NO", p->failures[0] ? p->failures : "-");
+			t.rate, t.l50, t.l99, p->settled ? "yes" : "NO",
+			p->failures[0] ? p->failures : "-");
 	}
 	if (!rep->compare_seeds)
 		return fclose(f) ? -errno : 0;
@@ -472,8 +477,8 @@ static int write_html(const struct sweep_report *rep, const char *path)
 			q->clients, sweep_stage_name(q->stage), q->connected,
 			q->success >= 1 ? "ok" : "bad", 100 * q->success,
 			q->all_verified ? "ok" : "bad",
-			q->all_verified ? "all verified" : "NOT all", t.c50, t.c99, t.kb, t.qps, t.rate, t.l50, t.l99,
-			q->settled ? "ok" : "bad", q->settled ? "yes" : "NO");
+			q->all_verified ? "all verified" : "NOT all", t.c50, t.c99, t.kb, t.qps,
+			t.rate, t.l50, t.l99, q->settled ? "ok" : "bad", q->settled ? "yes" : "NO");
 		svg_escape(f, q->failures[0] ? q->failures : "-");
 		fputs("</td></tr>\n", f);
 	}

@@ -28,9 +28,9 @@ struct sweep_point {
 	bool settled;	     /* resources back to baseline before the next run */
 	bool server_exit_ok; /* a server the sweep started exited 0 */
 	double settle_s;
-	char failures[256]; /* "timeout 3, server_full 1" or "" */
+	char failures[256];   /* "timeout 3, server_full 1" or "" */
 	struct exhausted exh; /* what ran out, when anything failed */
-	json_t *perf;	    /* qpgate-perf's own JSON (owned) */
+	json_t *perf;	      /* qpgate-perf's own JSON (owned) */
 };
 
 /* The largest N found at a success level: exact when the search closed the

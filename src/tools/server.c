@@ -284,6 +284,8 @@ int main(int argc, char **argv)
 		qpg_kv_service_destroy(kvs);
 		return 1;
 	}
+	if (g_cluster.reg)
+		metrics_http_extra(metrics, srv_cluster_metrics, &g_cluster);
 	struct reloader rl = {.s = s};
 	bool reloading = pthread_create(&rl.thread, NULL, reload_thread, &rl) == 0;
 	svc_notify("READY=1");
@@ -295,10 +297,10 @@ int main(int argc, char **argv)
 		pthread_kill(rl.thread, SIGHUP);
 		pthread_join(rl.thread, NULL);
 	}
+	metrics_http_stop(metrics); /* no scrape reads the cluster's state from here on */
 	srv_cluster_stop(&g_cluster);
 	g_server = NULL;
 	print_stats(s);
-	metrics_http_stop(metrics);
 	qpg_server_destroy(s);
 	qpg_kv_service_destroy(kvs);
 	return rc ? 1 : 0;

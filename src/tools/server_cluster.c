@@ -231,3 +231,48 @@ void srv_cluster_stop(struct srv_cluster *c)
 	qpg_cluster_reg_destroy(c->reg);
 	c->reg = NULL;
 }
+
+void srv_cluster_metrics(void *user, FILE *f)
+{
+	struct srv_cluster *c = user;
+	struct qpg_cluster_reg *r = c->reg;
+	if (!r)
+		return;
+	struct qpg_cluster_reg_stats rs;
+	qpg_cluster_reg_stats(r, &rs);
+	bool alive = qpg_cluster_now_ns() < qpg_cluster_lease_until(r);
+	fprintf(
+	    f,
+	    "# HELP qpgate_cluster_etcd_up Whether the last keepalive reached etcd.\n"
+	    "# TYPE qpgate_cluster_etcd_up gauge\n"
+	    "qpgate_cluster_etcd_up %d\n"
+	    "# HELP qpgate_cluster_lease_alive Whether the lease is known alive now "
+	    "(KV keys are served only then).\n"
+	    "# TYPE qpgate_cluster_lease_alive gauge\n"
+	    "qpgate_cluster_lease_alive %d\n"
+	    "# HELP qpgate_cluster_registrations_total Registrations, one more per lost lease.\n"
+	    "# TYPE qpgate_cluster_registrations_total counter\n"
+	    "qpgate_cluster_registrations_total %llu\n"
+	    "# HELP qpgate_cluster_leases_lost_total Leases lost.\n"
+	    "# TYPE qpgate_cluster_leases_lost_total counter\n"
+	    "qpgate_cluster_leases_lost_total %llu\n"
+	    "# HELP qpgate_cluster_keepalive_failures_total Keepalives etcd did not answer.\n"
+	    "# TYPE qpgate_cluster_keepalive_failures_total counter\n"
+	    "qpgate_cluster_keepalive_failures_total %llu\n",
+	    rs.etcd_ok, alive, (unsigned long long)rs.registrations,
+	    (unsigned long long)rs.leases_lost, (unsigned long long)rs.keepalive_fails);
+	if (!c->kv)
+		return;
+	struct qpg_cluster_kv_stats ks;
+	qpg_cluster_kv_stats(c->kv, &ks);
+	fprintf(f,
+		"# HELP qpgate_cluster_kv_keys_dropped_total KV keys dropped: owned no longer, "
+		"or a lost lease.\n"
+		"# TYPE qpgate_cluster_kv_keys_dropped_total counter\n"
+		"qpgate_cluster_kv_keys_dropped_total %llu\n"
+		"# HELP qpgate_cluster_kv_catch_ups_total KV requests that waited for a newer "
+		"view.\n"
+		"# TYPE qpgate_cluster_kv_catch_ups_total counter\n"
+		"qpgate_cluster_kv_catch_ups_total %llu\n",
+		(unsigned long long)ks.keys_dropped, (unsigned long long)ks.catch_ups);
+}

@@ -5,6 +5,7 @@
 #define QPG_TOOLS_SERVER_CLUSTER_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "opts.h"
 #include "qpgate/cluster.h"
@@ -98,6 +99,9 @@ int srv_cluster_start(struct srv_cluster *c, struct qpg_server *s, const struct 
 /* SIGTERM in a cluster: draining first, then stop S after drain_ms. Safe
  * from a signal handler. */
 void srv_cluster_signal(struct srv_cluster *c);
+/* The cluster's metrics (etcd reachable, the lease, drops), for
+ * metrics_http_extra. */
+void srv_cluster_metrics(void *user, FILE *f);
 /* After the server stopped: revoke the lease (the entry goes with it),
  * stop gating the KV service. */
 void srv_cluster_stop(struct srv_cluster *c);

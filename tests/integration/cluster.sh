@@ -27,8 +27,11 @@ start() { # start ID [flags]: a tcp server joining the cluster
 	shift
 	"$bin/qpgate-server" --transport tcp --cert "$work/server.crt" --key "$work/server.key" -p 0 \
 		--cluster "$etcd_url" --cluster-name "$name" --cluster-id "$id" --advertise-name localhost \
-		--cluster-ttl 3 "$@" 2>"$work/$id.log" &
+		--cluster-ttl 3 --metrics 127.0.0.1:0 --port-file "$work/$id.port" "$@" 2>"$work/$id.log" &
 	pids[$id]=$!
+}
+metric() { # metric ID NAME: its value in the member's /metrics
+	curl -s "http://127.0.0.1:$(awk '{print $2}' "$work/$1.port")/metrics" | awk -v n="$2" '$1==n {print $2}'
 }
 
 echo "== etcd unreachable at start: a clear error, exit 1"
@@ -112,7 +115,10 @@ cl watch -D 60 >"$work/watch3.log" 2>&1 &
 watcher=$!
 sleep 0.5
 kill -STOP "$etcd_pid"
-sleep 10
+sleep 5
+check "etcd unreachable: the metric says so (qpgate_cluster_etcd_up 0)" [ "$(metric kv1 qpgate_cluster_etcd_up)" = 0 ]
+check "past the TTL without a keepalive, the lease is not known alive" [ "$(metric kv1 qpgate_cluster_lease_alive)" = 0 ]
+sleep 5
 kill -9 "$etcd_pid"
 wait "$etcd_pid" 2>/dev/null
 qpg_etcd_run "$work"
@@ -126,6 +132,8 @@ check "the watcher never saw a member leave (every view has 2 members)" \
 check "the servers said etcd was unreachable, and reachable again" \
 	bash -c "grep -q 'etcd unreachable' '$work/kv1.log' && grep -q 'etcd reachable again' '$work/kv1.log'"
 check "both servers are still running" kill -0 "${pids[kv1]}" "${pids[kv4]}"
+check "etcd reachable again: qpgate_cluster_etcd_up 1, the lease alive" \
+	bash -c "[ \"\$(curl -s http://127.0.0.1:$(awk '{print $2}' "$work/kv1.port")/metrics | grep -E '^qpgate_cluster_(etcd_up|lease_alive) ' | awk '{s+=\$2} END {print s}')\" = 2 ]"
 
 echo "== the rest leave; nothing of the cluster is left in etcd but our sync keys"
 kill -TERM "${pids[kv1]}" "${pids[kv4]}"

@@ -5,7 +5,12 @@
 # leave, a join), a forged member entry, and the stale-read cases (a frozen
 # owner, a key that bounces between members, an owner cut off from etcd).
 # Every value returned is verified; asserts states and counts, never times.
+#   cluster_kv.sh [tcp|rdma] [all|failover]
+# rdma runs in the lab (tests/lab-run): the servers, etcd and clients in one
+# VM on one rxe device; "failover" is the kill -9 under load, once with
+# two-sided and once with one-sided GETs.
 . "$(dirname "$0")/lib.sh"
+transport=${1:-tcp} what=${2:-all}
 . "$here/scripts/etcd.sh"
 qpg_test_setup clusterkv
 trap 'qpg_etcd_stop; jobs -p | xargs -r kill -9 2>/dev/null; pkill -9 -f "qpgate-server.*--cluster-name $name" 2>/dev/null; rm -rf "$work"' EXIT
@@ -13,7 +18,7 @@ name=kv$$
 qpg_etcd_start "$work" || exit 1
 echo " etcd at $etcd_url"
 cl() { "$bin/qpgate-cluster" --cluster "$etcd_url" --cluster-name "$name" "$@"; }
-active() { cl status 2>/dev/null | grep -c " active *tcp " || true; }
+active() { cl status 2>/dev/null | grep -c " active *$transport " || true; }
 wait_active() { # N [SECONDS]
 	local i
 	for i in $(seq 1 $((${2:-10} * 10))); do
@@ -24,7 +29,7 @@ wait_active() { # N [SECONDS]
 }
 declare -A pids
 start() { # start ID [ETCD_URL]: a KV server joining the cluster
-	"$bin/qpgate-server" --transport tcp --service kv --kv-capacity 64M -s 8192 \
+	"$bin/qpgate-server" --transport "$transport" --service kv --kv-capacity 64M -s 8192 \
 		--cert "$work/server.crt" --key "$work/server.key" -p 0 \
 		--cluster "${2:-$etcd_url}" --cluster-name "$name" --cluster-id "$1" \
 		--advertise-name localhost --cluster-ttl 3 "${@:3}" 2>>"$work/$1.log" &
@@ -32,7 +37,7 @@ start() { # start ID [ETCD_URL]: a KV server joining the cluster
 }
 port_of() { cl status | awk -v id="$1" '$1==id {split($2, a, ":"); print a[2]}'; }
 rev() { cl status | awk '/view revision/ {print $3+0}'; }
-kv() { "$bin/qpgate-kv" --transport tcp --ca "$work/ca.crt" "$@"; }
+kv() { "$bin/qpgate-kv" --transport "$transport" --ca "$work/ca.crt" "$@"; }
 ckv() { kv --cluster "$etcd_url" --cluster-name "$name" --synthetic "$@"; }
 # direct PORT REV get KEY SIZE SEED: a lagging client that still routes to
 # the member at PORT with a view of revision REV. Prints the server's answer.
@@ -43,10 +48,10 @@ direct() {
 }
 # not_verified ANSWER: the answer is anything but a value that verified.
 not_verified() { ! grep -q verified <<<"$1"; }
-kvbench() { # kvbench OUT SECONDS: a clustered load, every value checked
-	"$bin/qpgate-kvbench" --cluster "$etcd_url" --cluster-name "$name" --transport tcp \
-		--ca "$work/ca.crt" --num-keys 3000 --value-size 1024 --threads 1 --num-workers 8 \
-		-D "$2" --json "$1.json" >"$1" 2>&1
+kvbench() { # kvbench OUT SECONDS [FLAGS]: a clustered load, every value checked
+	"$bin/qpgate-kvbench" --cluster "$etcd_url" --cluster-name "$name" --transport "$transport" \
+		--ca "$work/ca.crt" --num-keys "${num_keys:-3000}" --value-size "${value_size:-1024}" --threads 1 \
+		--num-workers 8 -D "$2" --json "$1.json" "${@:3}" >"$1" 2>&1
 }
 # bench_ok OUT: exit 0, no error, no value that failed its check.
 bench_ok() {
@@ -60,23 +65,37 @@ member_col() { # member_col OUT ID COLUMN: from kvbench's member table
 for i in 1 2 3; do start m$i; done
 check "three KV members active" wait_active 3
 
-echo "== kill -9 one member under load"
-kvbench "$work/b1" 10 &
-b=$!
-sleep 3
-kill -9 "${pids[m2]}"
-wait "${pids[m2]}" 2>/dev/null
-wait $b
-rc=$?
-bench_ok "$work/b1" "kill -9" $rc
-check "kill -9: m2's keys were UNAVAILABLE, not rerouted, until its lease ended" [ "$(member_col "$work/b1" m2 5)" -gt 0 ]
-check "kill -9: then the survivors served them (misses filled again)" grep -Eq "cluster: [1-9][0-9]* misses" "$work/b1"
-check "kill -9: no survivor was sent m2's keys meanwhile (0 wrong owner)" \
-	[ "$(member_col "$work/b1" m1 6)$(member_col "$work/b1" m3 6)" = 00 ]
-check "kill -9: kvbench saw the view lose m2" grep -q "2 members, 2 active" "$work/b1"
-grep -E "view change|misses|unavailable" "$work/b1" | sed 's/^/   /'
-start m2
-check "m2 comes back (3 active)" wait_active 3
+# failover LABEL [kvbench FLAGS]: kill -9 m2 under load, then start it again.
+failover() {
+	local label=$1
+	shift
+	echo "== kill -9 one member under load ($label)"
+	kvbench "$work/b1" 10 "$@" &
+	local b=$!
+	sleep 3
+	kill -9 "${pids[m2]}"
+	wait "${pids[m2]}" 2>/dev/null
+	wait $b
+	local rc=$?
+	bench_ok "$work/b1" "kill -9, $label" $rc
+	check "kill -9, $label: m2's keys were UNAVAILABLE, not rerouted, until its lease ended" \
+		[ "$(member_col "$work/b1" m2 5)" -gt 0 ]
+	check "kill -9, $label: then the survivors served them (misses filled again)" \
+		grep -Eq "cluster: [1-9][0-9]* misses" "$work/b1"
+	check "kill -9, $label: no survivor was sent m2's keys meanwhile (0 wrong owner)" \
+		[ "$(member_col "$work/b1" m1 6)$(member_col "$work/b1" m3 6)" = 00 ]
+	check "kill -9, $label: kvbench saw the view lose m2" grep -q "2 members, 2 active" "$work/b1"
+	grep -E "view change|misses|unavailable" "$work/b1" | sed 's/^/   /'
+	start m2
+	check "m2 comes back (3 active)" wait_active 3
+}
+if [ "$transport" = rdma ]; then
+	num_keys=300 value_size=65536 failover "one-sided GETs of 64 KiB" --get-mode one-sided
+	failover "two-sided GETs" --get-mode two-sided
+else
+	failover "tcp"
+fi
+[ "$what" = failover ] && { echo "== (failover only)"; finish_checks; }
 
 echo "== SIGSTOP one member (a hang) under load, SIGCONT later"
 kvbench "$work/b2" 12 &
