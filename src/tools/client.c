@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "client_testing.h"
+#include "cluster_pick.h"
 #include "load.h"
 #include "opts.h"
 #include "qpgate/wire.h"
@@ -56,11 +57,22 @@ int main(int argc, char **argv)
 	    {"test-bad-hello", 0, OPT_CALL, &mutation, 0, 0, "MODE",
 	     "test hook: version|psn|qpn|truncated|length|stall|gid", parse_bad_hello},
 	    QPG_OPT_END};
-	const struct qpg_opt *const tables[] = {client, own, NULL};
+	struct cluster_pick pick = {0};
+	const struct qpg_opt cluster[] = {QPG_OPTS_CLUSTER_PICK(&pick), QPG_OPT_END};
+	const struct qpg_opt *const tables[] = {client, own, cluster, NULL};
+	bool clustered = cluster_pick_wanted(argc, argv);
 	int optind =
-	    qpg_opts_parse(argc, argv, tables, "qpgate-client [options] HOST SERVERNAME", 2);
-	o.host = argv[optind];
-	o.servername = argv[optind + 1];
+	    qpg_opts_parse(argc, argv, tables,
+			   clustered ? "qpgate-client --cluster URL --cluster-name NAME [options]"
+				     : "qpgate-client [options] HOST SERVERNAME",
+			   clustered ? 0 : 2);
+	if (clustered) {
+		if (cluster_pick(&pick, &o, "qpgate-client"))
+			return 1;
+	} else {
+		o.host = argv[optind];
+		o.servername = argv[optind + 1];
+	}
 	if (!load_opts_fit(&o, &lo, "qpgate-client"))
 		return 2;
 	load_size_client(&o, &lo);

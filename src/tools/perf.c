@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cluster_pick.h"
 #include "jsondoc.h"
 #include "load.h"
 #include "opts.h"
@@ -240,9 +241,15 @@ int main(int argc, char **argv)
 	    {"psn-log", 0, OPT_STR, &psn_log, 0, 0, "FILE",
 	     "append 'LOCAL_PSN PEER_PSN' per rdma connection (PSN audits)"},
 	    QPG_OPT_END};
-	const struct qpg_opt *const tables[] = {client, own, NULL};
-	int optind =
-	    qpg_opts_parse(argc, argv, tables, "qpgate-perf -c N [options] HOST SERVERNAME", 2);
+	struct cluster_pick pick = {0};
+	const struct qpg_opt cluster[] = {QPG_OPTS_CLUSTER_PICK(&pick), QPG_OPT_END};
+	const struct qpg_opt *const tables[] = {client, own, cluster, NULL};
+	bool clustered = cluster_pick_wanted(argc, argv);
+	int optind = qpg_opts_parse(
+	    argc, argv, tables,
+	    clustered ? "qpgate-perf -c N --cluster URL --cluster-name NAME [options]"
+		      : "qpgate-perf -c N [options] HOST SERVERNAME",
+	    clustered ? 0 : 2);
 	s.server_pid = (pid_t)server_pid;
 	if (proc_check_server_pid(s.server_pid))
 		return 2;
@@ -269,8 +276,13 @@ int main(int argc, char **argv)
 	}
 	if (!load_opts_fit(&co, &lo, "qpgate-perf"))
 		return 2;
-	co.host = argv[optind];
-	co.servername = argv[optind + 1];
+	if (clustered) {
+		if (cluster_pick(&pick, &co, "qpgate-perf"))
+			return 1;
+	} else {
+		co.host = argv[optind];
+		co.servername = argv[optind + 1];
+	}
 	load_size_client(&co, &lo);
 	lo.prime = co.tls_resume;
 	signal(SIGPIPE, SIG_IGN);

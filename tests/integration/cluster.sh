@@ -96,6 +96,14 @@ echo "== kill -9: the entry stays until its lease ends, then goes"
 kill -9 "${pids[kv2]}"
 wait "${pids[kv2]}" 2>/dev/null
 check "right after kill -9, kv2 is still listed (its lease runs)" [ "$(member_count)" -eq 2 ]
+# Clients that pick a member meanwhile: kv2 refuses, another is taken.
+ok=0
+for i in $(seq 1 20); do
+	"$bin/qpgate-client" --transport tcp --ca "$work/ca.crt" -n 5 --cluster "$etcd_url" \
+		--cluster-name "$name" >>"$work/pick.out" 2>&1 && ok=$((ok + 1))
+done
+check "20 qpgate-client --cluster while kv2 is dead: all 20 echo through kv1 ($ok)" [ $ok -eq 20 ]
+check "they found kv2 refusing and took another member" grep -q "member kv2 .* refused the connect; another" "$work/pick.out"
 check "within the TTL and 3 s more, kv2 is gone" wait_for 1 "" 6
 
 echo "== SIGSTOP past the lease: the member fences itself, then comes back under a new incarnation"

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* qpgate-client --cluster and qpgate-perf --cluster (cluster_pick.c): the
+ * server from a cluster's members, by the power of two choices over the
+ * load they publish, and another one when a member refuses the connect. */
+#ifndef QPG_TOOLS_CLUSTER_PICK_H
+#define QPG_TOOLS_CLUSTER_PICK_H
+
+#include "opts.h"
+#include "qpgate/client.h"
+#include "qpgate/cluster.h"
+
+struct cluster_pick {
+	struct qpg_cluster_opts etcd;
+	struct qpg_cluster_member chosen; /* its entry; CO points into it */
+};
+
+#define QPG_OPTS_CLUSTER_PICK(p)                                                                   \
+	{"cluster",                                                                                \
+	 0,                                                                                        \
+	 OPT_STR,                                                                                  \
+	 &(p)->etcd.endpoints,                                                                     \
+	 0,                                                                                        \
+	 0,                                                                                        \
+	 "URL[,URL...]",                                                                           \
+	 "pick the server from a cluster's members in etcd (then no HOST SERVERNAME)"},            \
+	    {"cluster-name", 0, OPT_STR, &(p)->etcd.name, 0, 0, "NAME", "the cluster's name"},     \
+	    {"cluster-ca", 0, OPT_STR, &(p)->etcd.ca, 0, 0, "FILE", "CA of etcd's certificate"},   \
+	    {"cluster-cert",                                                                       \
+	     0,                                                                                    \
+	     OPT_STR,                                                                              \
+	     &(p)->etcd.cert,                                                                      \
+	     0,                                                                                    \
+	     0,                                                                                    \
+	     "FILE",                                                                               \
+	     "our client certificate for etcd"},                                                   \
+	{                                                                                          \
+		"cluster-key", 0, OPT_STR, &(p)->etcd.key, 0, 0, "FILE", "its key"                 \
+	}
+
+/* True when --cluster was given (then the tool takes no HOST SERVERNAME). */
+bool cluster_pick_wanted(int argc, char **argv);
+/* Choose an active member of CO's transport: two at random, the less
+ * loaded wins; a member that refuses a TCP connect is left out and another
+ * chosen. Sets CO's host, port, servername and SPKI pin. 0, or 1 with the
+ * error printed (etcd unreachable, no member left). */
+int cluster_pick(struct cluster_pick *p, struct qpg_client_opts *co, const char *tool);
+
+#endif
