@@ -1,24 +1,39 @@
 # Sourced by the cluster tests and bench/cluster.sh: an etcd of the run's
 # own on loopback, with a temporary data directory, stopped at exit.
-# qpg_etcd_start DIR: starts etcd with its data in DIR/etcd; sets $etcd_pid,
-# $etcd_url (http://127.0.0.1:PORT) and $etcd_args (to restart it on the same
-# data). Returns 1 with etcd's log if it never becomes healthy.
+# qpg_etcd_start DIR [tls]: starts etcd with its data in DIR/etcd; sets
+# $etcd_pid, $etcd_url (http://127.0.0.1:PORT) and $etcd_args (to restart
+# it on the same data). With "tls": https, and client certificates
+# required, signed by DIR/ca.crt (scripts/make-certs); etcd's own
+# certificate is DIR/etcd.crt (it also carries clientAuth: the JSON gateway
+# dials etcd's gRPC with it). Returns 1 with etcd's log if it never becomes
+# healthy.
 qpg_etcd_start() {
-	local dir=$1 try
+	local dir=$1 tls=${2:-} try scheme=http curl_tls=()
+	if [ "$tls" = tls ]; then
+		scheme=https
+		(cd "$dir" && openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+			-subj /CN=etcd -keyout etcd.key -out etcd.csr 2>/dev/null &&
+			printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n' >etcd.ext &&
+			openssl x509 -req -in etcd.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
+				-extfile etcd.ext -out etcd.crt 2>/dev/null) || return 1
+		curl_tls=(--cacert "$dir/ca.crt" --cert "$dir/client.crt" --key "$dir/client.key")
+	fi
 	command -v etcd >/dev/null || { echo "etcd not found: make deps installs etcd-server" >&2; return 1; }
 	for try in 1 2 3 4 5; do
 		local cport=$((20000 + RANDOM % 20000)) pport
 		pport=$((cport + 1))
-		etcd_url=http://127.0.0.1:$cport
+		etcd_url=$scheme://127.0.0.1:$cport
 		etcd_args=(--name default --data-dir "$dir/etcd" --listen-client-urls "$etcd_url"
 			--advertise-client-urls "$etcd_url" --listen-peer-urls "http://127.0.0.1:$pport"
 			--initial-advertise-peer-urls "http://127.0.0.1:$pport"
 			--initial-cluster "default=http://127.0.0.1:$pport"
 			--experimental-watch-progress-notify-interval 1s)
+		[ "$tls" = tls ] && etcd_args+=(--cert-file "$dir/etcd.crt" --key-file "$dir/etcd.key"
+			--client-cert-auth --trusted-ca-file "$dir/ca.crt")
 		qpg_etcd_run "$dir"
 		local i
 		for i in $(seq 1 100); do
-			if curl -s -m 1 "$etcd_url/health" | grep -q '"health":"true"'; then return 0; fi
+			if curl -s -m 1 "${curl_tls[@]}" "$etcd_url/health" | grep -q '"health":"true"'; then return 0; fi
 			kill -0 "$etcd_pid" 2>/dev/null || break
 			sleep 0.1
 		done

@@ -47,6 +47,7 @@ struct qpg_cluster_watch {
 	int64_t hrev;
 	atomic_ullong views, reopens, rereads, bad_entries;
 	atomic_bool etcd_ok;
+	bool said_down; /* the log said the stream was lost; say when it is back */
 };
 
 uint64_t qpg_cluster_now_ns(void)
@@ -200,6 +201,11 @@ static int on_result(struct qpg_cluster_watch *w, json_t *obj)
 		on_key(w, json_object_get(ev, "kv"), type && strcmp(type, "DELETE") == 0);
 	}
 	atomic_store(&w->etcd_ok, true);
+	if (w->said_down) {
+		w->said_down = false;
+		fprintf(stderr, "qpgate: cluster: etcd watch back at revision %lld\n",
+			(long long)rev);
+	}
 	if (w->changed)
 		publish(w, rev);
 	if (rev >= w->next_rev)
@@ -329,6 +335,14 @@ static void *watch_main(void *arg)
 			backoff = 100; /* it worked for a while */
 		else if (w->e.n > 1)
 			w->e.cur = (w->e.cur + 1) % w->e.n; /* try the next endpoint */
+		if (!w->said_down) {
+			w->said_down = true;
+			fprintf(
+			    stderr,
+			    "qpgate: cluster: etcd watch stream lost; keeping the view of revision "
+			    "%lld, reopening from %lld with backoff\n",
+			    (long long)(w->next_rev - 1), (long long)w->next_rev);
+		}
 		nap_ms(w, jitter(backoff));
 		backoff = backoff < 2000 ? backoff * 2 : 2000;
 	}

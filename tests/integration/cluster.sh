@@ -143,6 +143,38 @@ check "both servers are still running" kill -0 "${pids[kv1]}" "${pids[kv4]}"
 check "etcd reachable again: qpgate_cluster_etcd_up 1, the lease alive" \
 	bash -c "[ \"\$(curl -s http://127.0.0.1:$(awk '{print $2}' "$work/kv1.port")/metrics | grep -E '^qpgate_cluster_(etcd_up|lease_alive) ' | awk '{s+=\$2} END {print s}')\" = 2 ]"
 
+echo "== etcd over TLS with client certificates"
+plain_url=$etcd_url plain_pid=$etcd_pid
+mkdir -p "$work/tls"
+cp "$work/ca.crt" "$work/ca.key" "$work/client.crt" "$work/client.key" "$work/tls/"
+qpg_etcd_start "$work/tls" tls || exit 1
+tls_url=$etcd_url tls_pid=$etcd_pid
+etcd_url=$plain_url etcd_pid=$plain_pid
+tlsflags=(--cluster "$tls_url" --cluster-name "$name" --cluster-ca "$work/ca.crt"
+	--cluster-cert "$work/client.crt" --cluster-key "$work/client.key")
+"$bin/qpgate-server" --transport tcp --cert "$work/server.crt" --key "$work/server.key" -p 0 \
+	"${tlsflags[@]}" --cluster-id tls1 --advertise-name localhost 2>"$work/tls1.log" &
+tls1=$!
+ok=1
+for _ in $(seq 1 50); do
+	"$bin/qpgate-cluster" "${tlsflags[@]}" status 2>/dev/null | grep -q " tls1 .* active" && ok=0 && break
+	sleep 0.1
+done
+check "a member registers over TLS with a client certificate, and a client reads it" [ $ok -eq 0 ]
+check "no plain-http warning over https" bash -c "! grep -q 'plain http' '$work/tls1.log'"
+"$bin/qpgate-server" --transport tcp --cert "$work/server.crt" --key "$work/server.key" -p 0 \
+	--cluster "$tls_url" --cluster-name "$name" --cluster-ca "$work/ca.crt" --cluster-id tls2 \
+	2>"$work/tls2.log"
+rc=$?
+check "without a client certificate etcd refuses, and the server exits 1 (exit $rc)" [ $rc -eq 1 ]
+check "its error says it cannot register with etcd" grep -q "cannot register with etcd" "$work/tls2.log"
+kill -TERM $tls1
+wait $tls1
+rc=$?
+check "the TLS member leaves with exit 0 (exit $rc)" [ $rc -eq 0 ]
+kill "$tls_pid" 2>/dev/null
+wait "$tls_pid" 2>/dev/null
+
 echo "== the rest leave; nothing of the cluster is left in etcd but our sync keys"
 kill -TERM "${pids[kv1]}" "${pids[kv4]}"
 wait "${pids[kv1]}" "${pids[kv4]}"
