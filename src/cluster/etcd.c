@@ -123,22 +123,20 @@ void qpg__etcd_fini(struct qpg__etcd *e)
 	memset(e, 0, sizeof(*e));
 }
 
-/* One POST to endpoint I. */
-static int post(struct qpg__etcd *e, unsigned i, const char *path, const char *req, struct body *b,
-		long *status, char *err, size_t len)
+void *qpg__etcd_prepare(struct qpg__etcd *e, unsigned i, const char *path, const char *body,
+			size_t (*write)(char *, size_t, size_t, void *), void *data,
+			struct curl_slist **hdrs)
 {
 	CURL *c = e->curl;
 	char url[512];
 	snprintf(url, sizeof(url), "%s%s", e->endpoints[i], path);
 	curl_easy_reset(c);
-	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+	*hdrs = curl_slist_append(NULL, "Content-Type: application/json");
 	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, req);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, b);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)e->timeout_ms);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(e->timeout_ms / 2 + 1));
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, *hdrs);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, data);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 	if (e->ca)
@@ -147,6 +145,17 @@ static int post(struct qpg__etcd *e, unsigned i, const char *path, const char *r
 		curl_easy_setopt(c, CURLOPT_SSLCERT, e->cert);
 	if (e->key)
 		curl_easy_setopt(c, CURLOPT_SSLKEY, e->key);
+	return c;
+}
+
+/* One POST to endpoint I. */
+static int post(struct qpg__etcd *e, unsigned i, const char *path, const char *req, struct body *b,
+		long *status, char *err, size_t len)
+{
+	struct curl_slist *h;
+	CURL *c = qpg__etcd_prepare(e, i, path, req, on_body, b, &h);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)e->timeout_ms);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(e->timeout_ms / 2 + 1));
 	CURLcode rc = curl_easy_perform(c);
 	curl_slist_free_all(h);
 	if (rc != CURLE_OK) {

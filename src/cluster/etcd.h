@@ -34,6 +34,14 @@ void qpg__etcd_fini(struct qpg__etcd *e);
 int qpg__etcd_call(struct qpg__etcd *e, const char *path, json_t *req, json_t **resp, char *err,
 		   size_t len);
 
+/* E's handle, set up to POST BODY to endpoint I's PATH with the JSON
+ * header and the TLS files, the answer going to WRITE(DATA): the caller
+ * adds its timeouts, performs, then frees *HDRS. Returns the CURL handle. */
+struct curl_slist;
+void *qpg__etcd_prepare(struct qpg__etcd *e, unsigned i, const char *path, const char *body,
+			size_t (*write)(char *, size_t, size_t, void *), void *data,
+			struct curl_slist **hdrs);
+
 /* An int64 field that etcd sends as a string (or a number); DEF if absent. */
 int64_t qpg__etcd_i64(const json_t *obj, const char *field, int64_t def);
 /* base64 of DATA as a new jansson string. */

@@ -261,9 +261,6 @@ static int on_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl
 
 static void stream(struct qpg_cluster_watch *w)
 {
-	CURL *c = w->e.curl;
-	char url[512];
-	snprintf(url, sizeof(url), "%s/v3/watch", w->e.endpoints[w->e.cur]);
 	json_t *req = json_pack("{s:{s:o, s:o*, s:I, s:b}}", "create_request", "key",
 				qpg__etcd_b64(w->root, strlen(w->root)), "range_end",
 				qpg__etcd_prefix_end(w->root), "start_revision",
@@ -272,13 +269,8 @@ static void stream(struct qpg_cluster_watch *w)
 	json_decref(req);
 	if (!body)
 		return;
-	curl_easy_reset(c);
-	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_stream);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, w);
+	struct curl_slist *h;
+	CURL *c = qpg__etcd_prepare(&w->e, w->e.cur, "/v3/watch", body, on_stream, w, &h);
 	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
 	curl_easy_setopt(c, CURLOPT_XFERINFODATA, w);
@@ -286,14 +278,6 @@ static void stream(struct qpg_cluster_watch *w)
 	/* Silent for 3 s (progress notifications come every second): gone. */
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 3L);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-	if (w->e.ca)
-		curl_easy_setopt(c, CURLOPT_CAINFO, w->e.ca);
-	if (w->e.cert)
-		curl_easy_setopt(c, CURLOPT_SSLCERT, w->e.cert);
-	if (w->e.key)
-		curl_easy_setopt(c, CURLOPT_SSLKEY, w->e.key);
 	w->blen = 0;
 	curl_easy_perform(c);
 	curl_slist_free_all(h);

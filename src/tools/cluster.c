@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "etcd_opts.h"
 #include "jsondoc.h"
 #include "opts.h"
 #include "qpgate/cluster.h"
@@ -94,11 +95,7 @@ int main(int argc, char **argv)
 	double duration = 10;
 	unsigned until_active = 0, keys = 30000;
 	const struct qpg_opt opts[] = {
-	    {"cluster", 0, OPT_STR, &co.endpoints, 0, 0, "URL[,URL...]", "etcd's endpoints"},
-	    {"cluster-name", 0, OPT_STR, &co.name, 0, 0, "NAME", "the cluster's name"},
-	    {"cluster-ca", 0, OPT_STR, &co.ca, 0, 0, "FILE", "CA of etcd's certificate"},
-	    {"cluster-cert", 0, OPT_STR, &co.cert, 0, 0, "FILE", "our client certificate for etcd"},
-	    {"cluster-key", 0, OPT_STR, &co.key, 0, 0, "FILE", "its key"},
+	    QPG_OPTS_ETCD(&co, "etcd's endpoints"),
 	    {"json", 0, OPT_STR, &json_file, 0, 0, "FILE", "status: also write the view as JSON"},
 	    {"duration", 'D', OPT_DOUBLE, &duration, 0.1, 86400, "S",
 	     "watch: for S seconds (default 10)"},

@@ -5,6 +5,7 @@
 #ifndef QPG_TOOLS_CLUSTER_PICK_H
 #define QPG_TOOLS_CLUSTER_PICK_H
 
+#include "etcd_opts.h"
 #include "opts.h"
 #include "qpgate/client.h"
 #include "qpgate/cluster.h"
@@ -15,27 +16,9 @@ struct cluster_pick {
 };
 
 #define QPG_OPTS_CLUSTER_PICK(p)                                                                   \
-	{"cluster",                                                                                \
-	 0,                                                                                        \
-	 OPT_STR,                                                                                  \
-	 &(p)->etcd.endpoints,                                                                     \
-	 0,                                                                                        \
-	 0,                                                                                        \
-	 "URL[,URL...]",                                                                           \
-	 "pick the server from a cluster's members in etcd (then no HOST SERVERNAME)"},            \
-	    {"cluster-name", 0, OPT_STR, &(p)->etcd.name, 0, 0, "NAME", "the cluster's name"},     \
-	    {"cluster-ca", 0, OPT_STR, &(p)->etcd.ca, 0, 0, "FILE", "CA of etcd's certificate"},   \
-	    {"cluster-cert",                                                                       \
-	     0,                                                                                    \
-	     OPT_STR,                                                                              \
-	     &(p)->etcd.cert,                                                                      \
-	     0,                                                                                    \
-	     0,                                                                                    \
-	     "FILE",                                                                               \
-	     "our client certificate for etcd"},                                                   \
-	{                                                                                          \
-		"cluster-key", 0, OPT_STR, &(p)->etcd.key, 0, 0, "FILE", "its key"                 \
-	}
+	QPG_OPTS_ETCD(                                                                             \
+	    &(p)->etcd,                                                                            \
+	    "pick the server from a cluster's members in etcd (then no HOST SERVERNAME)")
 
 /* True when --cluster was given (then the tool takes no HOST SERVERNAME). */
 bool cluster_pick_wanted(int argc, char **argv);

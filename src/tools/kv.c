@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "etcd_opts.h"
 #include "kv_testing.h"
 #include "kvdata.h"
 #include "opts.h"
@@ -376,13 +377,8 @@ int main(int argc, char **argv)
 	    {"test-abuse", 0, OPT_CALL, &abuse, 0, 0, "MODE",
 	     "test hook: past-end|other-qp|write|after-release|wrong-digest|expired|bogus-release",
 	     parse_abuse},
-	    {"cluster", 0, OPT_STR, &etcd.endpoints, 0, 0, "URL[,URL...]",
-	     "send each key to its owner in a cluster, from etcd (then no HOST SERVERNAME)"},
-	    {"cluster-name", 0, OPT_STR, &etcd.name, 0, 0, "NAME", "the cluster's name"},
-	    {"cluster-ca", 0, OPT_STR, &etcd.ca, 0, 0, "FILE", "CA of etcd's certificate"},
-	    {"cluster-cert", 0, OPT_STR, &etcd.cert, 0, 0, "FILE",
-	     "our client certificate for etcd"},
-	    {"cluster-key", 0, OPT_STR, &etcd.key, 0, 0, "FILE", "its key"},
+	    QPG_OPTS_ETCD(&etcd, "send each key to its owner in a cluster, from etcd (then no "
+				 "HOST SERVERNAME)"),
 	    {"test-wait-file", 0, OPT_STR, &wait_file, 0, 0, "FILE",
 	     "test hook: connect, then wait (60 s at most) until FILE exists before the commands"},
 	    {"test-view-rev", 0, OPT_LONG, &t.view_rev, 0, 9.2e18, "REV",

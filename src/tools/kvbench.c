@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "etcd_opts.h"
 #include "jsondoc.h"
 #include "kvbench.h"
 #include "kvdata.h"
@@ -194,13 +195,8 @@ int main(int argc, char **argv)
 	    {"json", 0, OPT_STR, &json_path, 0, 0, "FILE", "results as JSON (docs/json.md)"},
 	    {"report_gbits", 0, OPT_FLAG, &report_gbits, 0, 0, NULL,
 	     "throughput in Gb/s (default MiB/s)"},
-	    {"cluster", 0, OPT_STR, &b.etcd.endpoints, 0, 0, "URL[,URL...]",
-	     "spread the keys over a cluster's members, from etcd (then no HOST SERVERNAME)"},
-	    {"cluster-name", 0, OPT_STR, &b.etcd.name, 0, 0, "NAME", "the cluster's name"},
-	    {"cluster-ca", 0, OPT_STR, &b.etcd.ca, 0, 0, "FILE", "CA of etcd's certificate"},
-	    {"cluster-cert", 0, OPT_STR, &b.etcd.cert, 0, 0, "FILE",
-	     "our client certificate for etcd"},
-	    {"cluster-key", 0, OPT_STR, &b.etcd.key, 0, 0, "FILE", "its key"},
+	    QPG_OPTS_ETCD(&b.etcd, "spread the keys over a cluster's members, from etcd (then no "
+				   "HOST SERVERNAME)"),
 	    QPG_OPT_END};
 	const struct qpg_opt *const opt_tables[] = {client, own, NULL};
 	bool clustered = false;

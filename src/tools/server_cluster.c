@@ -109,15 +109,11 @@ static void *leave_main(void *arg)
 int srv_cluster_start(struct srv_cluster *c, struct qpg_server *s, const struct qpg_server_opts *o,
 		      const char *cert_file, struct qpg_kv_service *kv)
 {
-	if (!c->urls)
+	if (!c->etcd.endpoints)
 		return 0;
 	char err[1024];
 	struct qpg_cluster_reg_opts ro = {
-	    .etcd = {.endpoints = c->urls,
-		     .name = c->name,
-		     .ca = c->ca,
-		     .cert = c->cert,
-		     .key = c->key},
+	    .etcd = c->etcd,
 	    .ttl_s = c->ttl_s,
 	    .lost = on_lost,
 	    .load = on_load,
@@ -125,7 +121,7 @@ int srv_cluster_start(struct srv_cluster *c, struct qpg_server *s, const struct 
 	};
 	self.s = s;
 	self.max_clients = o->max_clients;
-	if (!c->name) {
+	if (!c->etcd.name) {
 		fprintf(stderr, "qpgate-server: error: --cluster needs --cluster-name NAME\n");
 		return 1;
 	}
@@ -191,7 +187,7 @@ int srv_cluster_start(struct srv_cluster *c, struct qpg_server *s, const struct 
 	fprintf(stderr,
 		"qpgate-server: cluster %s: member %s at %s:%u (%s), incarnation %016llx, "
 		"active\n",
-		c->name, m->id, m->host, m->port, m->tls_name,
+		c->etcd.name, m->id, m->host, m->port, m->tls_name,
 		(unsigned long long)qpg_cluster_incarnation(c->reg));
 	sem_init(&leave_sem, 0, 0);
 	leave_started = pthread_create(&leave_thread, NULL, leave_main, c) == 0;

@@ -7,89 +7,36 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "etcd_opts.h"
 #include "opts.h"
 #include "qpgate/cluster.h"
 #include "qpgate/server.h"
 
 struct srv_cluster {
-	const char *urls, *name, *id, *advertise, *advertise_name;
-	const char *ca, *cert, *key;
+	struct qpg_cluster_opts etcd;
+	const char *id, *advertise, *advertise_name;
 	unsigned ttl_s, weight, drain_ms;
 	struct qpg_cluster_reg *reg;
 	struct qpg_cluster_kv *kv; /* the KV service's gate, with --service kv */
 };
 
-#define QPG_OPTS_SERVER_CLUSTER(c)                                                                 \
-	{"cluster",                                                                                \
-	 0,                                                                                        \
-	 OPT_STR,                                                                                  \
-	 &(c)->urls,                                                                               \
-	 0,                                                                                        \
-	 0,                                                                                        \
-	 "URL[,URL...]",                                                                           \
-	 "join a cluster: etcd's endpoints (https://, or http:// on a lab's loopback)"},           \
-	    {"cluster-name",                                                                       \
-	     0,                                                                                    \
-	     OPT_STR,                                                                              \
-	     &(c)->name,                                                                           \
-	     0,                                                                                    \
-	     0,                                                                                    \
-	     "NAME",                                                                               \
-	     "the cluster's name (keys under /qpgate/NAME/)"},                                     \
-	    {"cluster-id",                                                                         \
-	     0,                                                                                    \
-	     OPT_STR,                                                                              \
-	     &(c)->id,                                                                             \
-	     0,                                                                                    \
-	     0,                                                                                    \
-	     "ID",                                                                                 \
-	     "this member's ID (default: the --advertise address, e.g. 10.0.0.1-7471)"},           \
-	    {"advertise",                                                                          \
-	     0,                                                                                    \
-	     OPT_STR,                                                                              \
-	     &(c)->advertise,                                                                      \
-	     0,                                                                                    \
-	     0,                                                                                    \
-	     "HOST:PORT",                                                                          \
-	     "where clients reach this server (default: --bind and the listening port)"},          \
-	    {"advertise-name",                                                                     \
-	     0,                                                                                    \
-	     OPT_STR,                                                                              \
-	     &(c)->advertise_name,                                                                 \
-	     0,                                                                                    \
-	     0,                                                                                    \
-	     "NAME",                                                                               \
-	     "the name this server's certificate carries (default: the --advertise host)"},        \
-	    {"cluster-ca", 0, OPT_STR, &(c)->ca, 0, 0, "FILE", "CA of etcd's certificate"},        \
-	    {"cluster-cert",                                                                       \
-	     0,                                                                                    \
-	     OPT_STR,                                                                              \
-	     &(c)->cert,                                                                           \
-	     0,                                                                                    \
-	     0,                                                                                    \
-	     "FILE",                                                                               \
-	     "our client certificate for etcd"},                                                   \
-	    {"cluster-key", 0, OPT_STR, &(c)->key, 0, 0, "FILE", "its key"},                       \
-	    {"cluster-ttl",                                                                        \
-	     0,                                                                                    \
-	     OPT_UINT,                                                                             \
-	     &(c)->ttl_s,                                                                          \
-	     2,                                                                                    \
-	     60,                                                                                   \
-	     "S",                                                                                  \
-	     "lease TTL: a dead member leaves the view after S seconds (default 3)"},              \
-	    {"cluster-weight",                                                                     \
-	     0,                                                                                    \
-	     OPT_UINT,                                                                             \
-	     &(c)->weight,                                                                         \
-	     1,                                                                                    \
-	     QPG_CLUSTER_WEIGHT_MAX,                                                               \
-	     "N",                                                                                  \
-	     "this member's share of the keys, relative to the others (default 1)"},               \
-	{                                                                                          \
-		"drain-ms", 0, OPT_UINT, &(c)->drain_ms, 0, 600000, "MS",                          \
-		    "on SIGTERM, stay up MS as draining before leaving (default 500)"              \
-	}
+/* clang-format off */
+#define QPG_OPTS_SERVER_CLUSTER(c) \
+	QPG_OPTS_ETCD(&(c)->etcd, \
+		      "join a cluster: etcd's endpoints (https://, or http:// on a lab's loopback)"), \
+	{"cluster-id", 0, OPT_STR, &(c)->id, 0, 0, "ID", \
+	 "this member's ID (default: the --advertise address, e.g. 10.0.0.1-7471)"}, \
+	{"advertise", 0, OPT_STR, &(c)->advertise, 0, 0, "HOST:PORT", \
+	 "where clients reach this server (default: --bind and the listening port)"}, \
+	{"advertise-name", 0, OPT_STR, &(c)->advertise_name, 0, 0, "NAME", \
+	 "the name this server's certificate carries (default: the --advertise host)"}, \
+	{"cluster-ttl", 0, OPT_UINT, &(c)->ttl_s, 2, 60, "S", \
+	 "lease TTL: a dead member leaves the view after S seconds (default 3)"}, \
+	{"cluster-weight", 0, OPT_UINT, &(c)->weight, 1, QPG_CLUSTER_WEIGHT_MAX, "N", \
+	 "this member's share of the keys, relative to the others (default 1)"}, \
+	{"drain-ms", 0, OPT_UINT, &(c)->drain_ms, 0, 600000, "MS", \
+	 "on SIGTERM, stay up MS as draining before leaving (default 500)"}
+/* clang-format on */
 
 /* Register S (listening on PORT, its certificate in CERT_FILE) and mark it
  * active. 0, or 1 with a clear error printed (etcd unreachable, a
