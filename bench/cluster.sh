@@ -58,7 +58,8 @@ wait_active 3
 
 # ---- failover -------------------------------------------------------------
 # fault_trial MODE VICTIM: a kvbench run with the fault in its middle;
-# prints "SECONDS MISSES UNAVAILABLE ERRORS STALE".
+# sets ft="SECONDS MISSES UNAVAILABLE ERRORS STALE" (in this shell: it
+# restarts the victim, whose pid the next trial needs).
 fault_trial() {
 	local mode=$1 v=$2 secs=8 t0 tv
 	[ "$mode" = leave ] && secs=5
@@ -77,8 +78,12 @@ fault_trial() {
 	leave) kill -TERM "${mp[$v]}" ;;
 	esac
 	wait $b || true
-	[ "$mode" = hang ] && kill -CONT "${mp[$v]}"
-	[ "$mode" != hang ] && { wait "${mp[$v]}" 2>/dev/null || true; start "$v"; }
+	if [ "$mode" = hang ]; then
+		kill -CONT "${mp[$v]}"
+	else
+		wait "${mp[$v]}" 2>/dev/null || true
+		start "$v"
+	fi
 	wait_active 3 || true
 	sleep 1
 	kill "${wp[@]}" 2>/dev/null || true
@@ -96,10 +101,10 @@ fault_trial() {
 	local secs_to=null
 	[ "$tv" != 0 ] && secs_to=$(awk -v a="$tv" -v b="$t0" 'BEGIN{printf "%.3f", a - b}')
 	local misses unav errs stale
-	misses=$(awk '/cluster: .* misses/ {print $2}' "$work/kvb")
-	unav=$(awk '/cluster: .* unavailable/ {print $(NF-1)}' "$work/kvb")
+	misses=$(awk '/^ cluster: [0-9]+ misses/ {print $2}' "$work/kvb")
+	unav=$(awk '/^ cluster: [0-9]+ misses/ {print $(NF-1)}' "$work/kvb")
 	read -r errs stale < <(awk '/GETs verified/ {print $6, $4}' "$work/kvb")
-	echo "$secs_to ${misses:-null} ${unav:-null} ${errs:-null} ${stale:-null}"
+	ft="$secs_to ${misses:-null} ${unav:-null} ${errs:-null} ${stale:-null}"
 }
 pct() { # P VALUES...: the P-th percentile (nearest rank)
 	local p=$1
@@ -112,7 +117,8 @@ for mode in crash hang leave; do
 	times=() m=0 u=0 e=0 s=0
 	for r in $(seq 1 "$runs"); do
 		victim=m$(((r % 3) + 1))
-		read -r t mi un er st < <(fault_trial $mode $victim)
+		fault_trial $mode $victim
+		read -r t mi un er st <<<"$ft"
 		times+=("$t")
 		m=$((m + ${mi/null/0})) u=$((u + ${un/null/0})) e=$((e + ${er/null/0})) s=$((s + ${st/null/0}))
 	done
@@ -164,13 +170,22 @@ wl50=$(pct 50 "${lat[@]}") wl99=$(pct 99 "${lat[@]}")
 printf ' watch latency, etcd put -> client view: p50 %s s, p99 %s s (20 puts)\n' "$wl50" "$wl99"
 
 # ---- the cluster layer's cost -------------------------------------------------
-for m in m2 m3; do kill -TERM "${mp[$m]}"; wait "${mp[$m]}" || true; done
+# One member, and a server of one event-loop thread, as anchors.sh's rate
+# runs: in a 2-vCPU host two server threads and the client's compete for
+# the cores, and which connections land on which thread made runs of the
+# same build differ by 3x (about 30,000 and 100,000 GETs/s).
+for m in m1 m2 m3; do kill -TERM "${mp[$m]}"; wait "${mp[$m]}" || true; done
+"$bin/qpgate-server" --threads 1 --transport "$transport" --service kv --kv-capacity 64M -s 8192 \
+	--cert "$work/server.crt" --key "$work/server.key" -p 0 --port-file "$work/solo.port" \
+	--cluster "$etcd_url" --cluster-name "$name" --cluster-id solo --advertise-name localhost \
+	2>>"$work/solo.log" &
+pids+=($!)
 wait_active 1
-p1=$(awk '{print $1}' "$work/m1.port")
+p1=$(awk '{print $1}' "$work/solo.port")
 cl_ops=() direct_ops=() ratios=()
 for r in $(seq 1 "$runs"); do
 	kvb "$work/oc" 5 --cluster "$etcd_url" --cluster-name "$name"
-	kvb "$work/od" 5 -p "$p1" --no-preload 127.0.0.1 localhost
+	kvb "$work/od" 5 -p "$p1" 127.0.0.1 localhost
 	a=$(awk '$1 == "auto" {print $6}' "$work/oc") d=$(awk '$1 == "auto" {print $6}' "$work/od")
 	cl_ops+=("$a") direct_ops+=("$d") ratios+=("$(ratio "$a" "$d")")
 done
@@ -190,10 +205,12 @@ jq -n --arg tool qpgate-cluster-bench --arg t "$transport" --argjson runs "$runs
 	            moves: {join_3_to_4: $jm, leave_4_to_3: $lm, expected: 0.25},
 	            spread: {members_3: $s3, members_4: $s4},
 	            watch_latency_s: {samples: $lat, p50: ($wl50|tonumber? // null), p99: ($wl99|tonumber? // null)},
-	            overhead: {cluster_gets_per_s: $co, direct_gets_per_s: $dop, ratios: $rt,
+	            overhead: {server_threads: 1, cluster_gets_per_s: $co, direct_gets_per_s: $dop, ratios: $rt,
 	                       median_ratio: ($ovr|tonumber? // null)}}}' >"$work/res.json"
 # The tools' one schema: schema_version, tool, version, date, parameters, results.
 jq --arg v "$("$bin/qpgate-cluster" --version | awk '{print $NF}')" --arg d "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
 	'{schema_version: 1, tool: "bench/cluster.sh", version: $v, date: $d} + .' "$work/res.json" \
 	>"$out/cluster-$transport.json"
 "$bin/json_check" "$out/cluster-$transport.json" >/dev/null && echo " wrote $out/cluster-$transport.json"
+for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+wait 2>/dev/null || true
