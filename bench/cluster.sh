@@ -213,4 +213,4 @@ jq --arg v "$("$bin/qpgate-cluster" --version | awk '{print $NF}')" --arg d "$(d
 	>"$out/cluster-$transport.json"
 "$bin/json_check" "$out/cluster-$transport.json" >/dev/null && echo " wrote $out/cluster-$transport.json"
 for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-wait 2>/dev/null || true
+wait "${pids[@]}" 2>/dev/null || true
