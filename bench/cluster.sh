@@ -18,6 +18,7 @@
 #  - the cluster layer's cost: GETs/s through the cluster API with one
 #    member against a plain pool to that server, RUNS alternating pairs.
 set -euo pipefail
+[ -n "${QPG_TRACE:-}" ] && set -x
 transport=tcp runs=5
 while getopts "t:r:" o; do
 	case $o in

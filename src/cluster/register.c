@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "etcd.h"
+#include "pace.h"
 
 struct qpg_cluster_reg {
 	struct qpg_cluster_reg_opts o;
@@ -186,12 +187,6 @@ static int keepalive(struct qpg_cluster_reg *r)
 	return 1;
 }
 
-static void nap(struct qpg_cluster_reg *r, unsigned ms)
-{
-	for (unsigned t = 0; t < ms && !atomic_load(&r->stop); t += 10)
-		nanosleep(&(struct timespec){0, 10000000}, NULL);
-}
-
 static void lose(struct qpg_cluster_reg *r, const char *why)
 {
 	atomic_store(&r->until_ns, 0);
@@ -208,7 +203,7 @@ static void *reg_main(void *arg)
 	struct qpg_cluster_reg *r = arg;
 	unsigned backoff = 200;
 	while (!atomic_load(&r->stop)) {
-		nap(r, r->o.keepalive_ms);
+		qpg__nap(&r->stop, r->o.keepalive_ms);
 		if (atomic_load(&r->stop))
 			break;
 		pthread_mutex_lock(&r->lock);
@@ -268,10 +263,8 @@ static void *reg_main(void *arg)
 		pthread_mutex_unlock(&r->lock);
 		if (rc < 0) {
 			/* Jittered backoff, within the keepalive period's rhythm. */
-			uint32_t j = 0;
-			RAND_bytes((unsigned char *)&j, sizeof(j));
-			nap(r, j % (backoff + 1));
-			backoff = backoff < 1000 ? backoff * 2 : 1000;
+			qpg__nap(&r->stop, qpg__jitter(backoff));
+			backoff = qpg__backoff_next(backoff, 1000);
 		} else {
 			backoff = 200;
 		}

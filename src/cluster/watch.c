@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "etcd.h"
+#include "pace.h"
 #include "view.h"
 
 struct qpg_cluster_watch {
@@ -284,19 +285,6 @@ static void stream(struct qpg_cluster_watch *w)
 	free(body);
 }
 
-static void nap_ms(struct qpg_cluster_watch *w, unsigned ms)
-{
-	for (unsigned t = 0; t < ms && !atomic_load(&w->stop); t += 10)
-		nanosleep(&(struct timespec){0, 10000000}, NULL);
-}
-
-static unsigned jitter(unsigned base)
-{
-	uint32_t r = 0;
-	RAND_bytes((unsigned char *)&r, sizeof(r));
-	return base / 2 + r % (base + 1);
-}
-
 static void *watch_main(void *arg)
 {
 	struct qpg_cluster_watch *w = arg;
@@ -305,8 +293,8 @@ static void *watch_main(void *arg)
 		char err[256];
 		if (w->need_read && read_prefix(w, err, sizeof(err))) {
 			atomic_store(&w->etcd_ok, false);
-			nap_ms(w, jitter(backoff));
-			backoff = backoff < 2000 ? backoff * 2 : 2000;
+			qpg__nap(&w->stop, qpg__jitter(backoff));
+			backoff = qpg__backoff_next(backoff, 2000);
 			continue;
 		}
 		int64_t before = w->next_rev;
@@ -327,8 +315,8 @@ static void *watch_main(void *arg)
 			    "%lld, reopening from %lld with backoff\n",
 			    (long long)(w->next_rev - 1), (long long)w->next_rev);
 		}
-		nap_ms(w, jitter(backoff));
-		backoff = backoff < 2000 ? backoff * 2 : 2000;
+		qpg__nap(&w->stop, qpg__jitter(backoff));
+		backoff = qpg__backoff_next(backoff, 2000);
 	}
 	return NULL;
 }
