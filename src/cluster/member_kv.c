@@ -27,11 +27,14 @@ struct qpg_cluster_kv {
 	_Atomic(struct qpg_cluster_reg *) reg;
 	char id[QPG_CLUSTER_ID_MAX + 1];
 	atomic_bool detached;
+	atomic_bool catching; /* a loop thread waits for a catch-up now */
 	atomic_ullong drops, dropped, catch_ups, wrong_owner, fenced;
 };
 
-/* A catch-up holds a loop thread: bounded. */
-#define CATCH_UP_MS 500
+/* A catch-up holds a loop thread: bounded in time, and one thread at a
+ * time (the others answer UNAVAILABLE meanwhile), so requests that claim
+ * newer views cannot stall every loop of the server. */
+#define CATCH_UP_MS 200
 
 static bool mine(const struct qpg_cluster_view *v, const char *id, const void *key, size_t len)
 {
@@ -49,8 +52,13 @@ static int gate(void *user, const uint8_t *key, uint16_t key_len, uint64_t view_
 		return QPG_KV_UNAVAILABLE;
 	}
 	if ((int64_t)view_rev > qpg_cluster_watch_revision(a->w)) {
+		if (atomic_exchange(&a->catching, true)) {
+			atomic_fetch_add_explicit(&a->fenced, 1, memory_order_relaxed);
+			return QPG_KV_UNAVAILABLE;
+		}
 		atomic_fetch_add_explicit(&a->catch_ups, 1, memory_order_relaxed);
 		int rc = qpg_cluster_watch_catch_up(a->w, (int64_t)view_rev, CATCH_UP_MS);
+		atomic_store(&a->catching, false);
 		if (rc == -ERANGE) { /* a revision etcd never had: the client is wrong */
 			*server_rev = (uint64_t)qpg_cluster_watch_revision(a->w);
 			atomic_fetch_add_explicit(&a->wrong_owner, 1, memory_order_relaxed);

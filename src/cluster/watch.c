@@ -49,7 +49,12 @@ struct qpg_cluster_watch {
 	atomic_ullong views, reopens, rereads, bad_entries;
 	atomic_bool etcd_ok;
 	bool said_down; /* the log said the stream was lost; say when it is back */
+	uint64_t sync_ns; /* the last catch-up write (under lock) */
 };
+
+/* At most one catch-up write per this many ns: whatever the requests, a
+ * member writes to etcd at most 10 times a second for them. */
+#define SYNC_EVERY_NS 100000000ull
 
 uint64_t qpg_cluster_now_ns(void)
 {
@@ -378,7 +383,10 @@ int qpg_cluster_watch_catch_up(struct qpg_cluster_watch *w, int64_t rev, unsigne
 		until.tv_nsec -= 1000000000;
 	}
 	pthread_mutex_lock(&w->lock);
-	if (atomic_load(&w->complete_rev) < rev) {
+	uint64_t now_ns = qpg_cluster_now_ns();
+	/* No write due yet: the wait below still sees the stream's events. */
+	if (atomic_load(&w->complete_rev) < rev && now_ns - w->sync_ns >= SYNC_EVERY_NS) {
+		w->sync_ns = now_ns;
 		/* A write of our own: its event comes after every earlier one. */
 		json_t *req =
 		    json_pack("{s:o, s:o}", "key", qpg__etcd_b64(w->sync_key, strlen(w->sync_key)),
