@@ -83,7 +83,8 @@ static void publish(struct qpg_cluster_watch *w, int64_t rev)
 	struct qpg_cluster_view *v = qpg__view_new(w->nwork);
 	if (!v)
 		return; /* the old view stays; the next change tries again */
-	memcpy(v->m, w->work, w->nwork * sizeof(w->work[0]));
+	if (w->nwork) /* an empty prefix has no working set at all */
+		memcpy(v->m, w->work, w->nwork * sizeof(w->work[0]));
 	v->n = w->nwork;
 	v->revision = rev;
 	qpg__view_sort(v);
