@@ -48,6 +48,18 @@ struct qpg_client_opts {
 	 * SubjectPublicKeyInfo) has this SHA-256, on top of the CA chain and
 	 * the host name (a cluster's member entry names it); NULL: no pin. */
 	const uint8_t *spki_sha256;
+	/* A connect that fails for a reason another try may cure (the server
+	 * closed during the handshake or the bootstrap, its handshake
+	 * deadline, its rate or pending limit, a refused TCP connect while it
+	 * restarts, a REJECT for resources or shutdown) is tried again after
+	 * a jittered, doubling backoff (100 ms, 200 ms, ... at most 3 s), up
+	 * to CONNECT_ATTEMPTS tries in all (default 5; 1: never again) and
+	 * while CONNECT_DEADLINE_MS have not passed since the first (default
+	 * 60000). A certificate, a host name, a version, auth or a full server
+	 * are reported at once. The handle stays the same across attempts;
+	 * qpg_conn_info.attempts counts them. */
+	unsigned connect_attempts;
+	unsigned connect_deadline_ms;
 };
 void qpg_client_opts_default(struct qpg_client_opts *o);
 
@@ -119,7 +131,8 @@ struct qpg_conn_info {
 	uint32_t in_flight;
 	uint64_t phase_ns[QPG_PHASE_COUNT];
 	uint64_t setup_ns;
-	bool resumed; /* the TLS session was resumed from a ticket */
+	bool resumed;	   /* the TLS session was resumed from a ticket */
+	unsigned attempts; /* connects it took (1: the first one) */
 };
 void qpg_client_conn_info(const struct qpg_client_conn *c, struct qpg_conn_info *out);
 /* Record the first-message phase once: first send to this first reply. */

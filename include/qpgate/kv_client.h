@@ -74,9 +74,10 @@ struct qpg_kv_pool_opts {
 	/* Handshakes in progress at once over the whole pool (default 32): a
 	 * pool of a thousand connections does not arrive as one burst. */
 	unsigned connect_window;
-	/* Tries per connection while the pool starts (default 6): one that
-	 * fails (a server at a limit, a handshake past its deadline) is tried
-	 * again after 100 ms, doubled each time, with jitter. */
+	/* Tries per connection (default 6): the client's connect_attempts
+	 * for the pool's connections; one that fails for a transient reason
+	 * (a server at a limit, a handshake past its deadline) is tried again
+	 * after a jittered, doubling backoff (qpgate/client.h). */
 	unsigned connect_attempts;
 	/* rdma: bring up to this many of a thread's connections over one TLS
 	 * session (qpg_client_connect_session; default 1: one each). A

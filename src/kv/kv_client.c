@@ -56,6 +56,7 @@ static void on_established(struct qpg_client_conn *c, void *user)
 	}
 	pthread_mutex_lock(&p->lock);
 	p->up++;
+	p->retries += ci.attempts > 1 ? ci.attempts - 1 : 0;
 	p->credits = ci.credits;
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->lock);
@@ -74,24 +75,17 @@ static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class 
 		k->connecting = false;
 		atomic_fetch_sub(&p->connecting, 1);
 	}
-	/* While the pool starts, a connection that did not come up is tried
-	 * again later (backoff), up to its attempts. */
-	bool retry = !was_up && !atomic_load(&p->stop) && !atomic_load(&p->started) &&
-		     k->attempts < p->o.connect_attempts;
-	k->dead = !retry;
+	/* Connects that another try may cure were tried again by the client
+	 * (qpg_client_opts.connect_attempts): this is the last word. */
+	struct qpg_conn_info ci;
+	qpg_client_conn_info(c, &ci);
+	k->dead = true;
 	pthread_mutex_lock(&p->lock);
 	if (err != QPG_ERR_NONE) /* ours are recorded by fail_conn */
 		snprintf(p->last_error, sizeof(p->last_error), "%s: %s", qpg_err_class_name(err),
 			 why);
-	if (retry) {
-		/* 100 ms, doubled per attempt, at most 5 s, plus up to half again. */
-		uint64_t base = 100000000ull << (k->attempts - 1 < 6 ? k->attempts - 1 : 6);
-		if (base > 5000000000ull)
-			base = 5000000000ull;
-		k->retry_ns =
-		    qpg__now_ns() + base + (uint64_t)rand_r(&k->th->seed) % (base / 2 + 1);
-		p->retries++;
-	} else if (!was_up) {
+	if (!was_up) {
+		p->retries += ci.attempts > 1 ? ci.attempts - 1 : 0;
 		p->failed++;
 		if (!p->err[0])
 			snprintf(p->err, sizeof(p->err), "%s: %s", qpg_err_class_name(err), why);
@@ -101,8 +95,7 @@ static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class 
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->lock);
 	/* Last: a caller woken by its failed request sees why, and the count. */
-	if (!retry)
-		qpg__kvc_fail_all(k, atomic_load(&p->stop) ? -ECANCELED : -ECONNRESET);
+	qpg__kvc_fail_all(k, atomic_load(&p->stop) ? -ECANCELED : -ECONNRESET);
 }
 
 /* Start what may start: connections not yet up, not given up, past their
@@ -110,7 +103,6 @@ static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class 
 static void start_connects(struct pool_thread *th)
 {
 	struct qpg_kv_pool *p = th->pool;
-	uint64_t now = 0;
 	unsigned per = p->o.qps_per_session ? p->o.qps_per_session : 1;
 	struct kv_conn *batch[QPG_KV_MAX_SESSION_QPS];
 	void *users[QPG_KV_MAX_SESSION_QPS];
@@ -122,8 +114,6 @@ static void start_connects(struct pool_thread *th)
 			struct kv_conn *k = &th->conns[i];
 			if (k->up || k->dead || k->conn || k->connecting)
 				continue;
-			if (k->retry_ns && (now ? now : (now = qpg__now_ns())) < k->retry_ns)
-				continue;
 			batch[n] = k;
 			users[n++] = k;
 		}
@@ -134,10 +124,8 @@ static void start_connects(struct pool_thread *th)
 			if (in >= p->o.connect_window)
 				return;
 		} while (!atomic_compare_exchange_weak(&p->connecting, &in, in + n));
-		for (unsigned j = 0; j < n; j++) {
+		for (unsigned j = 0; j < n; j++)
 			batch[j]->connecting = true;
-			batch[j]->attempts++;
-		}
 		int rc = qpg_client_connect_session(th->cl, n, users, cc);
 		for (unsigned j = 0; j < n; j++) {
 			struct kv_conn *k = batch[j];
@@ -274,6 +262,7 @@ int qpg_kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *
 		}
 		/* Each thread's client sizes its pool for its connections. */
 		struct qpg_client_opts co = p->o.client;
+		co.connect_attempts = p->o.connect_attempts; /* the pool's word wins */
 		co.pool_max = 4u * th->nconns * co.credits + 1024;
 		if (p->o.get_mode != QPG_KV_GET_TWO_SIDED) {
 			/* READs take send-queue entries and buffers beside the

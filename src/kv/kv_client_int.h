@@ -71,9 +71,7 @@ struct kv_conn {
 	struct qpg_kv_request *rd_head, *rd_tail; /* granted: READs to post or land */
 	struct qpg_kv_request *rel_head, *rel_tail; /* read and checked: to RELEASE */
 	/* while the pool starts */
-	bool connecting;   /* a handshake of ours is in progress (holds a window slot) */
-	unsigned attempts; /* handshakes started */
-	uint64_t retry_ns; /* not before then (monotonic) */
+	bool connecting; /* its attempts are in progress (it holds a window slot) */
 };
 
 struct pool_thread {

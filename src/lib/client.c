@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "control.h"
@@ -17,33 +18,7 @@
 #include "gid_pick.h"
 #include "memlock.h"
 #include "tls.h"
-
-#define QPG__MAX_SOURCES 64
-
-struct qpg_client {
-	struct qpg__endpoint ep; /* first */
-	struct qpg_client_opts o;
-	struct qpg_client_cbs cbs;
-	uint8_t test_mutation; /* enum qpg__hello_mutation: a test breaks its HELLOs */
-	struct qpg_rdma_dev dev;
-	struct sockaddr_storage addr;
-	socklen_t addr_len;
-	char host[256], servername[256];
-	void (*wake_cb)(void *arg);
-	void *wake_arg;
-	struct qpg__tls_slot tls;
-	struct sockaddr_storage src[QPG__MAX_SOURCES]; /* opts.source, parsed */
-	struct qpg__port_cursor ports[QPG__MAX_SOURCES]; /* each source's local ports */
-	unsigned nsrc, next_src;
-};
-
-struct client_user {
-	void *user;
-	uint64_t rts_ns;
-	uint64_t first_send_ns; /* the first request handed to the transport */
-	uint32_t outstanding;	/* requests sent, reply not yet received */
-	bool first_done;
-};
+#include "client_int.h"
 
 void qpg_client_opts_default(struct qpg_client_opts *o)
 {
@@ -61,6 +36,8 @@ void qpg_client_opts_default(struct qpg_client_opts *o)
 	o->handshake_timeout_ms = 10000;
 	o->srq_depth = 4096;
 	o->tls_resume = true;
+	o->connect_attempts = 5;
+	o->connect_deadline_ms = 60000;
 }
 
 /* Parse LIST (comma-separated numeric addresses of FAMILY) into CL->src. */
@@ -116,16 +93,17 @@ static struct qpg_client *of(struct qpg__conn *c)
 static void cl_established(struct qpg__conn *c)
 {
 	struct qpg_client *cl = of(c);
-	struct client_user *u = c->user;
+	struct qpg_client_conn *u = c->user;
 	u->rts_ns = qpg__now_ns();
+	(u->lead ? u->lead : u)->up = true; /* no more attempts for the session */
 	if (cl->cbs.established)
-		cl->cbs.established((struct qpg_client_conn *)c, u->user);
+		cl->cbs.established(u, u->user);
 }
 
 static void cl_message(struct qpg__conn *c, const struct qpg_frame_hdr *h, struct qpg_buf *b)
 {
 	struct qpg_client *cl = of(c);
-	struct client_user *u = c->user;
+	struct qpg_client_conn *u = c->user;
 	if (u->outstanding == 0) {
 		qpg_pool_put(&c->ep->pool, b);
 		qpg__conn_close(c, QPG_ERR_PROTOCOL, "reply without a request");
@@ -135,41 +113,30 @@ static void cl_message(struct qpg__conn *c, const struct qpg_frame_hdr *h, struc
 	if (!(h->flags & QPG_FRAME_FLAG_MORE))
 		u->outstanding--;
 	if (cl->cbs.reply)
-		cl->cbs.reply((struct qpg_client_conn *)c, u->user, h->type, qpg__frame_payload(b),
-			      h->len);
+		cl->cbs.reply(u, u->user, h->type, qpg__frame_payload(b), h->len);
 	qpg_pool_put(&c->ep->pool, b);
 }
 
 static void cl_sent(struct qpg__conn *c)
 {
 	struct qpg_client *cl = of(c);
-	struct client_user *u = c->user;
+	struct qpg_client_conn *u = c->user;
 	if (cl->cbs.sent && u)
-		cl->cbs.sent((struct qpg_client_conn *)c, u->user);
+		cl->cbs.sent(u, u->user);
 }
 
 static void cl_read_done(struct qpg__conn *c, struct qpg_buf *b)
 {
 	struct qpg_client *cl = of(c);
-	struct client_user *u = c->user;
+	struct qpg_client_conn *u = c->user;
 	if (cl->cbs.read_done) {
 		struct iovec iov[QPG_CLIENT_READ_SLOTS]; /* a chain is at most read_slots */
 		unsigned n = 0;
 		for (struct qpg_buf *p = b; p && n < QPG_CLIENT_READ_SLOTS; p = p->chain)
 			iov[n++] = (struct iovec){p->addr, p->io_len};
-		cl->cbs.read_done((struct qpg_client_conn *)c, u->user, b->cookie, iov, n);
+		cl->cbs.read_done(u, u->user, b->cookie, iov, n);
 	}
 	qpg_pool_put(&c->ep->pool, b); /* and the slots chained to it */
-}
-
-static void cl_closed(struct qpg__conn *c)
-{
-	struct qpg_client *cl = of(c);
-	struct client_user *u = c->user;
-	if (cl->cbs.closed)
-		cl->cbs.closed((struct qpg_client_conn *)c, u ? u->user : NULL, c->err, c->why);
-	free(u);
-	c->user = NULL;
 }
 
 int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
@@ -179,7 +146,10 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	if (!cl)
 		return -ENOMEM;
 	cl->o = *o;
+	if (!cl->o.connect_attempts)
+		cl->o.connect_attempts = 1;
 	cl->cbs = *cbs;
+	cl->seed = (unsigned)qpg__now_ns() ^ (unsigned)getpid();
 	snprintf(cl->host, sizeof(cl->host), "%s", o->host);
 	snprintf(cl->servername, sizeof(cl->servername), "%s",
 		 o->servername ? o->servername : o->host);
@@ -283,7 +253,7 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	cl->ep.cbs = (struct qpg__endpoint_cbs){
 	    .established = cl_established,
 	    .message = cl_message,
-	    .closed = cl_closed,
+	    .closed = qpg__client_conn_closed,
 	    .sent = cl_sent,
 	    .read_done = cl_read_done,
 	};
@@ -315,6 +285,7 @@ void qpg_client_destroy(struct qpg_client *cl)
 	if (!cl)
 		return;
 	qpg__endpoint_fini(&cl->ep);
+	qpg__client_retry_drop(cl);
 	qpg__tls_slot_fini(&cl->tls);
 	qpg_rdma_dev_close(&cl->dev);
 	free(cl);
@@ -322,34 +293,18 @@ void qpg_client_destroy(struct qpg_client *cl)
 
 int qpg_client_connect(struct qpg_client *cl, void *user, struct qpg_client_conn **out)
 {
-	struct client_user *u = calloc(1, sizeof(*u));
-	if (!u)
+	struct qpg_client_conn *h = calloc(1, sizeof(*h));
+	if (!h)
 		return -ENOMEM;
-	u->user = user;
-	unsigned si = cl->nsrc ? cl->next_src++ % cl->nsrc : 0; /* sources in turn */
-	struct qpg__client_params p = {
-	    .addr = (struct sockaddr *)&cl->addr,
-	    .addr_len = cl->addr_len,
-	    .src = cl->nsrc ? (struct sockaddr *)&cl->src[si] : NULL,
-	    .src_len = cl->addr_len, /* the same family as the server's */
-	    .ports = cl->nsrc ? &cl->ports[si] : NULL,
-	    .servername = cl->servername,
-	    .service = cl->o.service,
-	    .auth = cl->o.auth,
-	    .credits = cl->o.credits,
-	    .max_msg = cl->o.max_msg,
-	    .test_mutation = cl->test_mutation,
-	};
-	struct qpg__conn *c;
-	int rc = qpg__conn_connect(&cl->ep, &p, &c);
+	h->cl = cl;
+	h->user = user;
+	h->started_ns = qpg__now_ns();
+	int rc = qpg__client_attempt(cl, h);
 	if (rc) {
-		free(u);
+		free(h);
 		return rc;
 	}
-	/* Even if it has already failed: closes are reported from the loop, so
-	 * the closed callback comes later, with USER, and frees U. */
-	c->user = u;
-	*out = (struct qpg_client_conn *)c;
+	*out = h;
 	return 0;
 }
 
@@ -360,56 +315,56 @@ int qpg_client_connect_session(struct qpg_client *cl, unsigned n, void *const *u
 		return -EINVAL;
 	if (n > 1 && cl->ep.t->data_on_tls)
 		return -EOPNOTSUPP;
-	/* The members' (qpg_client_connect makes the leader's). */
-	struct client_user *u[QPG_WIRE_MAX_EXTRA_QPS + 1];
+	struct qpg_client_conn *l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	l->cl = cl;
+	l->user = users[0];
+	l->started_ns = qpg__now_ns();
+	/* The members' handles first: each attempt makes their QPs. */
+	struct qpg_client_conn **tail = &l->members;
 	for (unsigned i = 1; i < n; i++) {
-		u[i] = calloc(1, sizeof(*u[i]));
-		if (!u[i]) {
-			while (--i)
-				free(u[i]);
+		struct qpg_client_conn *m = calloc(1, sizeof(*m));
+		if (!m) {
+			while ((m = l->members)) {
+				l->members = m->member_next;
+				free(m);
+			}
+			free(l);
 			return -ENOMEM;
 		}
-		u[i]->user = users[i];
+		m->cl = cl;
+		m->user = users[i];
+		m->lead = l;
+		*tail = m;
+		tail = &m->member_next;
 	}
-	/* The leader first, as a lone connection; then its members, before
-	 * the loop runs again (the HELLO is written once TLS is up). */
-	struct qpg_client_conn *lead;
-	int rc = qpg_client_connect(cl, users[0], &lead);
+	int rc = qpg__client_attempt(cl, l);
 	if (rc) {
-		for (unsigned i = 1; i < n; i++)
-			free(u[i]);
+		struct qpg_client_conn *m;
+		while ((m = l->members)) {
+			l->members = m->member_next;
+			free(m);
+		}
+		free(l);
 		return rc;
 	}
-	out[0] = lead;
-	struct qpg__conn *l = (struct qpg__conn *)lead;
-	for (unsigned i = 1; i < n; i++) {
-		struct qpg__conn *m = qpg__conn_new_member(l);
-		if (!m) {
-			/* The ones made so far close with the session, and report it. */
-			qpg__conn_close(l, QPG_ERR_LOCAL, "out of memory for the session's QPs");
-			for (unsigned j = i; j < n; j++)
-				free(u[j]);
-			return (int)i;
-		}
-		m->user = u[i];
-		out[i] = (struct qpg_client_conn *)m;
-		/* A leader that has already failed takes M with it. */
-		if (l->state >= QPG_CONN_CLOSING)
-			qpg__conn_close(m, l->err, "%s", l->why);
-	}
+	out[0] = l;
+	unsigned i = 1;
+	for (struct qpg_client_conn *m = l->members; m; m = m->member_next)
+		out[i++] = m;
 	return (int)n;
 }
 
-int qpg_client_send(struct qpg_client_conn *cc, uint8_t type, const void *payload, uint32_t len)
+int qpg_client_send(struct qpg_client_conn *u, uint8_t type, const void *payload, uint32_t len)
 {
-	struct qpg__conn *c = (struct qpg__conn *)cc;
-	if (c->state != QPG_CONN_ESTABLISHED)
+	struct qpg__conn *c = u->c;
+	if (!c || c->state != QPG_CONN_ESTABLISHED)
 		return -ENOTCONN;
 	if (len > c->max_msg && !c->oversize_next)
 		return -EMSGSIZE;
 	if (len > c->ep->max_msg) /* must still fit our own buffer */
 		return -EMSGSIZE;
-	struct client_user *u = c->user;
 	if (u->outstanding >= c->credits)
 		return -EAGAIN;
 	struct qpg_buf *b = qpg_pool_get(&c->ep->pool);
@@ -431,7 +386,7 @@ int qpg_client_send(struct qpg_client_conn *cc, uint8_t type, const void *payloa
 static int one_sided_buf(struct qpg__conn *c, uint32_t len, unsigned max_slots,
 			 struct qpg_buf **out)
 {
-	if (c->state != QPG_CONN_ESTABLISHED)
+	if (!c || c->state != QPG_CONN_ESTABLISHED)
 		return -ENOTCONN;
 	if (!c->t->read)
 		return -EOPNOTSUPP;
@@ -458,9 +413,9 @@ static int one_sided_buf(struct qpg__conn *c, uint32_t len, unsigned max_slots,
 int qpg_client_read(struct qpg_client_conn *cc, uint64_t raddr, uint32_t rkey, uint32_t len,
 		    uint64_t cookie)
 {
-	struct qpg__conn *c = (struct qpg__conn *)cc;
+	struct qpg__conn *c = cc->c;
 	struct qpg_buf *b;
-	int rc = one_sided_buf(c, len, c->read_slots, &b);
+	int rc = one_sided_buf(c, len, c ? c->read_slots : 0, &b);
 	if (rc)
 		return rc;
 	b->cookie = cookie;
@@ -472,7 +427,7 @@ int qpg_client_read(struct qpg_client_conn *cc, uint64_t raddr, uint32_t rkey, u
 int qpg__client_test_write(struct qpg_client_conn *cc, uint64_t raddr, uint32_t rkey,
 			   const void *data, uint32_t len, uint64_t cookie)
 {
-	struct qpg__conn *c = (struct qpg__conn *)cc;
+	struct qpg__conn *c = cc->c;
 	struct qpg_buf *b;
 	int rc = one_sided_buf(c, len, 1, &b);
 	if (rc)
@@ -486,24 +441,34 @@ int qpg__client_test_write(struct qpg_client_conn *cc, uint64_t raddr, uint32_t 
 
 void qpg_client_close(struct qpg_client_conn *cc)
 {
-	qpg__conn_close((struct qpg__conn *)cc, QPG_ERR_NONE, "closed by client");
+	if (cc->c)
+		qpg__conn_close(cc->c, QPG_ERR_NONE, "closed by client");
+	else
+		qpg__client_retry_cancel(cc); /* between two attempts */
 }
 
 int qpg_client_run(struct qpg_client *cl, int timeout_ms)
 {
-	return qpg__loop_run_once(&cl->ep.loop, timeout_ms);
+	qpg__client_retry_pump(cl);
+	int rc = qpg__loop_run_once(&cl->ep.loop, cl->waiting && timeout_ms > 100 ? 100 : timeout_ms);
+	qpg__client_retry_pump(cl);
+	return rc;
 }
 
 size_t qpg_client_conn_count(const struct qpg_client *cl)
 {
-	/* Closed ones count until their closed callback has run. */
-	return cl->ep.nconns + cl->ep.nclosing;
+	/* Closed ones count until their closed callback has run, and those
+	 * between two attempts too. */
+	return cl->ep.nconns + cl->ep.nclosing + cl->nwaiting;
 }
 
-void qpg_client_conn_info(const struct qpg_client_conn *cc, struct qpg_conn_info *out)
+void qpg_client_conn_info(const struct qpg_client_conn *u, struct qpg_conn_info *out)
 {
-	const struct qpg__conn *c = (const struct qpg__conn *)cc;
+	const struct qpg__conn *c = u->c;
 	memset(out, 0, sizeof(*out));
+	out->attempts = u->lead ? u->lead->attempts : u->attempts;
+	if (!c)
+		return; /* between two attempts */
 	out->conn_id = c->conn_id;
 	out->transport = c->t->wire_id;
 	out->auth = c->auth.enabled;
@@ -515,20 +480,18 @@ void qpg_client_conn_info(const struct qpg_client_conn *cc, struct qpg_conn_info
 	out->read_piece = c->t->read ? (uint32_t)c->ep->pool.slot_size : 0;
 	out->read_max = out->read_piece * c->read_slots;
 	out->credits = c->credits;
-	out->in_flight = c->user ? ((const struct client_user *)c->user)->outstanding : 0;
+	out->in_flight = u->outstanding;
 	memcpy(out->phase_ns, c->phase_ns, sizeof(out->phase_ns));
-	const struct client_user *u = c->user;
-	out->setup_ns = u && u->rts_ns ? u->rts_ns - c->started_ns : 0;
+	out->setup_ns = u->rts_ns ? u->rts_ns - c->started_ns : 0;
 	out->resumed = c->resumed;
 }
 
-void qpg_client_conn_mark_first_msg(struct qpg_client_conn *cc)
+void qpg_client_conn_mark_first_msg(struct qpg_client_conn *u)
 {
-	struct qpg__conn *c = (struct qpg__conn *)cc;
-	struct client_user *u = c->user;
+	struct qpg__conn *c = u->c;
 	/* From the first send, not from RTS: a load tool may hold connections
 	 * open for a while before traffic starts. */
-	if (u && !u->first_done && u->first_send_ns) {
+	if (c && !u->first_done && u->first_send_ns) {
 		c->phase_ns[QPG_PHASE_FIRST_MSG] = qpg__now_ns() - u->first_send_ns;
 		u->first_done = true;
 	}
@@ -536,15 +499,41 @@ void qpg_client_conn_mark_first_msg(struct qpg_client_conn *cc)
 
 void qpg__client_conn_oversize_next(struct qpg_client_conn *cc)
 {
-	qpg__conn_oversize_next((struct qpg__conn *)cc);
+	if (cc->c)
+		qpg__conn_oversize_next(cc->c);
 }
 
 void qpg__client_conn_corrupt_next_tag(struct qpg_client_conn *cc)
 {
-	qpg__conn_corrupt_next_tag((struct qpg__conn *)cc);
+	if (cc->c)
+		qpg__conn_corrupt_next_tag(cc->c);
 }
 
 void qpg__client_test_mutation(struct qpg_client *cl, uint8_t mutation)
 {
 	cl->test_mutation = mutation;
+}
+
+struct qpg__conn *qpg__client_test_conn(struct qpg_client_conn *c)
+{
+	return c->c;
+}
+
+struct qpg_client_conn *qpg__client_test_member(struct qpg_client_conn *lead, void *user)
+{
+	struct qpg_client_conn *m = calloc(1, sizeof(*m));
+	if (!m || !lead->c || !(m->c = qpg__conn_new_member(lead->c))) {
+		free(m);
+		return NULL;
+	}
+	m->cl = lead->cl;
+	m->user = user;
+	m->lead = lead;
+	m->attempts = lead->attempts;
+	m->c->user = m;
+	struct qpg_client_conn **pp = &lead->members;
+	while (*pp)
+		pp = &(*pp)->member_next;
+	*pp = m;
+	return m;
 }

@@ -84,7 +84,11 @@ int qpg_sync_open(struct qpg_sync **out, const struct qpg_client_opts *o, char *
 		snprintf(err, err_len, "cannot connect: %s", strerror(-rc));
 		goto fail_client;
 	}
-	rc = wait_for(s, &s->up, (int)o->handshake_timeout_ms);
+	/* Every attempt within the connect deadline (qpgate/client.h). */
+	unsigned ms = o->handshake_timeout_ms;
+	if (o->connect_attempts > 1 && o->connect_deadline_ms > ms)
+		ms = o->connect_deadline_ms + o->handshake_timeout_ms;
+	rc = wait_for(s, &s->up, (int)ms);
 	if (rc) {
 		snprintf(err, err_len, "%s", s->why);
 		goto fail_client;

@@ -151,7 +151,8 @@ static void drive_tls(struct qpg__conn *c)
 		return;
 	}
 	if (r != QPG_TLS_DONE) {
-		enum qpg_err_class e = QPG_ERR_TLS;
+		/* Closed with no TLS alert: a server's deadline or limit. */
+		enum qpg_err_class e = r == QPG_TLS_CLOSED ? QPG_ERR_PEER_CLOSED : QPG_ERR_TLS;
 		if (qpg__tls_verify_failed(c->ssl))
 			e = strstr(c->why, "host name") ? QPG_ERR_HOSTNAME : QPG_ERR_CERT;
 		if (!c->ep->is_server && qpg__tls_peer_sent_nothing(c->ssl)) {

@@ -80,6 +80,7 @@ void qpg__control_on_reply(struct qpg__conn *c)
 			qpg__conn_close(c, QPG_ERR_PROTOCOL, "malformed REJECT from server");
 			return;
 		}
+		c->reject_code = r.code;
 		qpg__conn_close(c, qpg__reject_err_class(r.code), "server refused (%s): %s",
 				qpg_reject_code_name(r.code), r.text);
 		return;

@@ -189,6 +189,7 @@ struct qpg__conn {
 	size_t out_len, out_off, out_cap, out_retry;
 	uint64_t out_queued_total, out_flushed_total; /* bytes ever queued / written */
 	enum qpg_err_class err;
+	uint16_t reject_code; /* client: the server's REJECT code (0: none came) */
 	char why[256];
 	void *user;
 	void *svc; /* the service's per-connection state (server side) */

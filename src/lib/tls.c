@@ -168,9 +168,11 @@ static enum qpg__tls_io classify(SSL *ssl, int ret, char *why, size_t why_len)
 		return QPG_TLS_CLOSED;
 	case SSL_ERROR_SYSCALL:
 		if (ERR_peek_error() == 0) {
+			/* A reset is the peer closing too (with our input unread). */
+			bool gone = !errno || ret >= 0 || errno == ECONNRESET || errno == EPIPE;
 			snprintf(why, why_len, "%s",
 				 errno && ret < 0 ? strerror(errno) : "connection closed by peer");
-			return errno && ret < 0 ? QPG_TLS_FAILED : QPG_TLS_CLOSED;
+			return gone ? QPG_TLS_CLOSED : QPG_TLS_FAILED;
 		}
 		/* fall through */
 	default: {
@@ -200,12 +202,10 @@ enum qpg__tls_io qpg__tls_handshake(SSL *ssl, char *why, size_t why_len)
 	if (ret == 1)
 		return QPG_TLS_DONE;
 	enum qpg__tls_io r = classify(ssl, ret, why, why_len);
-	if (r == QPG_TLS_CLOSED) {
+	if (r == QPG_TLS_CLOSED)
 		snprintf(why, why_len,
 			 "peer closed the connection during the TLS handshake (a server does "
 			 "this past its handshake deadline, or at a limit)");
-		return QPG_TLS_FAILED;
-	}
 	return r;
 }
 

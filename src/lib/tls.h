@@ -60,11 +60,11 @@ enum qpg__tls_io {
 	QPG_TLS_DONE = 1,
 	QPG_TLS_WANT_READ = 2,
 	QPG_TLS_WANT_WRITE = 3,
-	QPG_TLS_CLOSED = 4, /* clean EOF from the peer */
+	QPG_TLS_CLOSED = 4, /* EOF or a reset from the peer, no TLS alert */
 	QPG_TLS_FAILED = 5,
 };
 
-/* One handshake step; on FAILED, WHY explains it for a person. */
+/* One handshake step; on FAILED or CLOSED, WHY explains it for a person. */
 enum qpg__tls_io qpg__tls_handshake(SSL *ssl, char *why, size_t why_len);
 /* Read or write; *N gets the bytes moved when the result is DONE. */
 enum qpg__tls_io qpg__tls_read(SSL *ssl, void *buf, size_t len, size_t *n, char *why,

@@ -21,4 +21,10 @@ void qpg__client_conn_corrupt_next_tag(struct qpg_client_conn *c);
  * buffers), to prove a QP forced into error is contained and reaped. */
 void qpg__client_conn_oversize_next(struct qpg_client_conn *c);
 
+/* The attempt under a handle (NULL between two attempts). */
+struct qpg__conn *qpg__client_test_conn(struct qpg_client_conn *c);
+/* One more QP for LEAD's session, below the public API: a handle with
+ * USER, following LEAD's attempts (NULL: LEAD has no attempt, or no memory). */
+struct qpg_client_conn *qpg__client_test_member(struct qpg_client_conn *lead, void *user);
+
 #endif

@@ -141,6 +141,8 @@ static void on_established(struct qpg_client_conn *c, void *user)
 	struct qpg_conn_info ci;
 	qpg_client_conn_info(c, &ci);
 	s->e->r->resumed += ci.resumed;
+	s->e->r->attempts += ci.attempts;
+	s->e->r->retried += ci.attempts > 1;
 }
 
 static void on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const uint8_t *p,
@@ -189,8 +191,11 @@ static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class 
 			r->have_first = true;
 		}
 	}
-	if (!s->established)
+	if (!s->established) {
 		r->settled++;
+		r->attempts += ci.attempts;
+		r->retried += ci.attempts > 1;
+	}
 	s->closed = true;
 	request_done(e, s);
 	if (err != QPG_ERR_NONE) {
@@ -462,6 +467,8 @@ void load_print(const struct load_result *r, const struct load_opts *o)
 	       (double)qpg_hist_quantile(&r->lat, 0.999) / 1e3, rate, bw);
 	printf(" connect phase %.3f s, traffic phase %.3f s, TLS resumed %d of %d\n", r->connect_s,
 	       r->traffic_s, r->resumed, r->established);
+	printf(" connect attempts %ld for %d connections (%d needed more than one)\n",
+	       r->attempts, r->nconns, r->retried);
 	if (o->lat_every > 1)
 		printf(" latency from 1 echo in %ld on each connection (%llu timed); every echo "
 		       "verified\n",

@@ -60,6 +60,8 @@ struct load_result {
 	int started, established, failed;
 	int settled; /* handshakes that ended: established, or failed before that */
 	int resumed; /* established with a resumed TLS session */
+	long attempts; /* connects made, retries included (qpg_conn_info.attempts) */
+	int retried;   /* connections that took more than one */
 	long sent, verified, mismatches;
 	bool timed_out;
 	double connect_s, traffic_s;

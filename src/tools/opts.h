@@ -102,6 +102,23 @@ void qpg_opts_usage(FILE *f, const struct qpg_opt *const *tables, const char *sy
 	     3600000,                                                                                \
 	     "MS",                                                                                   \
 	     "per connection (default 10000)"},                                                      \
+	    {"connect-attempts",                                                                     \
+	     0,                                                                                      \
+	     OPT_UINT,                                                                               \
+	     &(o)->connect_attempts,                                                                 \
+	     1,                                                                                      \
+	     100,                                                                                    \
+	     "N",                                                                                    \
+	     "tries per connection when the reason may pass (server busy, restarting; default "     \
+	     "5)"},                                                                                  \
+	    {"connect-deadline",                                                                     \
+	     0,                                                                                      \
+	     OPT_UINT,                                                                               \
+	     &(o)->connect_deadline_ms,                                                              \
+	     10,                                                                                     \
+	     3600000,                                                                                \
+	     "MS",                                                                                   \
+	     "no new try after MS from the first (default 60000)"},                                  \
 	    {"credits", 0,    OPT_U16, &(o)->credits,                                                \
 	     1,		1024, "N",     "requests in flight per connection (default 1)"},             \
 	    {"tclass", 0,   OPT_U8, &(o)->tclass,                                                    \

@@ -139,11 +139,12 @@ static json_t *build_json(const struct qpg_client_opts *co, const struct load_op
 	    (int)lo->qps_per_session, "latency_every", (json_int_t)lo->lat_every, "clock",
 	    lo->clock ? stamp_name(lo->clock) : "mono");
 	json_t *results =
-	    json_pack("{s:{s:i, s:i, s:i, s:i, s:f, s:o, s:o, s:o, s:o, s:f},"
+	    json_pack("{s:{s:i, s:i, s:i, s:i, s:I, s:i, s:f, s:o, s:o, s:o, s:o, s:f},"
 		      " s:{s:I, s:I, s:I, s:o, s:f, s:f, s:f, s:f},"
 		      " s:{s:o, s:o}}",
 		      "connections", "attempted", r->nconns, "succeeded", r->established, "failed",
-		      r->failed, "tls_resumed", r->resumed, "success_rate",
+		      r->failed, "tls_resumed", r->resumed, "connect_attempts", (json_int_t)r->attempts,
+		      "retried", r->retried, "success_rate",
 		      r->nconns ? (double)r->established / r->nconns : 0, "failures", fails,
 		      "failure_examples", examples, "connect_ms", hist_json(&r->setup, 1e6),
 		      "phases_us", phases, "connect_phase_s", r->connect_s, "data", "sent",

@@ -368,8 +368,10 @@ limits)
 	check "nothing left connected" [ "$(stat connected)" -eq 0 ]
 
 	# The per-address connection limit counts handshakes in progress too.
+	# (Here and below, clients that do not try again: what is counted is
+	# the server's refusals, one per client.)
 	start_server --max-conns-per-peer 60
-	out=$(client -c 80 -n 1 --hold 1000 2>&1)
+	out=$(client -c 80 -n 1 --hold 1000 --connect-attempts 1 2>&1)
 	grep -E '^ 80 |failed:' <<<"$out" | sed 's/^/  /'
 	check "per-peer connection limit: 60 of 80 connected at once" grep -Eq '^ 80 +60 +20 ' <<<"$out"
 	check "the 20 refused were told why" grep -q 'failed: 20 x .*closed the connection before' <<<"$out"
@@ -381,7 +383,7 @@ limits)
 	# more as tokens come back while they arrive), the rest are refused
 	# at accept, before any TLS work; a second later there is room again.
 	start_server --handshake-rate 2,10
-	out=$(client -c 40 -n 1 --window 40 --hold 300 2>&1)
+	out=$(client -c 40 -n 1 --window 40 --hold 300 --connect-attempts 1 2>&1)
 	grep -E '^ 40 |failed:' <<<"$out" | sed 's/^/  /'
 	up=$(awk '$1 == 40 {print $2; exit}' <<<"$out")
 	check "handshake rate: ${up:-?} of 40 got in at once (10 to 14)" [ "${up:-0}" -ge 10 -a "${up:-0}" -le 14 ]
@@ -469,7 +471,7 @@ addr)
 	check "IPv6: a client of ::1 verified 20 echoes (exit $rc)" [ $rc -eq 0 ]
 	[ "$transport" = rdma ] && check "IPv6: the server took the RoCE v2 GID that carries ::1" \
 		grep -Eq 'listening on ::1:[0-9]+, transport rdma on rxe0 port 1 GID [0-9]+ ::1,' "$work/server.log"
-	out=$(client6 -c 3 -n 5 --window 3 2>&1)
+	out=$(client6 -c 3 -n 5 --window 3 --connect-attempts 1 2>&1)
 	echo "$out" | grep -m1 'e.g.'
 	stop_server
 	check "IPv6: --max-conns-per-peer 2 held for ::1 (one of 3 refused, $(stat refused_per_peer))" \

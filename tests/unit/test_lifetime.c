@@ -18,6 +18,7 @@
 
 #include "unit.h"
 
+#include "client_testing.h"
 #include "core.h" /* a session's members, below the public API */
 #include "loopback.h"
 #include "qpgate/wire.h"
@@ -99,19 +100,20 @@ static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class 
 static const struct qpg_client_cbs cbs = {
     .established = on_up, .reply = on_reply, .closed = on_closed};
 
-static struct qpg_client *client_at(const char *host, uint16_t port);
+static struct qpg_client *client_at(const char *host, uint16_t port, unsigned attempts);
 
 static struct qpg_client *client(uint16_t port)
 {
-	return client_at("127.0.0.1", port);
+	return client_at("127.0.0.1", port, 5);
 }
 
-static struct qpg_client *client_at(const char *host, uint16_t port)
+static struct qpg_client *client_at(const char *host, uint16_t port, unsigned attempts)
 {
 	struct qpg_client_opts o;
 	qpg_loopback_client_opts(&lb, &o);
 	o.host = host;
 	o.port = port;
+	o.connect_attempts = attempts;
 	struct qpg_client *cl;
 	char err[256];
 	assert_int_equal(qpg_client_create(&cl, &o, &cbs, err, sizeof(err)), 0);
@@ -181,7 +183,7 @@ static void close_other_in_same_batch(void **state)
  * closed callback comes from the loop, with USER. */
 static void failed_connect(const char *host)
 {
-	struct qpg_client *cl = client_at(host, 1);
+	struct qpg_client *cl = client_at(host, 1, 5);
 	struct conn k = {0};
 	struct qpg_client_conn *c = NULL;
 	assert_int_equal(qpg_client_connect(cl, &k, &c), 0);
@@ -231,10 +233,11 @@ static void session_shares_one_fate(void **state)
 	struct qpg_client *cl = client(lb.port);
 	struct conn k = {0};
 	assert_int_equal(qpg_client_connect(cl, &k, &k.c), 0);
-	struct qpg__conn *l = (struct qpg__conn *)k.c;
-	struct qpg__conn *m1 = qpg__conn_new_member(l), *m2 = qpg__conn_new_member(l);
-	assert_non_null(m1);
-	assert_non_null(m2);
+	struct qpg_client_conn *h1 = qpg__client_test_member(k.c, NULL);
+	struct qpg_client_conn *h2 = qpg__client_test_member(k.c, NULL);
+	assert_non_null(h1);
+	assert_non_null(h2);
+	struct qpg__conn *m2 = qpg__client_test_conn(h2);
 	assert_int_equal(m2->member_index, 2);
 	assert_int_equal(qpg_client_conn_count(cl), 3);
 	anon_closed = 0;
@@ -252,13 +255,14 @@ static void session_shares_one_fate(void **state)
  * once) is still closed and reported when its maker closes it. */
 static void member_of_a_failed_leader_is_reported(void **state)
 {
-	struct qpg_client *cl = client_at("127.255.255.255", 1);
+	struct qpg_client *cl = client_at("127.255.255.255", 1, 1);
 	struct conn k = {0};
 	assert_int_equal(qpg_client_connect(cl, &k, &k.c), 0);
-	struct qpg__conn *l = (struct qpg__conn *)k.c;
+	struct qpg__conn *l = qpg__client_test_conn(k.c);
 	assert_true(l->state >= QPG_CONN_CLOSING);
-	struct qpg__conn *m = qpg__conn_new_member(l);
-	assert_non_null(m);
+	struct qpg_client_conn *h = qpg__client_test_member(k.c, NULL);
+	assert_non_null(h);
+	struct qpg__conn *m = qpg__client_test_conn(h);
 	anon_closed = 0;
 	qpg__conn_close(m, l->err, "%s", l->why);
 	RUN_UNTIL(cl, qpg_client_conn_count(cl) == 0);
