@@ -60,6 +60,12 @@ struct qpg_client_opts {
 	 * qpg_conn_info.attempts counts them. */
 	unsigned connect_attempts;
 	unsigned connect_deadline_ms;
+	/* Every QP sends a keepalive frame (no reply, no credit) as it comes
+	 * up, which a server's bring-up deadline waits for, and again after
+	 * KEEPALIVE_MS with no traffic, which keeps a quiet connection inside
+	 * a server's idle timeout (default 60000; 0: only the first). Sent
+	 * while the caller runs the loop (qpg_client_run). */
+	unsigned keepalive_ms;
 };
 void qpg_client_opts_default(struct qpg_client_opts *o);
 

@@ -56,7 +56,15 @@ struct qpg_server_opts {
 	const struct qpg_service *service;
 	void *service_ctx;
 	int verbose;
+	/* QPs one address (IPv6: one /64) may hold, a session's each counted;
+	 * beyond it a session is refused (REJECT resources). 0: no limit;
+	 * QPG_QPS_PER_PEER_AUTO (the default): a quarter of max_clients. */
+	unsigned max_qps_per_peer;
+	/* A QP that has sent no authenticated frame this long after ACCEPT is
+	 * closed (every qpgate client sends one as it comes up). 0: never. */
+	unsigned bringup_timeout_ms;
 };
+#define QPG_QPS_PER_PEER_AUTO 0xffffffffu
 
 void qpg_server_opts_default(struct qpg_server_opts *o);
 
@@ -96,6 +104,8 @@ struct qpg_server_stats {
 	unsigned long long peers_tracked; /* addresses in the peer table now */
 	unsigned long long handshake_ns_bucket[24];
 	unsigned long long handshake_ns_sum;
+	unsigned long long refused_qps_per_peer; /* sessions over --max-qps-per-peer */
+	unsigned long long bringup_timeouts;	 /* QPs closed by the bring-up deadline */
 };
 void qpg_server_stats(struct qpg_server *s, struct qpg_server_stats *out);
 /* The stats as Prometheus text (format 0.0.4) in a malloc'd *OUT; 0 or a

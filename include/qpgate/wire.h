@@ -127,9 +127,13 @@ enum qpg_frame_type {
 };
 
 /* Frame flags. MORE: this reply is not the request's last (a value streamed
- * in chunks); the request still holds its credit. */
-#define QPG_FRAME_FLAG_MORE   0x0001u
-#define QPG_FRAME_FLAGS_KNOWN QPG_FRAME_FLAG_MORE
+ * in chunks); the request still holds its credit. KEEPALIVE: an empty frame
+ * (type 0, no payload) that says "still here": it takes no credit, has no
+ * reply, and the service never sees it (a client sends one as each QP comes
+ * up, and when it has been quiet). */
+#define QPG_FRAME_FLAG_MORE	 0x0001u
+#define QPG_FRAME_FLAG_KEEPALIVE 0x0002u
+#define QPG_FRAME_FLAGS_KNOWN	 (QPG_FRAME_FLAG_MORE | QPG_FRAME_FLAG_KEEPALIVE)
 
 struct qpg_frame_hdr {
 	uint8_t version;

@@ -38,6 +38,7 @@ void qpg_client_opts_default(struct qpg_client_opts *o)
 	o->tls_resume = true;
 	o->connect_attempts = 5;
 	o->connect_deadline_ms = 60000;
+	o->keepalive_ms = 60000;
 }
 
 /* Parse LIST (comma-separated numeric addresses of FAMILY) into CL->src. */
@@ -90,10 +91,31 @@ static struct qpg_client *of(struct qpg__conn *c)
 	return (struct qpg_client *)c->ep;
 }
 
+/* "Still here": an empty authenticated frame, when the send queue has room
+ * (it is not counted as a request, and has no reply). */
+static void keepalive(struct qpg__conn *c)
+{
+	if (of(c)->silent || qpg__conn_send_room(c) == 0)
+		return;
+	struct qpg_buf *b = qpg_pool_get(&c->ep->pool);
+	if (b)
+		qpg__conn_send_flags(c, b, 0, QPG_FRAME_FLAG_KEEPALIVE, 0);
+}
+
+static void cl_tick(struct qpg__conn *c, uint64_t now)
+{
+	struct qpg_client *cl = of(c);
+	struct qpg_client_conn *u = c->user;
+	uint64_t quiet = (uint64_t)cl->o.keepalive_ms * 1000000ull;
+	if (quiet && u && !u->outstanding && !c->in_flight && now - c->active_ns > quiet)
+		keepalive(c);
+}
+
 static void cl_established(struct qpg__conn *c)
 {
 	struct qpg_client *cl = of(c);
 	struct qpg_client_conn *u = c->user;
+	keepalive(c); /* a server's bring-up deadline waits for a first frame */
 	u->rts_ns = qpg__now_ns();
 	(u->lead ? u->lead : u)->up = true; /* no more attempts for the session */
 	if (cl->cbs.established)
@@ -216,7 +238,8 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	    .srq_depth = o->srq_depth,
 	    .pool_max = pool_slots, /* as checked above */
 	    /* Twice the credits: a reply may come before our request's ACK. */
-	    .qp_max_send_wr = o->sq_depth ? o->sq_depth : 2u * o->credits,
+	    /* (and one for a keepalive). */
+	    .qp_max_send_wr = o->sq_depth ? o->sq_depth : 2u * o->credits + 1,
 	    .qp_timeout = o->qp_timeout,
 	    .tclass = o->tclass,
 	    .busy_poll_us = o->busy_poll_us,
@@ -256,6 +279,7 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	    .closed = qpg__client_conn_closed,
 	    .sent = cl_sent,
 	    .read_done = cl_read_done,
+	    .tick = cl_tick,
 	};
 	*out = cl;
 	return 0;
@@ -512,6 +536,11 @@ void qpg__client_conn_corrupt_next_tag(struct qpg_client_conn *cc)
 void qpg__client_test_mutation(struct qpg_client *cl, uint8_t mutation)
 {
 	cl->test_mutation = mutation;
+}
+
+void qpg__client_test_silent(struct qpg_client *cl)
+{
+	cl->silent = true;
 }
 
 struct qpg__conn *qpg__client_test_conn(struct qpg_client_conn *c)

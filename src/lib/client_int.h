@@ -30,6 +30,7 @@ struct qpg_client {
 	struct qpg__port_cursor ports[QPG__MAX_SOURCES]; /* each source's local ports */
 	unsigned nsrc, next_src;
 	unsigned seed;			/* backoff jitter */
+	bool silent;			/* test hook: no keepalives at all */
 	struct qpg_client_conn *waiting; /* handles between two attempts */
 	size_t nwaiting;
 };

@@ -25,7 +25,7 @@ static bool mark_established(struct qpg__conn *c, SSL *ssl)
 	c->state = QPG_CONN_ESTABLISHED;
 	qpg__conn_list_established(c);
 	c->deadline_ns = 0;
-	c->active_ns = c->progress_ns = qpg__now_ns();
+	c->up_ns = c->active_ns = c->progress_ns = qpg__now_ns();
 	c->handshake_done = true;
 	c->counted_connected = true;
 	atomic_fetch_add_explicit(&ep->stats.connected, 1, memory_order_relaxed);

@@ -110,6 +110,7 @@ struct qpg__ep_stats {
 	atomic_llong pool_slots;
 	atomic_llong regions_open;	       /* a service's regions opened here, not yet closed */
 	atomic_ullong reads_paused;	       /* tcp: input paused while the output was full */
+	atomic_ullong bringup_timeouts;	       /* QPs closed: no frame within the bring-up deadline */
 	atomic_ullong handshake_ns_bucket[24]; /* log2 buckets from 1 us */
 	atomic_ullong handshake_ns_sum;
 };
@@ -190,6 +191,9 @@ struct qpg__conn {
 	uint64_t out_queued_total, out_flushed_total; /* bytes ever queued / written */
 	enum qpg_err_class err;
 	uint16_t reject_code; /* client: the server's REJECT code (0: none came) */
+	bool got_frame;	      /* an authenticated frame has come (bring-up deadline) */
+	uint64_t up_ns;	      /* established (ACCEPT sent or taken) */
+	void *admit_ref;      /* server: the peer entry this QP is counted on */
 	char why[256];
 	void *user;
 	void *svc; /* the service's per-connection state (server side) */
@@ -254,6 +258,7 @@ struct qpg__endpoint {
 	struct qpg__conn *dead;	  /* closed callback done; freed once drained */
 	uint64_t progress_ns_max; /* sends not completed for this long: close (0: never) */
 	uint64_t idle_ns_max;	  /* no traffic for this long: close (0: never) */
+	uint64_t bringup_ns_max;  /* no frame this long after ACCEPT: close (0: never) */
 	uint64_t abandon_ns;	  /* a closed connection still busy after this is abandoned */
 	size_t nconns;
 	struct qpg__endpoint_cbs cbs;

@@ -54,7 +54,7 @@ void qpg__endpoint_tick(struct qpg__endpoint *ep)
 			next = next->next;
 		qpg__control_deadline(c, now);
 	}
-	if (!ep->progress_ns_max && !ep->idle_ns_max && !ep->cbs.tick)
+	if (!ep->progress_ns_max && !ep->idle_ns_max && !ep->bringup_ns_max && !ep->cbs.tick)
 		return;
 	/* A tenth of the established connections, so each once a second (a
 	 * deadline of S seconds holds within S + 1). Closing one moves SCAN on. */
@@ -66,8 +66,13 @@ void qpg__endpoint_tick(struct qpg__endpoint *ep)
 		ep->scan = c->next;
 		if (c->state != QPG_CONN_ESTABLISHED)
 			continue;
-		/* A paused reader has a full send queue, so in_flight covers it. */
-		if (ep->progress_ns_max && c->in_flight &&
+		if (ep->bringup_ns_max && !c->got_frame && now - c->up_ns > ep->bringup_ns_max) {
+			qpg__stat_add(&ep->stats.bringup_timeouts, 1);
+			qpg__conn_close(c, QPG_ERR_TIMEOUT,
+					"no authenticated frame within %llu ms of ACCEPT (bring-up "
+					"deadline)",
+					(unsigned long long)(ep->bringup_ns_max / 1000000));
+		} else if (ep->progress_ns_max && c->in_flight && /* a paused reader's too */
 		    now - c->progress_ns > ep->progress_ns_max)
 			qpg__conn_close(c, QPG_ERR_TIMEOUT,
 					"no progress: %u sends not completed for %llu ms (peer not "

@@ -196,10 +196,18 @@ void qpg__conn_on_frame(struct qpg__conn *c, struct qpg_buf *b, size_t len)
 	}
 	c->auth.rx.seq++;
 	c->active_ns = qpg__coarse_ns();
+	c->got_frame = true; /* authenticated: the peer holds the keys */
 	if (h.flags & ~QPG_FRAME_FLAGS_KNOWN) {
 		qpg_pool_put(&ep->pool, b);
 		qpg__conn_close(c, QPG_ERR_PROTOCOL, "unknown frame flags 0x%04x", h.flags);
 		return;
+	}
+	if (h.flags & QPG_FRAME_FLAG_KEEPALIVE) {
+		qpg_pool_put(&ep->pool, b);
+		if (h.type != 0 || h.len != 0 || h.flags != QPG_FRAME_FLAG_KEEPALIVE)
+			qpg__conn_close(c, QPG_ERR_PROTOCOL,
+					"keepalive frame with a type, a payload or other flags");
+		return; /* only "still here": done above */
 	}
 	qpg__stat_add(&ep->stats.msgs_in, 1);
 	qpg__stat_add(&ep->stats.bytes_in, h.len);

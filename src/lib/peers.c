@@ -12,6 +12,7 @@ struct qpg__peer {
 	unsigned char addr[16];
 	unsigned pending;
 	unsigned conns;
+	unsigned qps; /* admitted QPs (a session's each count) */
 	uint64_t tat_ns; /* GCRA: when the bucket is full again (0: full) */
 };
 
@@ -85,7 +86,7 @@ static bool rate_allows(struct qpg__peer *e, const struct qpg__peer_limits *l, u
 
 static bool idle(const struct qpg__peer *e, uint64_t now)
 {
-	return e->pending == 0 && e->conns == 0 && e->tat_ns <= now;
+	return e->pending == 0 && e->conns == 0 && e->qps == 0 && e->tat_ns <= now;
 }
 
 static void unlink_entry(struct qpg__peers *p, struct qpg__peer *e)
@@ -156,6 +157,26 @@ void qpg__peers_leave(struct qpg__peers *p, struct qpg__peer *e, bool handshake_
 	e->conns--;
 	/* Forget idle peers so the table tracks live ones only; one with
 	 * spent tokens stays until the sweep finds its bucket full. */
+	if (idle(e, now_ns))
+		unlink_entry(p, e);
+	pthread_mutex_unlock(&p->lock);
+}
+
+bool qpg__peers_take_qp(struct qpg__peers *p, struct qpg__peer *e, unsigned max,
+			unsigned *held)
+{
+	pthread_mutex_lock(&p->lock);
+	bool ok = !max || e->qps < max;
+	e->qps += ok;
+	*held = e->qps;
+	pthread_mutex_unlock(&p->lock);
+	return ok;
+}
+
+void qpg__peers_put_qp(struct qpg__peers *p, struct qpg__peer *e, uint64_t now_ns)
+{
+	pthread_mutex_lock(&p->lock);
+	e->qps--;
 	if (idle(e, now_ns))
 		unlink_entry(p, e);
 	pthread_mutex_unlock(&p->lock);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Per-peer-address accounting for admission (pending handshakes and live
- * connections per IP). Shared by the server's threads, so it has a lock. */
+/* Per-peer-address accounting for admission (pending handshakes, live
+ * connections and their QPs per IP). Shared by the server's threads, so it has a lock. */
 #ifndef QPG_PEERS_H
 #define QPG_PEERS_H
 
@@ -39,6 +39,11 @@ void qpg__peers_fini(struct qpg__peers *p);
 struct qpg__peer *qpg__peers_enter(struct qpg__peers *p, const struct sockaddr_storage *addr,
 				   const struct qpg__peer_limits *l, uint64_t now_ns,
 				   enum qpg__peer_verdict *why);
+/* One more admitted QP for E, if it holds fewer than MAX (0: no limit);
+ * *HELD gets what it holds then. Each QP taken is put back once. */
+bool qpg__peers_take_qp(struct qpg__peers *p, struct qpg__peer *e, unsigned max,
+			unsigned *held);
+void qpg__peers_put_qp(struct qpg__peers *p, struct qpg__peer *e, uint64_t now_ns);
 void qpg__peers_handshake_done(struct qpg__peers *p, struct qpg__peer *e);
 void qpg__peers_leave(struct qpg__peers *p, struct qpg__peer *e, bool handshake_done,
 		      uint64_t now_ns);

@@ -169,6 +169,11 @@ int qpg_server_prometheus(struct qpg_server *s, char **out, size_t *len)
 	fprintf(f, "qpgate_rejections_total{reason=\"per_peer_limit\"} %llu\n",
 		st.refused_per_peer);
 	fprintf(f, "qpgate_rejections_total{reason=\"peer_rate_limit\"} %llu\n", st.refused_rate);
+	fprintf(f, "qpgate_rejections_total{reason=\"per_peer_qp_limit\"} %llu\n",
+		st.refused_qps_per_peer);
+	header(f, "qpgate_bringup_timeouts_total", "counter",
+	       "QPs closed because no authenticated frame came within the bring-up deadline.");
+	fprintf(f, "qpgate_bringup_timeouts_total %llu\n", st.bringup_timeouts);
 	header(f, "qpgate_connections_closed_total", "counter", "Closed connections by reason.");
 	for (int e = 0; e < QPG_ERR_COUNT; e++)
 		fprintf(f, "qpgate_connections_closed_total{reason=\"%s\"} %llu\n",

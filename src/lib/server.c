@@ -51,6 +51,16 @@ void qpg_server_opts_default(struct qpg_server_opts *o)
 	/* A session brings up its QPs in one go on one loop thread, so the
 	 * bound also bounds that stall. */
 	o->max_session_qps = 64;
+	/* ...and each QP of a session counts against its address: with the
+	 * default, one address holds at most a quarter of the server. */
+	o->max_qps_per_peer = QPG_QPS_PER_PEER_AUTO;
+	/* Every qpgate client proves its keys with a keepalive frame as each
+	 * QP comes up: one that has sent nothing in 10 s is not a client. */
+	o->bringup_timeout_ms = 10000;
+	/* Every qpgate client sends a keepalive after 60 s of quiet, so a QP
+	 * quiet for 5 minutes belongs to a client that is gone or stuck (a
+	 * vanished host leaves an RC QP that only a send would notice). */
+	o->idle_timeout_ms = 300000;
 	/* New handshakes per address: 500 a second, 1,000 at once. Each costs
 	 * the server a TLS handshake's public-key work (about 1 ms of a core),
 	 * so one address cannot make it do more than this; refused at accept,
@@ -133,6 +143,9 @@ static void srv_closed(struct qpg__conn *c)
 		atomic_fetch_sub(&s->pending, 1);
 	if (c->admitted)
 		atomic_fetch_sub(&s->clients, 1);
+	if (c->admit_ref)
+		qpg__peers_put_qp(&s->peers, c->admit_ref, qpg__now_ns());
+	c->admit_ref = NULL;
 	if (c->user)
 		qpg__peers_leave(&s->peers, c->user, c->handshake_done, qpg__now_ns());
 	c->user = NULL;
@@ -194,6 +207,8 @@ int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, 
 		return -ENOMEM;
 	}
 	s->o = *o;
+	if (s->o.max_qps_per_peer == QPG_QPS_PER_PEER_AUTO)
+		s->o.max_qps_per_peer = s->o.max_clients / 4 ? s->o.max_clients / 4 : 1;
 	if (!s->o.threads) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 		s->o.threads = n > 0 ? (unsigned)n : 1;
@@ -300,6 +315,7 @@ int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, 
 		w->ep.handshake_timeout_ns = (uint64_t)s->o.handshake_timeout_ms * 1000000ull;
 		w->ep.progress_ns_max = (uint64_t)s->o.progress_timeout_ms * 1000000ull;
 		w->ep.idle_ns_max = (uint64_t)s->o.idle_timeout_ms * 1000000ull;
+		w->ep.bringup_ns_max = (uint64_t)s->o.bringup_timeout_ms * 1000000ull;
 		w->ep.cbs = (struct qpg__endpoint_cbs){
 		    .admit = qpg__srv_admit,
 		    .established = srv_established,
@@ -474,9 +490,11 @@ void qpg_server_stats(struct qpg_server *s, struct qpg_server_stats *out)
 		out->pool_slots += atomic_load_explicit(&st->pool_slots, memory_order_relaxed);
 		out->slots_abandoned += ld(&st->slots_abandoned);
 		out->reads_paused += ld(&st->reads_paused);
+		out->bringup_timeouts += ld(&st->bringup_timeouts);
 	}
 	out->refused_pending = ld(&s->refused_pending);
 	out->refused_per_peer = ld(&s->refused_per_peer);
+	out->refused_qps_per_peer = ld(&s->refused_qps_per_peer);
 	out->refused_rate = ld(&s->refused_rate);
 	out->peers_tracked = qpg__peers_count(&s->peers);
 	out->accept_backoffs = ld(&s->accept_backoffs);

@@ -17,13 +17,27 @@
 int qpg__srv_admit(struct qpg__conn *c, char *text, size_t text_len)
 {
 	struct qpg_server *s = ((struct worker *)c->ep)->srv;
+	/* Each QP, a session's too, counts against its address first. */
+	struct qpg__peer *pe = c->leader ? c->leader->user : c->user;
+	unsigned held;
+	if (pe && !qpg__peers_take_qp(&s->peers, pe, s->o.max_qps_per_peer, &held)) {
+		atomic_fetch_add(&s->refused_qps_per_peer, 1);
+		snprintf(text, text_len,
+			 "this address holds %u QPs, its limit (--max-qps-per-peer): close some, "
+			 "or connect from another address",
+			 held);
+		return QPG_REJECT_RESOURCES;
+	}
 	int n = atomic_fetch_add(&s->clients, 1);
 	if ((unsigned)n >= s->o.max_clients) {
 		atomic_fetch_sub(&s->clients, 1);
+		if (pe)
+			qpg__peers_put_qp(&s->peers, pe, qpg__now_ns());
 		snprintf(text, text_len, "server full (%u of %u)", s->o.max_clients,
 			 s->o.max_clients);
 		return QPG_REJECT_SERVER_FULL;
 	}
+	c->admit_ref = pe;
 	c->admitted = true;
 	c->conn_id = atomic_fetch_add(&s->next_conn_id, 1) + 1;
 	return 0;

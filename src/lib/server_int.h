@@ -40,7 +40,7 @@ struct qpg_server {
 	atomic_int clients; /* admitted */
 	atomic_int pending; /* unfinished handshakes */
 	atomic_ullong next_conn_id;
-	atomic_ullong refused_pending, refused_per_peer, refused_rate;
+	atomic_ullong refused_pending, refused_per_peer, refused_rate, refused_qps_per_peer;
 	uint64_t peers_swept_ns;       /* thread 0: when the peer table was last swept (coarse) */
 	atomic_ullong accept_backoffs; /* accept failed for want of fds */
 	bool service_started;	       /* start() succeeded: stop() is owed */

@@ -21,6 +21,9 @@ void qpg__client_conn_corrupt_next_tag(struct qpg_client_conn *c);
  * buffers), to prove a QP forced into error is contained and reaped. */
 void qpg__client_conn_oversize_next(struct qpg_client_conn *c);
 
+/* Send no keepalive frames, not even the one as each QP comes up: a client
+ * that completes the handshake and then never says anything. */
+void qpg__client_test_silent(struct qpg_client *cl);
 /* The attempt under a handle (NULL between two attempts). */
 struct qpg__conn *qpg__client_test_conn(struct qpg_client_conn *c);
 /* One more QP for LEAD's session, below the public API: a handle with

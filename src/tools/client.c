@@ -36,6 +36,7 @@ int main(int argc, char **argv)
 	struct qpg_client_opts o;
 	struct load_opts lo;
 	uint8_t mutation = 0; /* --test-bad-hello */
+	bool silent = false;  /* --test-silent */
 	qpg_client_opts_default(&o);
 	load_opts_default(&lo);
 	const char *expect = NULL;
@@ -56,6 +57,8 @@ int main(int argc, char **argv)
 	     "test hook: message K over the agreed size"},
 	    {"test-bad-hello", 0, OPT_CALL, &mutation, 0, 0, "MODE",
 	     "test hook: version|psn|qpn|truncated|length|stall|gid", parse_bad_hello},
+	    {"test-silent", 0, OPT_FLAG, &silent, 0, 0, NULL,
+	     "test hook: no keepalive frames, not even as each QP comes up"},
 	    QPG_OPT_END};
 	struct cluster_pick pick = {0};
 	const struct qpg_opt cluster[] = {QPG_OPTS_CLUSTER_PICK(&pick), QPG_OPT_END};
@@ -86,6 +89,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	qpg__client_test_mutation(cl, mutation);
+	if (silent)
+		qpg__client_test_silent(cl);
 	struct load_result *r = malloc(sizeof(*r));
 	if (!r || load_run(cl, &lo, r)) {
 		fprintf(stderr, "qpgate-client: out of memory\n");

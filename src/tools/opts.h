@@ -119,6 +119,15 @@ void qpg_opts_usage(FILE *f, const struct qpg_opt *const *tables, const char *sy
 	     3600000,                                                                                \
 	     "MS",                                                                                   \
 	     "no new try after MS from the first (default 60000)"},                                  \
+	    {"keepalive",                                                                            \
+	     0,                                                                                      \
+	     OPT_UINT,                                                                               \
+	     &(o)->keepalive_ms,                                                                     \
+	     0,                                                                                      \
+	     86400000,                                                                               \
+	     "MS",                                                                                   \
+	     "a keepalive frame after MS without traffic (default 60000; 0: only as a QP comes "     \
+	     "up)"},                                                                                 \
 	    {"credits", 0,    OPT_U16, &(o)->credits,                                                \
 	     1,		1024, "N",     "requests in flight per connection (default 1)"},             \
 	    {"tclass", 0,   OPT_U8, &(o)->tclass,                                                    \

@@ -110,12 +110,14 @@ static void print_stats(struct qpg_server *s)
 		"refused_rate=%llu "
 		"timeouts=%llu auth_failures=%llu seq_failures=%llu msgs_in=%llu msgs_out=%llu "
 		"qps_created=%llu qps_destroyed=%llu cq_depth_max=%lld pool_in_use=%lld "
-		"reads_paused=%llu accept_backoffs=%llu\n",
+		"reads_paused=%llu accept_backoffs=%llu refused_qps_per_peer=%llu "
+		"bringup_timeouts=%llu\n",
 		st.connected, st.handshakes_ok, st.handshakes_failed, rej,
 		st.rejected[QPG_REJECT_SERVER_FULL], st.refused_pending, st.refused_per_peer,
 		st.refused_rate, st.closed_by_reason[QPG_ERR_TIMEOUT], st.auth_failures,
 		st.seq_failures, st.msgs_in, st.msgs_out, st.qps_created, st.qps_destroyed,
-		st.cq_depth_max, st.pool_in_use, st.reads_paused, st.accept_backoffs);
+		st.cq_depth_max, st.pool_in_use, st.reads_paused, st.accept_backoffs,
+		st.refused_qps_per_peer, st.bringup_timeouts);
 }
 
 int main(int argc, char **argv)
@@ -151,13 +153,20 @@ int main(int argc, char **argv)
 	    {"progress-timeout", 0, OPT_UINT, &o.progress_timeout_ms, 0, 3600000, "MS",
 	     "close a client whose sends do not complete for MS (default 15000, 0: never)"},
 	    {"idle-timeout", 0, OPT_UINT, &o.idle_timeout_ms, 0, 86400000, "MS",
-	     "close a client with no traffic for MS (default 0: never)"},
+	     "close a client with no traffic for MS (default 300000; clients send a keepalive "
+	     "after 60 s of quiet; 0: never)"},
+	    {"bringup-timeout", 0, OPT_UINT, &o.bringup_timeout_ms, 0, 3600000, "MS",
+	     "close a QP that sends no authenticated frame within MS of ACCEPT (default 10000; "
+	     "0: never)"},
 	    {"max-pending", 0, OPT_UINT, &o.max_pending, 1, 10000000, "N",
 	     "unfinished handshakes, whole server (default 4096)"},
 	    {"max-pending-per-peer", 0, OPT_UINT, &o.max_pending_per_peer, 1, 10000000, "N",
 	     "unfinished handshakes per address, IPv6 per /64 (default 1024)"},
 	    {"max-conns-per-peer", 0, OPT_UINT, &o.max_conns_per_peer, 0, 10000000, "N",
 	     "connections per address, IPv6 per /64 (default 16384; 0: no limit)"},
+	    {"max-qps-per-peer", 0, OPT_UINT, &o.max_qps_per_peer, 0, 10000000, "N",
+	     "QPs per address, a session's each (default: a quarter of --max-clients; 0: no "
+	     "limit)"},
 	    {"max-session-qps", 0, OPT_UINT, &o.max_session_qps, 1, QPG_WIRE_MAX_EXTRA_QPS + 1, "N",
 	     "rdma: QPs one TLS session may bring up, each a client of --max-clients "
 	     "(default 64)"},

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# One address cannot fill the server (docs/security.md, "Limits"):
+#   flood.sh TRANSPORT bringup   clients that complete the handshake and never
+#                                send a frame are closed by the bring-up
+#                                deadline, and counted; clients that hold
+#                                their connections quietly (a keepalive as
+#                                each came up) are not.
+#   flood.sh TRANSPORT qps       one address opens sessions (rdma: of 64 QPs)
+#                                as fast as it is allowed, never sending a
+#                                frame: the server holds at most
+#                                --max-qps-per-peer for it, closes them by the
+#                                bring-up deadline, and 20 bystanders from
+#                                another address verify all of their echoes.
+transport=$1
+mode=$2
+. "$(dirname "$0")/lib.sh"
+qpg_test_setup flood
+qp0=$(qps)
+metric() { curl -fsS "http://127.0.0.1:$mport/metrics" | sed -n "s/^$1 //p"; }
+client() { "$bin/qpgate-client" --transport "$transport" --ca "$work/ca.crt" -p "$port" "$@" 127.0.0.1 localhost; }
+
+case $mode in
+bringup)
+	qpg_serve "$work" --transport "$transport" --metrics 127.0.0.1:0 --bringup-timeout 1000 || exit 1
+	client --test-silent -c 5 -n 1 --hold 4000 --connect-attempts 1 >"$work/silent.out" 2>&1 &
+	silent=$!
+	client -c 5 -n 1 --hold 4000 >"$work/quiet.out" 2>&1
+	rc=$?
+	wait $silent
+	src=$?
+	grep -h 'failed:' "$work/silent.out" "$work/quiet.out" | sed 's/^/  /'
+	check "5 clients that held quietly for 4 s verified their echoes (exit $rc)" [ $rc -eq 0 ]
+	check "5 clients that never sent a frame did not (exit $src)" [ $src -ne 0 ]
+	check "... the server closed all 5 under them" grep -q 'failed: 5 x peer_closed' "$work/silent.out"
+	check "the server counted 5 bring-up timeouts ($(metric qpgate_bringup_timeouts_total))" \
+		[ "$(metric qpgate_bringup_timeouts_total)" = 5 ]
+	;;
+qps)
+	# The bystanders' address: over rdma it needs a GID of its own (rxe
+	# makes one for each address on its netdev, lo in the lab).
+	if [ "$transport" = rdma ]; then
+		per=64 lim=256
+		ip addr add 127.0.0.2/8 dev lo 2>/dev/null
+		for _ in $(seq 1 50); do
+			grep -qs '0000:0000:0000:0000:0000:ffff:7f00:0002' /sys/class/infiniband/*/ports/*/gids/* && break
+			sleep 0.1
+		done
+	else
+		per=1 lim=32
+	fi
+	qpg_serve "$work" --transport "$transport" --metrics 127.0.0.1:0 --max-qps-per-peer $lim \
+		--bringup-timeout 2000 --max-conns-per-peer 0 || exit 1
+	# The flood: 10 s of silent sessions from 127.0.0.1, each process asking
+	# for 4 times the limit, one after the other, as fast as they get in.
+	end=$((SECONDS + 10))
+	(
+		while [ $SECONDS -lt $end ]; do
+			client --test-silent -q $per -c $((4 * lim)) --window $((4 * lim)) -n 1 --hold 3000 \
+				--connect-attempts 2 >>"$work/flood.out" 2>&1
+		done
+	) &
+	flood=$!
+	sleep 1
+	"$bin/qpgate-perf" --transport "$transport" --ca "$work/ca.crt" -p "$port" -c 20 -n 200 -s 256 \
+		--source 127.0.0.2 --json "$work/by.json" 127.0.0.1 localhost >"$work/by.out" 2>&1 &
+	by=$!
+	max=0
+	while kill -0 $flood 2>/dev/null; do
+		n=$(metric qpgate_connected_clients)
+		[ "${n:-0}" -gt $max ] && max=$n
+		sleep 0.2
+	done
+	wait $by
+	brc=$?
+	timeouts=$(metric qpgate_bringup_timeouts_total)
+	refused=$(metric 'qpgate_rejections_total{reason="per_peer_qp_limit"}')
+	echo "  flood: at most $max QPs connected (limit $lim + 20 bystanders), $timeouts closed by the" \
+		"bring-up deadline, $refused sessions refused at the limit"
+	grep -E '^ 20 ' "$work/by.out" | sed 's/^/  bystanders: /'
+	check "the server never held more than the limit for the flooding address ($max <= $lim + 20)" \
+		[ "$max" -le $((lim + 20)) ]
+	check "it refused sessions past the limit ($refused)" [ "${refused:-0}" -gt 0 ]
+	check "it closed silent QPs by the bring-up deadline ($timeouts)" [ "${timeouts:-0}" -ge $lim ]
+	check "20 bystanders from 127.0.0.2 verified every echo (exit $brc)" [ $brc -eq 0 ]
+	[ $brc -eq 0 ] || grep -E "failed|^ 20 |error" "$work/by.out"
+	check_json_run qpgate-perf $brc "$work/by.json"
+	check "... 20 of 20 connected, 4000 echoes verified" \
+		j '.results.connections.succeeded == 20 and .results.data.verified == 4000 and .results.data.mismatches == 0'
+	for _ in $(seq 1 100); do
+		[ "$(metric qpgate_connected_clients)" = 0 ] && break
+		sleep 0.2
+	done
+	check "nothing left connected" [ "$(metric qpgate_connected_clients)" = 0 ]
+	;;
+*)
+	echo "usage: flood.sh tcp|rdma bringup|qps" >&2
+	exit 2
+	;;
+esac
+qpg_stop_checked "$qp0"
+finish_checks
