@@ -191,7 +191,7 @@ int main(int argc, char **argv)
 	struct qpg__tls_tickets *tickets = NULL;
 	SSL_CTX *full_s = NULL, *res_s = NULL, *full_c = NULL, *res_c = NULL;
 	int rc = 1;
-	if (qpg__tls_tickets_new(&tickets, 3600)) {
+	if (qpg__tls_tickets_new(&tickets, 3600, 86400)) {
 		fprintf(stderr, "qpg_tls_floor: cannot make ticket keys\n");
 		return 1;
 	}

@@ -63,6 +63,10 @@ struct qpg_server_opts {
 	/* A QP that has sent no authenticated frame this long after ACCEPT is
 	 * closed (every qpgate client sends one as it comes up). 0: never. */
 	unsigned bringup_timeout_ms;
+	/* No resumption past this long after the full handshake a ticket came
+	 * from, however often it was renewed (default 86400; 0: two periods
+	 * of tls_ticket_period_s per ticket only). */
+	unsigned tls_resume_max_s;
 };
 #define QPG_QPS_PER_PEER_AUTO 0xffffffffu
 

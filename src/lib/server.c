@@ -70,6 +70,8 @@ void qpg_server_opts_default(struct qpg_server_opts *o)
 	o->max_msg = 4096;
 	o->srq_depth = 4096;
 	o->tls_ticket_period_s = 3600;
+	/* A day after its full handshake, a client does one again. */
+	o->tls_resume_max_s = 86400;
 }
 
 static const char *peer_str(const struct sockaddr_storage *ss, char *buf, size_t len)
@@ -258,7 +260,8 @@ int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, 
 			goto fail;
 	}
 	if (s->o.tls_ticket_period_s &&
-	    (rc = qpg__tls_tickets_new(&s->tickets, s->o.tls_ticket_period_s)) != 0) {
+	    (rc = qpg__tls_tickets_new(&s->tickets, s->o.tls_ticket_period_s,
+				       s->o.tls_resume_max_s)) != 0) {
 		snprintf(err, err_len, "cannot draw TLS ticket keys");
 		goto fail;
 	}
@@ -404,14 +407,17 @@ int qpg_server_reload_tls(struct qpg_server *s, char *err, size_t err_len)
 	SSL_CTX *ctx = qpg__tls_server_ctx(&tf, s->tickets, err, err_len);
 	if (!ctx)
 		return -EINVAL;
-	qpg__tls_slot_replace(&s->tls, ctx);
 	/* A ticket carries a session verified under the old files: forget
 	 * them all, so every session from now on is checked against the new
-	 * ones (a client CA taken out of --client-ca stops resuming too). */
-	if (s->tickets && qpg__tls_tickets_forget_all(s->tickets)) {
+	 * ones (a client CA taken out of --client-ca stops resuming too).
+	 * Before the swap: a handshake still running on the old context gets
+	 * a ticket that never opens, not one under the new keys. */
+	if (s->tickets && qpg__tls_tickets_forget_all(s->tickets, ctx)) {
+		SSL_CTX_free(ctx);
 		snprintf(err, err_len, "cannot draw new ticket keys");
 		return -EIO;
 	}
+	qpg__tls_slot_replace(&s->tls, ctx);
 	return 0;
 }
 

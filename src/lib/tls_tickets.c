@@ -9,11 +9,26 @@
  * resumed connection still runs a fresh X25519 exchange: forward secrecy
  * holds, and the exporter (auth.c) still gives each connection fresh keys.
  * No 0-RTT (tls.c). A reload of the certificate files forgets every key,
- * so no session verified under the old files outlives them. */
+ * so no session verified under the old files outlives them.
+ *
+ * Resumption stays bounded by the full handshake it came from:
+ * - a ticket carries the time of that handshake (its app data), and is not
+ *   used past resume_max_s of it, however often it was renewed;
+ * - a key opens nothing once it is two periods old (sealing for one,
+ *   accepted for one more), however quiet the server was;
+ * - a resumed client certificate (mTLS) is verified again against the
+ *   context's current store: its validity period, its CA, the CRLs;
+ * - every context carries the generation it was made in: one replaced by
+ *   a reload (its handshakes were verified under the old files) has its
+ *   tickets sealed under a key nobody keeps, so they never open. */
 #include "tls_tickets.h"
 
 #include <errno.h>
 #include <openssl/core_names.h>
+#include <openssl/x509_vfy.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <stdlib.h>
@@ -30,8 +45,43 @@ struct ticket_key {
 struct qpg__tls_tickets {
 	pthread_mutex_t lock;
 	unsigned period_s;
+	unsigned resume_max_s; /* since the full handshake (0: two periods only) */
+	unsigned gen;	       /* bumped by every qpg__tls_tickets_forget_all */
 	struct ticket_key cur, prev;
 };
+
+/* What a context knows of the tickets: whose, and its generation. */
+struct ctx_tickets {
+	struct qpg__tls_tickets *t;
+	unsigned gen;
+};
+
+/* The app data a ticket carries: a version byte, then the time of the full
+ * handshake (seconds since the epoch, big-endian). */
+#define APPDATA_V1  1
+#define APPDATA_LEN 9
+
+static int ctx_idx = -1, ssl_idx = -1;
+static pthread_once_t idx_once = PTHREAD_ONCE_INIT;
+
+static void ctx_data_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl,
+			  void *argp)
+{
+	free(ptr);
+}
+
+static void make_indexes(void)
+{
+	ctx_idx = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, ctx_data_free);
+	/* A connection's: the full handshake's time carried by the ticket it
+	 * resumed from, for the ticket it is given next (0: none). */
+	ssl_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+}
+
+static struct ctx_tickets *of_ssl(SSL *ssl)
+{
+	return SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), ctx_idx);
+}
 
 static int key_fresh(struct ticket_key *k, time_t now)
 {
@@ -47,13 +97,17 @@ static void key_forget(struct ticket_key *k)
 	OPENSSL_cleanse(k, sizeof(*k));
 }
 
-int qpg__tls_tickets_new(struct qpg__tls_tickets **out, unsigned period_s)
+int qpg__tls_tickets_new(struct qpg__tls_tickets **out, unsigned period_s, unsigned resume_max_s)
 {
+	pthread_once(&idx_once, make_indexes);
+	if (ctx_idx < 0 || ssl_idx < 0)
+		return -ENOMEM;
 	struct qpg__tls_tickets *t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
 	pthread_mutex_init(&t->lock, NULL);
 	t->period_s = period_s;
+	t->resume_max_s = resume_max_s;
 	if (key_fresh(&t->cur, time(NULL))) {
 		qpg__tls_tickets_free(t);
 		return -EIO;
@@ -72,11 +126,15 @@ void qpg__tls_tickets_free(struct qpg__tls_tickets *t)
 	free(t);
 }
 
-int qpg__tls_tickets_forget_all(struct qpg__tls_tickets *t)
+int qpg__tls_tickets_forget_all(struct qpg__tls_tickets *t, SSL_CTX *next)
 {
+	struct ctx_tickets *ct = next ? SSL_CTX_get_ex_data(next, ctx_idx) : NULL;
 	pthread_mutex_lock(&t->lock);
 	key_forget(&t->prev);
 	int rc = key_fresh(&t->cur, time(NULL));
+	t->gen++; /* every context made before is stale from now on */
+	if (ct)
+		ct->gen = t->gen;
 	pthread_mutex_unlock(&t->lock);
 	return rc ? -EIO : 0;
 }
@@ -115,7 +173,8 @@ static int key_init(const struct ticket_key *k, uint8_t *iv, EVP_CIPHER_CTX *cct
 static int ticket_cb(SSL *ssl, unsigned char key_name[16], unsigned char *iv, EVP_CIPHER_CTX *cctx,
 		     EVP_MAC_CTX *hctx, int enc)
 {
-	struct qpg__tls_tickets *t = SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl));
+	struct ctx_tickets *ct = of_ssl(ssl);
+	struct qpg__tls_tickets *t = ct->t;
 	int ret = -1;
 	pthread_mutex_lock(&t->lock);
 	time_t now = time(NULL);
@@ -124,6 +183,15 @@ static int ticket_cb(SSL *ssl, unsigned char key_name[16], unsigned char *iv, EV
 	if (enc) {
 		if (RAND_bytes(iv, EVP_CIPHER_iv_length(EVP_aes_256_cbc())) != 1)
 			goto out;
+		if (ct->gen != t->gen) {
+			/* A context a reload replaced: seal under a key nobody
+			 * keeps (OpenSSL 3.0 cannot skip a TLS 1.3 ticket). */
+			struct ticket_key gone;
+			ret = key_fresh(&gone, now) || key_init(&gone, iv, cctx, hctx, 1) ? -1 : 1;
+			memcpy(key_name, gone.name, 16);
+			key_forget(&gone);
+			goto out;
+		}
 		memcpy(key_name, t->cur.name, 16);
 		ret = key_init(&t->cur, iv, cctx, hctx, 1) ? -1 : 1;
 	} else {
@@ -132,6 +200,9 @@ static int ticket_cb(SSL *ssl, unsigned char key_name[16], unsigned char *iv, EV
 			k = &t->cur;
 		else if (t->prev.born && memcmp(key_name, t->prev.name, 16) == 0)
 			k = &t->prev;
+		/* Two periods from its birth at most, rotated lazily or not. */
+		if (k && now - k->born >= 2 * (time_t)t->period_s)
+			k = NULL;
 		if (!k) {
 			ret = 0;
 			goto out;
@@ -143,16 +214,82 @@ out:
 	return ret;
 }
 
+/* The carried client certificate (mTLS) verified again now, against the
+ * context's store as it is: validity period, CA, CRLs. Its intermediates
+ * are not in the ticket: one that needs them gets a full handshake. */
+static bool peer_still_valid(SSL *ssl, SSL_SESSION *ss)
+{
+	X509 *peer = SSL_SESSION_get0_peer(ss);
+	if (!peer)
+		return !(SSL_get_verify_mode(ssl) & SSL_VERIFY_PEER); /* none asked for */
+	X509_STORE_CTX *v = X509_STORE_CTX_new();
+	bool ok = v && X509_STORE_CTX_init(v, SSL_CTX_get_cert_store(SSL_get_SSL_CTX(ssl)), peer,
+					   NULL) == 1 &&
+		  X509_STORE_CTX_set_default(v, "ssl_client") == 1 && X509_verify_cert(v) == 1;
+	X509_STORE_CTX_free(v);
+	return ok;
+}
+
+/* A ticket opened (or not): resume only within the bounds above. */
+static SSL_TICKET_RETURN ticket_dec_cb(SSL *ssl, SSL_SESSION *ss, const unsigned char *name,
+				       size_t name_len, SSL_TICKET_STATUS status, void *arg)
+{
+	if (status == SSL_TICKET_FATAL_ERR_MALLOC || status == SSL_TICKET_FATAL_ERR_OTHER)
+		return SSL_TICKET_RETURN_ABORT;
+	if (status != SSL_TICKET_SUCCESS && status != SSL_TICKET_SUCCESS_RENEW)
+		return SSL_TICKET_RETURN_IGNORE_RENEW; /* none, or not ours: a full handshake */
+	struct qpg__tls_tickets *t = of_ssl(ssl)->t;
+	const unsigned char *d;
+	size_t len;
+	if (SSL_SESSION_get0_ticket_appdata(ss, (void **)&d, &len) != 1 || len != APPDATA_LEN ||
+	    d[0] != APPDATA_V1)
+		return SSL_TICKET_RETURN_IGNORE_RENEW;
+	uint64_t full = 0;
+	for (int i = 1; i < APPDATA_LEN; i++)
+		full = full << 8 | d[i];
+	uint64_t now = (uint64_t)time(NULL);
+	if (t->resume_max_s && (now < full || now - full > t->resume_max_s))
+		return SSL_TICKET_RETURN_IGNORE_RENEW;
+	if (!peer_still_valid(ssl, ss))
+		return SSL_TICKET_RETURN_IGNORE_RENEW;
+	SSL_set_ex_data(ssl, ssl_idx, (void *)(uintptr_t)full);
+	return SSL_TICKET_RETURN_USE_RENEW;
+}
+
+/* A ticket about to be sealed: it carries the full handshake's time, this
+ * connection's own or the one its ticket carried. */
+static int ticket_gen_cb(SSL *ssl, void *arg)
+{
+	uint64_t full = (uint64_t)(uintptr_t)SSL_get_ex_data(ssl, ssl_idx);
+	if (!full)
+		full = (uint64_t)time(NULL);
+	unsigned char d[APPDATA_LEN] = {APPDATA_V1};
+	for (int i = APPDATA_LEN - 1; i >= 1; i--, full >>= 8)
+		d[i] = (unsigned char)full;
+	return SSL_SESSION_set1_ticket_appdata(SSL_get0_session(ssl), d, sizeof(d));
+}
+
 int qpg__tls_tickets_attach(SSL_CTX *ctx, struct qpg__tls_tickets *t)
 {
 	static const unsigned char sid_ctx[] = "qpgate";
+	struct ctx_tickets *ct = calloc(1, sizeof(*ct));
+	if (!ct)
+		return -ENOMEM;
+	ct->t = t;
+	pthread_mutex_lock(&t->lock);
+	ct->gen = t->gen;
+	pthread_mutex_unlock(&t->lock);
+	if (SSL_CTX_set_ex_data(ctx, ctx_idx, ct) != 1) {
+		free(ct);
+		return -EIO;
+	}
 	/* One ticket per connection; a session is good for at most the two
 	 * periods its key is accepted. */
-	/* The context's app data (a server context has no other). */
-	if (SSL_CTX_set_app_data(ctx, t) != 1 || SSL_CTX_set_num_tickets(ctx, 1) != 1 ||
+	if (SSL_CTX_set_num_tickets(ctx, 1) != 1 ||
 	    SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, ticket_cb) != 1 ||
+	    SSL_CTX_set_session_ticket_cb(ctx, ticket_gen_cb, ticket_dec_cb, NULL) != 1 ||
 	    SSL_CTX_set_session_id_context(ctx, sid_ctx, sizeof(sid_ctx) - 1) != 1)
-		return -EIO;
+		return -EIO; /* CT goes with the context */
 	SSL_CTX_set_timeout(ctx, 2 * (long)t->period_s);
 	SSL_CTX_clear_options(ctx, SSL_OP_NO_TICKET);
 	return 0;

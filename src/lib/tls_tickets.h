@@ -8,12 +8,16 @@
 
 struct qpg__tls_tickets;
 /* The keys rotate every PERIOD_S seconds; a ticket is accepted for at most
- * two periods. */
-int qpg__tls_tickets_new(struct qpg__tls_tickets **out, unsigned period_s);
+ * two periods, and none past RESUME_MAX_S after the full handshake it
+ * came from (0: no such bound). */
+int qpg__tls_tickets_new(struct qpg__tls_tickets **out, unsigned period_s, unsigned resume_max_s);
 void qpg__tls_tickets_free(struct qpg__tls_tickets *t);
 /* Issue tickets from CTX under T, and accept them. */
 int qpg__tls_tickets_attach(SSL_CTX *ctx, struct qpg__tls_tickets *t);
-/* Forget every key (so every ticket), e.g. when the certificates change. */
-int qpg__tls_tickets_forget_all(struct qpg__tls_tickets *t);
+/* Forget every key (so every ticket), e.g. when the certificates change,
+ * and start a new generation: NEXT (attached, not yet in use; may be NULL)
+ * is of it, every context attached before is not, and the tickets those
+ * seal never open. Call it before NEXT replaces the old context. */
+int qpg__tls_tickets_forget_all(struct qpg__tls_tickets *t, SSL_CTX *next);
 
 #endif

@@ -176,6 +176,9 @@ int main(int argc, char **argv)
 	    {"tls-tickets", 0, OPT_UINT, &o.tls_ticket_period_s, 0, 7 * 86400, "S",
 	     "TLS resumption: ticket keys rotate every S seconds, a ticket lasts 2S at most "
 	     "(default 3600; 0: every connection a full handshake)"},
+	    {"tls-resume-max", 0, OPT_UINT, &o.tls_resume_max_s, 0, 365 * 86400, "S",
+	     "no resumption S seconds after the full handshake a ticket came from, renewed "
+	     "or not (default 86400; 0: no bound but the ticket's two periods)"},
 	    {"allow-no-auth", 0, OPT_FLAG, &o.allow_no_auth, 0, 0, NULL,
 	     "accept clients that turn per-message auth off"},
 	    {"allow-any-gid", 0, OPT_FLAG, &o.allow_any_gid, 0, 0, NULL,
