@@ -67,7 +67,9 @@ void qpg__endpoint_tick(struct qpg__endpoint *ep)
 		if (c->state != QPG_CONN_ESTABLISHED)
 			continue;
 		if (ep->bringup_ns_max && !c->got_frame && now - c->up_ns > ep->bringup_ns_max) {
-			qpg__stat_add(&ep->stats.bringup_timeouts, 1);
+			/* The session goes with it: count its QPs. */
+			const struct qpg__conn *l = c->leader ? c->leader : c;
+			qpg__stat_add(&ep->stats.bringup_timeouts, 1u + l->nmembers);
 			qpg__conn_close(c, QPG_ERR_TIMEOUT,
 					"no authenticated frame within %llu ms of ACCEPT (bring-up "
 					"deadline)",
