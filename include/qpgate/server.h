@@ -67,6 +67,9 @@ struct qpg_server_opts {
 	 * from, however often it was renewed (default 86400; 0: two periods
 	 * of tls_ticket_period_s per ticket only). */
 	unsigned tls_resume_max_s;
+	/* Unfinished handshakes of all the addresses in one IPv4 /24 or IPv6
+	 * /48 (0: no limit; default half of max_pending). */
+	unsigned max_pending_per_prefix;
 };
 #define QPG_QPS_PER_PEER_AUTO 0xffffffffu
 
@@ -110,6 +113,8 @@ struct qpg_server_stats {
 	unsigned long long handshake_ns_sum;
 	unsigned long long refused_qps_per_peer; /* sessions over --max-qps-per-peer */
 	unsigned long long bringup_timeouts;	 /* QPs closed by the bring-up deadline */
+	unsigned long long refused_prefix;	 /* over max_pending_per_prefix */
+	unsigned long long pending_evicted;	 /* handshakes closed to make room (max_pending full) */
 };
 void qpg_server_stats(struct qpg_server *s, struct qpg_server_stats *out);
 /* The stats as Prometheus text (format 0.0.4) in a malloc'd *OUT; 0 or a

@@ -7,13 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* An address's entry, or its prefix's (IPv4 /24, IPv6 /48): a prefix
+ * entry counts the pending handshakes of all its addresses, and in CONNS
+ * the address entries that point at it. */
 struct qpg__peer {
 	struct qpg__peer *next;
+	struct qpg__peer *prefix; /* an address's: its prefix's entry */
 	unsigned char addr[16];
 	unsigned pending;
 	unsigned conns;
-	unsigned qps; /* admitted QPs (a session's each count) */
+	unsigned qps;	 /* admitted QPs (a session's each count) */
 	uint64_t tat_ns; /* GCRA: when the bucket is full again (0: full) */
+	bool is_prefix;
 };
 
 int qpg__peers_init(struct qpg__peers *p, size_t nbuckets)
@@ -64,6 +69,22 @@ static void key_of(const struct sockaddr_storage *ss, unsigned char key[16])
 	}
 }
 
+/* The prefix key of an address key: its /24 (IPv4) or /48 (IPv6), marked
+ * where no address key has anything (IPv4: byte 9; IPv6: byte 14), so the
+ * two kinds share one table and never meet. */
+static void prefix_of(const unsigned char key[16], unsigned char out[16])
+{
+	static const unsigned char v4[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	memset(out, 0, 16);
+	if (memcmp(key, v4, 12) == 0) {
+		memcpy(out, key, 15);
+		out[9] = 1;
+	} else {
+		memcpy(out, key, 6);
+		out[14] = 0xfe;
+	}
+}
+
 static size_t hash_of(const struct qpg__peers *p, const unsigned char key[16])
 {
 	return (size_t)(qpg__khash(&p->hash, key, 16) % p->nbuckets);
@@ -95,36 +116,63 @@ static void unlink_entry(struct qpg__peers *p, struct qpg__peer *e)
 	while (*pp != e)
 		pp = &(*pp)->next;
 	*pp = e->next;
+	struct qpg__peer *pre = e->prefix;
+	p->nentries -= !e->is_prefix;
 	free(e);
-	p->nentries--;
+	if (pre && --pre->conns == 0 && pre->pending == 0)
+		unlink_entry(p, pre);
+}
+
+/* KEY's entry, made if it is not there (NULL: no memory). */
+static struct qpg__peer *find(struct qpg__peers *p, const unsigned char key[16], bool make,
+			      bool is_prefix)
+{
+	size_t h = hash_of(p, key);
+	struct qpg__peer *e = p->buckets[h];
+	while (e && memcmp(e->addr, key, 16) != 0)
+		e = e->next;
+	if (e || !make)
+		return e;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	memcpy(e->addr, key, 16);
+	e->is_prefix = is_prefix;
+	e->next = p->buckets[h];
+	p->buckets[h] = e;
+	p->nentries += !is_prefix; /* addresses only */
+	return e;
+}
+
+/* One pending handshake fewer for E and its prefix. */
+static void pending_done(struct qpg__peer *e)
+{
+	e->pending--;
+	e->prefix->pending--;
 }
 
 struct qpg__peer *qpg__peers_enter(struct qpg__peers *p, const struct sockaddr_storage *addr,
 				   const struct qpg__peer_limits *l, uint64_t now_ns,
 				   enum qpg__peer_verdict *why)
 {
-	unsigned char key[16];
+	unsigned char key[16], pkey[16];
 	key_of(addr, key);
-	size_t h = hash_of(p, key);
+	prefix_of(key, pkey);
 	pthread_mutex_lock(&p->lock);
-	struct qpg__peer *e = p->buckets[h];
-	while (e && memcmp(e->addr, key, 16) != 0)
-		e = e->next;
-	if (!e) {
-		e = calloc(1, sizeof(*e));
-		if (!e) {
-			pthread_mutex_unlock(&p->lock);
-			*why = QPG_PEER_OK;
-			return NULL;
-		}
-		memcpy(e->addr, key, 16);
-		e->next = p->buckets[h];
-		p->buckets[h] = e;
-		p->nentries++;
-	}
 	*why = QPG_PEER_OK;
+	struct qpg__peer *e = find(p, key, true, false);
+	if (e && !e->prefix && (e->prefix = find(p, pkey, true, true)) != NULL)
+		e->prefix->conns++;
+	if (!e || !e->prefix) {
+		if (e && idle(e, now_ns))
+			unlink_entry(p, e);
+		pthread_mutex_unlock(&p->lock);
+		return NULL; /* no memory: QPG_PEER_OK */
+	}
 	if (l->max_pending && e->pending >= l->max_pending)
 		*why = QPG_PEER_PENDING;
+	else if (l->max_pending_prefix && e->prefix->pending >= l->max_pending_prefix)
+		*why = QPG_PEER_PREFIX;
 	else if (l->max_conns && e->conns >= l->max_conns)
 		*why = QPG_PEER_CONNS;
 	else if (!rate_allows(e, l, now_ns))
@@ -136,15 +184,32 @@ struct qpg__peer *qpg__peers_enter(struct qpg__peers *p, const struct sockaddr_s
 		return NULL;
 	}
 	e->pending++;
+	e->prefix->pending++;
 	e->conns++;
 	pthread_mutex_unlock(&p->lock);
 	return e;
 }
 
+unsigned qpg__peers_pending_of(struct qpg__peers *p, const struct sockaddr_storage *addr)
+{
+	unsigned char key[16];
+	key_of(addr, key);
+	pthread_mutex_lock(&p->lock);
+	const struct qpg__peer *e = find(p, key, false, false);
+	unsigned n = e ? e->pending : 0;
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
+unsigned qpg__peer_pending_locked(const struct qpg__peer *e)
+{
+	return e->pending;
+}
+
 void qpg__peers_handshake_done(struct qpg__peers *p, struct qpg__peer *e)
 {
 	pthread_mutex_lock(&p->lock);
-	e->pending--;
+	pending_done(e);
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -153,7 +218,7 @@ void qpg__peers_leave(struct qpg__peers *p, struct qpg__peer *e, bool handshake_
 {
 	pthread_mutex_lock(&p->lock);
 	if (!handshake_done)
-		e->pending--;
+		pending_done(e);
 	e->conns--;
 	/* Forget idle peers so the table tracks live ones only; one with
 	 * spent tokens stays until the sweep finds its bucket full. */
@@ -190,9 +255,12 @@ void qpg__peers_sweep(struct qpg__peers *p, uint64_t now_ns)
 		while (*pp) {
 			struct qpg__peer *e = *pp;
 			if (idle(e, now_ns)) {
+				/* Its prefix, idle now, goes in this sweep or the next. */
+				if (e->prefix)
+					e->prefix->conns--;
 				*pp = e->next;
+				p->nentries -= !e->is_prefix;
 				free(e);
-				p->nentries--;
 			} else {
 				pp = &e->next;
 			}

@@ -171,6 +171,11 @@ int qpg_server_prometheus(struct qpg_server *s, char **out, size_t *len)
 	fprintf(f, "qpgate_rejections_total{reason=\"peer_rate_limit\"} %llu\n", st.refused_rate);
 	fprintf(f, "qpgate_rejections_total{reason=\"per_peer_qp_limit\"} %llu\n",
 		st.refused_qps_per_peer);
+	fprintf(f, "qpgate_rejections_total{reason=\"per_prefix_pending_limit\"} %llu\n",
+		st.refused_prefix);
+	header(f, "qpgate_pending_evictions_total", "counter",
+	       "Unfinished handshakes closed to make room for a lighter address (pending full).");
+	fprintf(f, "qpgate_pending_evictions_total %llu\n", st.pending_evicted);
 	header(f, "qpgate_bringup_timeouts_total", "counter",
 	       "QPs closed because no authenticated frame came within the bring-up deadline.");
 	fprintf(f, "qpgate_bringup_timeouts_total %llu\n", st.bringup_timeouts);

@@ -47,6 +47,10 @@ void qpg_server_opts_default(struct qpg_server_opts *o)
 	 * slots and at most 16,384 connections (lift it for load tests from
 	 * one host, or give them several source addresses). */
 	o->max_pending_per_peer = 1024;
+	/* ...and a network (IPv4 /24, IPv6 /48: what one party easily holds)
+	 * half of them. When all are taken, the heaviest address gives one up
+	 * to a newcomer. */
+	o->max_pending_per_prefix = 2048;
 	o->max_conns_per_peer = 16384;
 	/* A session brings up its QPs in one go on one loop thread, so the
 	 * bound also bounds that stall. */
@@ -501,6 +505,8 @@ void qpg_server_stats(struct qpg_server *s, struct qpg_server_stats *out)
 	out->refused_pending = ld(&s->refused_pending);
 	out->refused_per_peer = ld(&s->refused_per_peer);
 	out->refused_qps_per_peer = ld(&s->refused_qps_per_peer);
+	out->refused_prefix = ld(&s->refused_prefix);
+	out->pending_evicted = ld(&s->pending_evicted);
 	out->refused_rate = ld(&s->refused_rate);
 	out->peers_tracked = qpg__peers_count(&s->peers);
 	out->accept_backoffs = ld(&s->accept_backoffs);

@@ -43,6 +43,38 @@ int qpg__srv_admit(struct qpg__conn *c, char *text, size_t text_len)
 	return 0;
 }
 
+/* The pending slots are full: make room for a newcomer whose address holds
+ * MINE of them by closing the oldest unfinished handshake, on this thread,
+ * of the address that holds the most (more than MINE + 1: taking one from
+ * an address no heavier than the newcomer's only moves the problem). A
+ * thread sees its share of every flood (the listeners are SO_REUSEPORT),
+ * so its heaviest is the server's, near enough. True when one was closed. */
+static bool evict_heaviest(struct worker *w, unsigned mine)
+{
+	struct qpg_server *s = w->srv;
+	struct qpg__conn *victim = NULL;
+	unsigned heaviest = mine + 1;
+	qpg__peers_lock(&s->peers);
+	for (struct qpg__conn *c = w->ep.handshaking.head; c; c = c->next) {
+		if (c->member_index || c->handshake_done || !c->user || c->state >= QPG_CONN_CLOSING)
+			continue;
+		unsigned n = qpg__peer_pending_locked(c->user);
+		if (n > heaviest || (n == heaviest && victim && c->started_ns < victim->started_ns)) {
+			heaviest = n;
+			victim = c;
+		}
+	}
+	qpg__peers_unlock(&s->peers);
+	if (!victim)
+		return false;
+	atomic_fetch_add(&s->pending_evicted, 1);
+	qpg__conn_close(victim, QPG_ERR_TIMEOUT,
+			"evicted: the pending handshakes were full, and its address held the most "
+			"(%u)",
+			heaviest);
+	return true;
+}
+
 void qpg__srv_listen_cb(struct qpg__io *io, uint32_t events)
 {
 	struct worker *w = qpg__container_of(io, struct worker, listen_io);
@@ -69,21 +101,28 @@ void qpg__srv_listen_cb(struct qpg__io *io, uint32_t events)
 			return;
 		}
 		/* Refuse before any TLS work: unfinished handshakes are what a
-		 * slowloris attack piles up. */
-		if ((unsigned)atomic_load(&s->pending) >= s->o.max_pending) {
+		 * slowloris attack piles up. When they fill the server, the
+		 * heaviest address gives one up, not the newcomer. */
+		if ((unsigned)atomic_load(&s->pending) >= s->o.max_pending &&
+		    !evict_heaviest(w, qpg__peers_pending_of(&s->peers, &ss))) {
 			atomic_fetch_add(&s->refused_pending, 1);
 			close(fd);
 			continue;
 		}
-		const struct qpg__peer_limits lim = {s->o.max_pending_per_peer,
-						     s->o.max_conns_per_peer, s->o.handshake_rate,
-						     s->o.handshake_burst};
+		const struct qpg__peer_limits lim = {
+		    .max_pending = s->o.max_pending_per_peer,
+		    .max_pending_prefix = s->o.max_pending_per_prefix,
+		    .max_conns = s->o.max_conns_per_peer,
+		    .rate = s->o.handshake_rate,
+		    .burst = s->o.handshake_burst,
+		};
 		enum qpg__peer_verdict why;
 		struct qpg__peer *pe = qpg__peers_enter(&s->peers, &ss, &lim, qpg__now_ns(), &why);
 		if (!pe) {
-			atomic_fetch_add(why == QPG_PEER_RATE	 ? &s->refused_rate
-					 : why == QPG_PEER_CONNS ? &s->refused_per_peer
-								 : &s->refused_pending,
+			atomic_fetch_add(why == QPG_PEER_RATE	   ? &s->refused_rate
+					 : why == QPG_PEER_CONNS   ? &s->refused_per_peer
+					 : why == QPG_PEER_PREFIX ? &s->refused_prefix
+								   : &s->refused_pending,
 					 1);
 			close(fd);
 			continue;

@@ -41,6 +41,8 @@ struct qpg_server {
 	atomic_int pending; /* unfinished handshakes */
 	atomic_ullong next_conn_id;
 	atomic_ullong refused_pending, refused_per_peer, refused_rate, refused_qps_per_peer;
+	atomic_ullong refused_prefix; /* over --max-pending-per-prefix */
+	atomic_ullong pending_evicted; /* closed to make room for a lighter address */
 	uint64_t peers_swept_ns;       /* thread 0: when the peer table was last swept (coarse) */
 	atomic_ullong accept_backoffs; /* accept failed for want of fds */
 	bool service_started;	       /* start() succeeded: stop() is owed */

@@ -111,7 +111,10 @@ struct metrics_http *metrics_http_start(struct qpg_server *s, const char *addr, 
 	if (!m)
 		return NULL;
 	m->srv = s;
-	m->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+	/* epoll, not select: a server holding thousands of connections gives
+	 * the metrics socket an fd past FD_SETSIZE. */
+	m->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0,
+				NULL, NULL,
 				answer, m, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
 				MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT,
 				10u, MHD_OPTION_END);

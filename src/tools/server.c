@@ -111,13 +111,14 @@ static void print_stats(struct qpg_server *s)
 		"timeouts=%llu auth_failures=%llu seq_failures=%llu msgs_in=%llu msgs_out=%llu "
 		"qps_created=%llu qps_destroyed=%llu cq_depth_max=%lld pool_in_use=%lld "
 		"reads_paused=%llu accept_backoffs=%llu refused_qps_per_peer=%llu "
-		"bringup_timeouts=%llu\n",
+		"bringup_timeouts=%llu refused_prefix=%llu pending_evicted=%llu\n",
 		st.connected, st.handshakes_ok, st.handshakes_failed, rej,
 		st.rejected[QPG_REJECT_SERVER_FULL], st.refused_pending, st.refused_per_peer,
 		st.refused_rate, st.closed_by_reason[QPG_ERR_TIMEOUT], st.auth_failures,
 		st.seq_failures, st.msgs_in, st.msgs_out, st.qps_created, st.qps_destroyed,
 		st.cq_depth_max, st.pool_in_use, st.reads_paused, st.accept_backoffs,
-		st.refused_qps_per_peer, st.bringup_timeouts);
+		st.refused_qps_per_peer, st.bringup_timeouts, st.refused_prefix,
+		st.pending_evicted);
 }
 
 int main(int argc, char **argv)
@@ -162,6 +163,8 @@ int main(int argc, char **argv)
 	     "unfinished handshakes, whole server (default 4096)"},
 	    {"max-pending-per-peer", 0, OPT_UINT, &o.max_pending_per_peer, 1, 10000000, "N",
 	     "unfinished handshakes per address, IPv6 per /64 (default 1024)"},
+	    {"max-pending-per-prefix", 0, OPT_UINT, &o.max_pending_per_prefix, 0, 10000000, "N",
+	     "unfinished handshakes per IPv4 /24 or IPv6 /48 (default 2048; 0: no limit)"},
 	    {"max-conns-per-peer", 0, OPT_UINT, &o.max_conns_per_peer, 0, 10000000, "N",
 	     "connections per address, IPv6 per /64 (default 16384; 0: no limit)"},
 	    {"max-qps-per-peer", 0, OPT_UINT, &o.max_qps_per_peer, 0, 10000000, "N",

@@ -12,6 +12,12 @@
 #                                --max-qps-per-peer for it, closes them by the
 #                                bring-up deadline, and 20 bystanders from
 #                                another address verify all of their echoes.
+#   flood.sh tcp pending         four addresses (four /24s) hold 1,024 silent
+#                                connections each, which fills --max-pending
+#                                (4,096): a fifth client still completes its
+#                                handshake, as the heaviest address gives up
+#                                its oldest; and one /24 holds at most
+#                                --max-pending-per-prefix.
 transport=$1
 mode=$2
 . "$(dirname "$0")/lib.sh"
@@ -94,8 +100,56 @@ qps)
 	done
 	check "nothing left connected" [ "$(metric qpgate_connected_clients)" = 0 ]
 	;;
+pending)
+	ulimit -n 16384
+	# No rate limit: each attacker address gets its 1,024 in at once.
+	qpg_serve "$work" --transport "$transport" --metrics 127.0.0.1:0 --handshake-timeout 60000 \
+		--handshake-rate 0 || exit 1
+	loris=()
+	for a in 1 2 3 4; do
+		"$bin/slowloris" 127.0.$a.1 127.0.0.1 "$port" 1024 40 >"$work/loris$a.out" 2>&1 &
+		loris+=($!)
+	done
+	for _ in $(seq 1 150); do
+		[ "$(metric qpgate_handshakes_in_progress)" = 4096 ] && break
+		sleep 0.2
+	done
+	full=$(metric qpgate_handshakes_in_progress)
+	check "four addresses hold all 4096 pending slots ($full)" [ "$full" = 4096 ]
+	out=$(client -n 5 --connect-attempts 1 2>&1)
+	rc=$?
+	grep -E '^ 1 |failed:' <<<"$out" | sed 's/^/  /'
+	check "a fifth client completed its handshake and 5 echoes, on its first try (exit $rc)" [ $rc -eq 0 ]
+	ev=$(metric qpgate_pending_evictions_total)
+	check "the server made room by evicting one of the heaviest address's ($ev)" [ "${ev:-0}" -ge 1 ]
+	check "the pending slots stayed bounded ($(metric qpgate_handshakes_in_progress) <= 4096)" \
+		[ "$(metric qpgate_handshakes_in_progress)" -le 4096 ]
+	# A /24 of its own: three addresses in it, 1,024 each, against a
+	# per-prefix limit of 2,048 (the default).
+	kill "${loris[@]}" 2>/dev/null
+	wait "${loris[@]}" 2>/dev/null
+	for _ in $(seq 1 150); do
+		[ "$(metric qpgate_handshakes_in_progress)" = 0 ] && break
+		sleep 0.2
+	done
+	loris=()
+	for h in 1 2 3; do
+		"$bin/slowloris" 127.0.9.$h 127.0.0.1 "$port" 1024 20 >"$work/net$h.out" 2>&1 &
+		loris+=($!)
+	done
+	for _ in $(seq 1 100); do
+		[ "$(metric 'qpgate_rejections_total{reason="per_prefix_pending_limit"}')" -ge 1024 ] 2>/dev/null && break
+		sleep 0.2
+	done
+	held=$(metric qpgate_handshakes_in_progress)
+	pre=$(metric 'qpgate_rejections_total{reason="per_prefix_pending_limit"}')
+	check "one /24 holds at most 2048 pending ($held), the rest refused at accept ($pre)" \
+		[ "$held" -le 2048 -a "$pre" -ge 1024 ]
+	kill "${loris[@]}" 2>/dev/null
+	wait "${loris[@]}" 2>/dev/null
+	;;
 *)
-	echo "usage: flood.sh tcp|rdma bringup|qps" >&2
+	echo "usage: flood.sh tcp|rdma bringup|qps, flood.sh tcp pending" >&2
 	exit 2
 	;;
 esac

@@ -127,7 +127,54 @@ static void spent_tokens_outlive_the_connections(void **state)
 	qpg__peers_fini(&p);
 }
 
+/* A network (IPv4 /24, IPv6 /48) shares one count of pending handshakes:
+ * its addresses get in up to it, others elsewhere are not touched, and a
+ * finished handshake gives its slot back. Nothing stays once all leave. */
+static void pending_counted_per_prefix(void **state)
+{
+	struct qpg__peers p;
+	assert_int_equal(qpg__peers_init(&p, 64), 0);
+	const struct qpg__peer_limits l = {.max_pending = 100, .max_pending_prefix = 3};
+	const char *net[] = {"192.0.2.1", "192.0.2.2", "192.0.2.200", "192.0.2.9",
+			     "2001:db8:1:1::1", "2001:db8:1:2::1", "2001:db8:1:ffff::1",
+			     "2001:db8:1:3::1"};
+	const char *other[] = {"198.51.100.1", "2001:db8:2::1"};
+	struct qpg__peer *in[8];
+	enum qpg__peer_verdict why;
+	for (int i = 0; i < 8; i++) {
+		struct sockaddr_storage a = addr(net[i]);
+		in[i] = qpg__peers_enter(&p, &a, &l, 1, &why);
+		if (i % 4 == 3) { /* the fourth of each network */
+			assert_null(in[i]);
+			assert_int_equal(why, QPG_PEER_PREFIX);
+		} else {
+			assert_non_null(in[i]);
+		}
+	}
+	for (int i = 0; i < 2; i++) {
+		struct sockaddr_storage a = addr(other[i]);
+		struct qpg__peer *e = qpg__peers_enter(&p, &a, &l, 1, &why);
+		assert_non_null(e);
+		qpg__peers_leave(&p, e, false, 1);
+	}
+	qpg__peers_handshake_done(&p, in[0]); /* 192.0.2.1: done, still connected */
+	struct sockaddr_storage a = addr(net[3]);
+	struct qpg__peer *late = qpg__peers_enter(&p, &a, &l, 1, &why);
+	assert_non_null(late);
+	qpg__peers_leave(&p, late, false, 1);
+	qpg__peers_leave(&p, in[0], true, 1);
+	for (int i = 1; i < 7; i++)
+		if (in[i])
+			qpg__peers_leave(&p, in[i], false, 1);
+	assert_int_equal(qpg__peers_count(&p), 0);
+	qpg__peers_sweep(&p, 1); /* nothing to sweep: the prefixes went too */
+	for (size_t b = 0; b < p.nbuckets; b++)
+		assert_null(p.buckets[b]);
+	qpg__peers_fini(&p);
+}
+
 QPG_UNIT_MAIN(NULL, NULL,
+	      cmocka_unit_test(pending_counted_per_prefix),
 	      cmocka_unit_test(ipv6_counted_per_64),
 	      cmocka_unit_test(ipv4_and_mapped_per_address),
 	      cmocka_unit_test(rate_limited_per_address),
