@@ -70,6 +70,11 @@ struct qpg_server_opts {
 	/* Unfinished handshakes of all the addresses in one IPv4 /24 or IPv6
 	 * /48 (0: no limit; default half of max_pending). */
 	unsigned max_pending_per_prefix;
+	/* With client_ca: certificate revocation lists (PEM files, each may
+	 * hold several), checked for every client certificate, on resumption
+	 * too, and read again by qpg_server_reload_tls. */
+	const char *const *crls;
+	unsigned ncrls;
 };
 #define QPG_QPS_PER_PEER_AUTO 0xffffffffu
 

@@ -253,7 +253,7 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 		free(cl);
 		return rc;
 	}
-	struct qpg__tls_files tf = {o->cert, o->key, o->ca, o->spki_sha256};
+	struct qpg__tls_files tf = {.cert = o->cert, .key = o->key, .ca = o->ca, .spki_pin = o->spki_sha256};
 	SSL_CTX *ctx = qpg__tls_client_ctx(&tf, err, err_len);
 	if (!ctx) {
 		qpg__endpoint_fini(&cl->ep);

@@ -269,7 +269,8 @@ int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, 
 		snprintf(err, err_len, "cannot draw TLS ticket keys");
 		goto fail;
 	}
-	struct qpg__tls_files tf = {s->o.cert, s->o.key, s->o.client_ca, NULL};
+	struct qpg__tls_files tf = {s->o.cert, s->o.key, s->o.client_ca, NULL, s->o.crls,
+				    s->o.ncrls};
 	SSL_CTX *ctx = qpg__tls_server_ctx(&tf, s->tickets, err, err_len);
 	if (!ctx)
 		goto fail; /* a certificate or key that does not load: -EINVAL */
@@ -407,7 +408,8 @@ void qpg__server_metrics(struct qpg_server *s, FILE *f)
 
 int qpg_server_reload_tls(struct qpg_server *s, char *err, size_t err_len)
 {
-	struct qpg__tls_files tf = {s->o.cert, s->o.key, s->o.client_ca, NULL};
+	struct qpg__tls_files tf = {s->o.cert, s->o.key, s->o.client_ca, NULL, s->o.crls,
+				    s->o.ncrls};
 	SSL_CTX *ctx = qpg__tls_server_ctx(&tf, s->tickets, err, err_len);
 	if (!ctx)
 		return -EINVAL;

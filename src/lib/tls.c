@@ -69,6 +69,25 @@ static int load_pair(SSL_CTX *ctx, const struct qpg__tls_files *f, char *err, si
 	return 0;
 }
 
+/* Every CRL in F's files into CTX's store, and the leaf's checked against
+ * its issuer's: a client whose CA has no CRL here is refused, which is
+ * what asking for revocation means. */
+static int load_crls(SSL_CTX *ctx, const struct qpg__tls_files *f, char *err, size_t err_len)
+{
+	X509_STORE *st = SSL_CTX_get_cert_store(ctx);
+	X509_LOOKUP *lk = X509_STORE_add_lookup(st, X509_LOOKUP_file());
+	for (unsigned i = 0; i < f->ncrls; i++) {
+		if (!lk || X509_load_crl_file(lk, f->crls[i], X509_FILETYPE_PEM) <= 0) {
+			char what[320];
+			snprintf(what, sizeof(what), "cannot load CRL %s", f->crls[i]);
+			last_error(err, err_len, what);
+			return -1;
+		}
+	}
+	X509_STORE_set_flags(st, X509_V_FLAG_CRL_CHECK);
+	return 0;
+}
+
 SSL_CTX *qpg__tls_server_ctx(const struct qpg__tls_files *f, struct qpg__tls_tickets *tickets,
 			     char *err, size_t err_len)
 {
@@ -90,6 +109,11 @@ SSL_CTX *qpg__tls_server_ctx(const struct qpg__tls_files *f, struct qpg__tls_tic
 		}
 		SSL_CTX_set_client_CA_list(ctx, names);
 		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+		if (f->ncrls && load_crls(ctx, f, err, err_len))
+			goto fail;
+	} else if (f->ncrls) {
+		snprintf(err, err_len, "--crl checks client certificates: give --client-ca too");
+		goto fail;
 	}
 	if (tickets && qpg__tls_tickets_attach(ctx, tickets)) {
 		snprintf(err, err_len, "cannot set up TLS session tickets");

@@ -16,6 +16,8 @@ struct qpg__tls_files {
 	const char *key;
 	const char *ca; /* client: CA that signs the server; server: CA for client certs (mTLS) */
 	const uint8_t *spki_pin; /* client: SHA-256 of the server's public key, or NULL */
+	const char *const *crls; /* server with a client CA: revocation lists (PEM) */
+	unsigned ncrls;
 };
 /* Client: accept only a server whose certificate's public key (DER SPKI)
  * hashes to SHA256, on top of the chain and host-name checks (tls_pin.c). */

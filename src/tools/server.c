@@ -82,6 +82,20 @@ static void parse_digest(const char *arg, void *dst)
 	exit(2);
 }
 
+/* --crl FILE, as many as given */
+static const char *crl_files[16];
+static void parse_crl(const char *arg, void *dst)
+{
+	struct qpg_server_opts *o = dst;
+	if (o->ncrls == sizeof(crl_files) / sizeof(crl_files[0])) {
+		fprintf(stderr, "error: at most %zu --crl files (a file may hold several CRLs)\n",
+			sizeof(crl_files) / sizeof(crl_files[0]));
+		exit(2);
+	}
+	crl_files[o->ncrls++] = arg;
+	o->crls = crl_files;
+}
+
 /* --handshake-rate RATE[,BURST] */
 static void parse_rate(const char *arg, void *dst)
 {
@@ -138,6 +152,10 @@ int main(int argc, char **argv)
 	    {"key", 0, OPT_STR, &o.key, 0, 0, "FILE", "server private key (PEM)"},
 	    {"client-ca", 0, OPT_STR, &o.client_ca, 0, 0, "FILE",
 	     "require client certificates signed by this CA (mTLS)"},
+	    {"crl", 0, OPT_CALL, &o, 0, 0, "FILE",
+	     "with --client-ca: refuse client certificates this CRL (PEM) revokes, resumed ones "
+	     "too; repeat for more; SIGHUP reads them again",
+	     parse_crl},
 	    {"max-clients", 0, OPT_UINT, &o.max_clients, 1, 10000000, "N",
 	     "admitted clients at once (default 100000)"},
 	    {"threads", 0, OPT_UINT, &o.threads, 1, 256, "N",

@@ -157,7 +157,7 @@ static void a_handshake_on_a_replaced_context_gets_a_dead_ticket(void **state)
 	assert_int_equal(qpg_loopback_init(&lb), 0);
 	char ca[128];
 	snprintf(ca, sizeof(ca), "%s/ca.crt", lb.dir);
-	struct qpg__tls_files sf = {lb.o.cert, lb.o.key, NULL, NULL}, cf = {NULL, NULL, ca, NULL};
+	struct qpg__tls_files sf = {.cert = lb.o.cert, .key = lb.o.key}, cf = {.ca = ca};
 	char err[256];
 	struct qpg__tls_tickets *t;
 	assert_int_equal(qpg__tls_tickets_new(&t, 3600, 86400), 0);

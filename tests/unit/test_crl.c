@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Revocation (--crl) with mutual TLS: a client certificate a CRL revokes
+ * is refused; one revoked later (a new CRL, read again by a reload, as
+ * SIGHUP does) is refused from then on, its ticket included, fresh or
+ * resumed; and a CRL that does not load keeps the server on what it had.
+ * Real connections over the tcp transport on loopback. */
+#include <stdio.h>
+#include <string.h>
+
+#include "unit.h"
+
+#include "certgen.h"
+#include "loopback.h"
+#include "qpgate/wire.h"
+
+static struct qpg_client *client(const struct qpg_loopback *lb, const char *name)
+{
+	static char crt[160], key[160];
+	snprintf(crt, sizeof(crt), "%s/%s.crt", lb->dir, name);
+	snprintf(key, sizeof(key), "%s/%s.key", lb->dir, name);
+	struct qpg_client_opts o;
+	qpg_loopback_client_opts(lb, &o);
+	o.cert = crt;
+	o.key = key;
+	o.connect_attempts = 1;
+	struct qpg_client *cl;
+	char err[256];
+	assert_int_equal(qpg_client_create(&cl, &o, &qpg_loopback_cbs, err, sizeof(err)), 0);
+	return cl;
+}
+
+/* One connection: 1 resumed, 0 a full handshake, -1 refused (WHY set). */
+static int one(struct qpg_client *cl, char *why, size_t why_len)
+{
+	struct qpg_loopback_conn k = {0};
+	assert_int_equal(qpg_client_connect(cl, &k, &k.c), 0);
+	RUN_UNTIL(cl, k.up || k.closed);
+	if (!k.up) {
+		RUN_UNTIL(cl, qpg_client_conn_count(cl) == 0);
+		snprintf(why, why_len, "%s", k.why);
+		return -1;
+	}
+	struct qpg_conn_info ci;
+	qpg_client_conn_info(k.c, &ci);
+	assert_int_equal(qpg_client_send(k.c, QPG_FRAME_ECHO_REQ, "hello", 5), 0);
+	RUN_UNTIL(cl, k.replies || k.closed);
+	assert_int_equal(k.replies, 1);
+	qpg_client_close(k.c);
+	RUN_UNTIL(cl, k.closed);
+	return ci.resumed;
+}
+
+static void revoked_clients_are_refused_fresh_and_resumed(void **state)
+{
+	struct qpg_loopback lb;
+	assert_int_equal(qpg_loopback_init(&lb), 0);
+	char ca[128], crl[128], why[256] = "";
+	snprintf(ca, sizeof(ca), "%s/ca.crt", lb.dir);
+	snprintf(crl, sizeof(crl), "%s/revoked.crl", lb.dir);
+	assert_int_equal(certgen_client(lb.dir, "good", 3600, 3001), 0);
+	assert_int_equal(certgen_client(lb.dir, "bad", 3600, 3002), 0);
+	const long first[] = {3002};
+	assert_int_equal(certgen_crl(lb.dir, first, 1, crl), 0);
+	const char *crls[] = {crl};
+	lb.o.client_ca = ca;
+	lb.o.crls = crls;
+	lb.o.ncrls = 1;
+	assert_int_equal(qpg_loopback_start(&lb), 0);
+
+	struct qpg_client *good = client(&lb, "good"), *bad = client(&lb, "bad");
+	assert_int_equal(one(bad, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "TLS"));
+	assert_int_equal(one(good, why, sizeof(why)), 0);
+	assert_int_equal(one(good, why, sizeof(why)), 1); /* it holds a ticket now */
+
+	/* GOOD is revoked too, and the server reads its files again. */
+	const long both[] = {3001, 3002};
+	assert_int_equal(certgen_crl(lb.dir, both, 2, crl), 0);
+	char err[256];
+	assert_int_equal(qpg_server_reload_tls(lb.srv, err, sizeof(err)), 0);
+	assert_int_equal(one(good, why, sizeof(why)), -1); /* its ticket offered, and refused */
+	assert_int_equal(one(bad, why, sizeof(why)), -1);
+
+	/* A CRL that does not load: the reload fails, the server keeps the
+	 * files it had (GOOD stays refused). */
+	FILE *f = fopen(crl, "w");
+	fputs("not a CRL\n", f);
+	fclose(f);
+	assert_int_not_equal(qpg_server_reload_tls(lb.srv, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "CRL"));
+	assert_int_equal(one(good, why, sizeof(why)), -1);
+	qpg_client_destroy(good);
+	qpg_client_destroy(bad);
+	qpg_loopback_fini(&lb);
+}
+
+static void a_crl_needs_a_client_ca(void **state)
+{
+	struct qpg_loopback lb;
+	assert_int_equal(qpg_loopback_init(&lb), 0);
+	char crl[128];
+	snprintf(crl, sizeof(crl), "%s/empty.crl", lb.dir);
+	assert_int_equal(certgen_crl(lb.dir, NULL, 0, crl), 0);
+	const char *crls[] = {crl};
+	lb.o.crls = crls;
+	lb.o.ncrls = 1;
+	char err[256];
+	struct qpg_server *s;
+	assert_int_not_equal(qpg_server_create(&s, &lb.o, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "--client-ca"));
+	qpg_loopback_fini(&lb);
+}
+
+QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(revoked_clients_are_refused_fresh_and_resumed),
+	      cmocka_unit_test(a_crl_needs_a_client_ca))
