@@ -59,10 +59,11 @@ echo "sweep-lab.sh: $transport, steps $steps${max:+, up to $max}, $naddr source 
 # Capacity, not admission control: handshakes are not rate-limited and may
 # take as long as the emulated CPUs need (server 120 s, client 60 s: client
 # and server share the VM's two emulated CPUs); over rdma every client comes from
-# 127.0.0.1, so the per-address connection limit (16,384) is lifted too.
-# Everything else is the default.
-peer_limit=""
-[ "$transport" = rdma ] && peer_limit="--max-conns-per-peer 0"
+# 127.0.0.1, so the per-address connection limit (16,384) is lifted too; and
+# the per-address QP limit (a quarter of --max-clients) on both: one host
+# measures the server's capacity here. Everything else is the default.
+peer_limit="--max-qps-per-peer 0"
+[ "$transport" = rdma ] && peer_limit="--max-conns-per-peer 0 --max-qps-per-peer 0"
 # Every 30 s while the sweep runs, the kernel's view: tcp sockets in use,
 # orphaned and in TIME_WAIT, loopback backlog drops, aborts on timeout,
 # resets and keepalive probes, so that a drop or an abort can be placed in a

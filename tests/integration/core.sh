@@ -133,7 +133,7 @@ concurrent)
 	check "server echoed $((n * 10)) messages" [ "$(stat msgs_out)" = $((n * 10)) ]
 	;;
 max_clients)
-	start_server --max-clients 100 --handshake-timeout 60000
+	start_server --max-clients 100 --max-qps-per-peer 0 --handshake-timeout 60000
 	client -c 100 -n 20 --hold 300000 --ready-file "$work/ready" --release-file "$work/release" \
 		--timeout 600000 >"$work/first100.out" 2>&1 &
 	first=$!
@@ -219,7 +219,7 @@ bad_input)
 	check "server: QPs created == destroyed" [ "$(stat qps_created)" = "$(stat qps_destroyed)" ]
 	;;
 metrics)
-	start_server --max-clients 5 --metrics 127.0.0.1:0
+	start_server --max-clients 5 --max-qps-per-peer 0 --metrics 127.0.0.1:0
 	scrape() { curl -fsS "http://127.0.0.1:$mport/metrics" >"$work/metrics.txt"; }
 	metric() { # metric 'NAME{labels}' VALUE
 		grep -qxF "$1 $2" "$work/metrics.txt" || { echo "  saw: $(grep -F "$1 " "$work/metrics.txt")"; return 1; }
@@ -232,6 +232,7 @@ metrics)
 	a=$!
 	for _ in $(seq 1 1200); do [ -s "$work/ready" ] && break; sleep 0.1; done
 	check "scrape while 5 clients are connected" scrape
+	check "promtool check metrics accepts the page" bash -c "promtool check metrics <'$work/metrics.txt'"
 	check "qpgate_connected_clients 5" metric qpgate_connected_clients 5
 	check "qpgate_handshakes_total ok 5" metric 'qpgate_handshakes_total{result="ok"}' 5
 	check "qpgate_qps $qps" metric qpgate_qps $qps

@@ -10,7 +10,7 @@ limit=${2:-60}
 . "$(dirname "$0")/lib.sh"
 qpg_test_setup sweep
 "$bin/qpgate-sweep" --steps 10,40,80 --resolution 0 --out "$work/rep" --compare-seeds \
-	--server-args "--transport $transport --cert $work/server.crt --key $work/server.key --max-clients $limit" \
+	--server-args "--transport $transport --cert $work/server.crt --key $work/server.key --max-clients $limit --max-qps-per-peer 0" \
 	-- --transport "$transport" --ca "$work/ca.crt" -n 3 -s 128 127.0.0.1 localhost >"$work/out" 2>"$work/err"
 rc=$?
 cat "$work/out"

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# The shipped systemd unit's sandbox, applied without systemd
+# (unit_sandbox.py), around a real server: it listens, brings clients up
+# (rdma: through /dev/infiniband, with locked memory), serves /metrics, and
+# holds no device but the verbs ones. First, that the sandbox is real: what
+# the unit forbids fails inside it.
+#   unit.sh TRANSPORT
+transport=$1
+. "$(dirname "$0")/lib.sh"
+qpg_test_setup unit
+unit=$bin/../systemd/qpgate-server.service
+sandbox() { /usr/bin/python3 "$here/tests/integration/unit_sandbox.py" "$unit" -- "$@"; }
+[ -f "$unit" ] || { echo "FAIL no unit at $unit (build first)"; exit 1; }
+# The sandbox has a tmpfs of its own on /tmp and runs as nobody: the
+# certificates go where it can read them.
+certs=$(mktemp -d /var/tmp/qpg-unit.XXXXXX)
+trap 'kill -9 $srv 2>/dev/null; rm -rf "$certs" "$work"' EXIT
+cp "$work"/ca.crt "$work"/server.crt "$work"/server.key "$certs/"
+chmod 755 "$certs" && chmod 644 "$certs"/*
+srv=""
+
+# The sandbox is real: each of these fails inside it.
+# (125: the sandbox itself failed, which proves nothing.)
+denied() {
+	sandbox "$@" >/dev/null 2>&1
+	local rc=$?
+	[ $rc -ne 0 ] && [ $rc -ne 125 ]
+}
+check "inside, it runs as no account (uid $(sandbox id -u))" [ "$(sandbox id -u)" = 65534 ]
+check "a system call the unit denies fails (sched_setaffinity, in ~@resources)" \
+	denied /usr/bin/python3 -c 'import os; os.sched_setaffinity(0, {0})'
+check "memory writable and executable at once is refused (MemoryDenyWriteExecute)" \
+	denied /usr/bin/python3 -c 'import mmap; mmap.mmap(-1, 4096, prot=7)'
+check "other processes are invisible (ProtectProc=invisible)" denied test -e /proc/1/status
+check "the tree is read-only (ProtectSystem=strict)" denied touch "$certs/probe"
+check "...and outside the sandbox all of these work" \
+	bash -c "/usr/bin/python3 -c 'import os, mmap; os.sched_setaffinity(0, {0}); mmap.mmap(-1, 4096, prot=7)' && test -e /proc/1/status && touch '$certs/probe'"
+rm -f "$certs/probe"
+
+# The server inside it.
+port=17000 mport=$((17000 + 1 + RANDOM % 1000))
+port=$((port + RANDOM % 1000))
+/usr/bin/python3 "$here/tests/integration/unit_sandbox.py" "$unit" -- "$bin/qpgate-server" --cert "$certs/server.crt" --key "$certs/server.key" --transport "$transport" \
+	-p "$port" --metrics "127.0.0.1:$mport" 2>"$work/server.log" &
+srv=$!
+for _ in $(seq 1 100); do
+	ss -ltn | grep -q ":$port " && break
+	sleep 0.1
+done
+out=$("$bin/qpgate-client" --transport "$transport" --ca "$certs/ca.crt" -p "$port" -c 4 -n 100 127.0.0.1 localhost 2>&1)
+rc=$?
+grep -E '^ 4 ' <<<"$out" | sed 's/^/  /'
+check "4 $transport clients connected and verified 400 echoes through the sandboxed server (exit $rc)" [ $rc -eq 0 ]
+curl -fsS "http://127.0.0.1:$mport/metrics" >"$work/metrics" 2>&1
+check "its /metrics answers" grep -q '^qpgate_handshakes_total{result="ok"} 4' "$work/metrics"
+if command -v promtool >/dev/null; then
+	check "promtool check metrics accepts it" bash -c "promtool check metrics <'$work/metrics'"
+fi
+devs=$(for f in /proc/$srv/fd/*; do l=$(readlink "$f"); [ -c "$l" ] && echo "$l"; done | sort -u | paste -sd ' ' -)
+echo "  character devices it holds: ${devs:-none}"
+# (DevicePolicy=closed always leaves /dev/null, zero, full, random, urandom.)
+others=$(tr ' ' '\n' <<<"$devs" | grep -Ev '^(/dev/infiniband/uverbs[0-9]+|/dev/(null|zero|full|u?random))$')
+check "it holds no device but the verbs ones (DeviceAllow=char-infiniband_verbs)" [ -z "$others" ]
+[ "$transport" = rdma ] && check "...and over rdma it holds one" grep -q '/dev/infiniband/uverbs' <<<"$devs"
+kill -TERM "$srv"
+wait "$srv"
+rc=$?
+srv=""
+check "it stopped cleanly (exit $rc)" [ $rc -eq 0 ]
+finish_checks
