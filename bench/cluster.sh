@@ -78,7 +78,9 @@ fault_trial() {
 	hang) kill -STOP "${mp[$v]}" ;;
 	leave) kill -TERM "${mp[$v]}" ;;
 	esac
-	wait $b || true
+	local brc=0
+	wait $b || brc=$?
+	[ $brc -eq 0 ] || { echo "   kvbench ($mode of $v) exited $brc:"; sed 's/^/   kvbench: /' "$work/kvb" | tail -6; }
 	if [ "$mode" = hang ]; then
 		kill -CONT "${mp[$v]}"
 	else
@@ -94,17 +96,19 @@ fault_trial() {
 	for w in 1 2; do
 		local t
 		t=$(awk -v t0="$t0" -v v="$v" '
-			/ view revision / { if (n && $1 > t0 && !seen) { print t; exit } t = $1; n = 1; seen = 0; next }
+			/ view revision / { if (n && $1 > t0 && !seen) { print t; done = 1; exit } t = $1; n = 1; seen = 0; next }
 			$2 == v && $3 == "active" { seen = 1 }
-			END { if (n && t > t0 && !seen) print t }' "$work/w$w")
+			END { if (!done && n && t > t0 && !seen) print t }' "$work/w$w")
 		[ -n "$t" ] && tv=$(awk -v a="$tv" -v b="$t" 'BEGIN{print (b > a) ? b : a}')
 	done
 	local secs_to=null
 	[ "$tv" != 0 ] && secs_to=$(awk -v a="$tv" -v b="$t0" 'BEGIN{printf "%.3f", a - b}')
-	local misses unav errs stale
+	local misses unav errs="" stale=""
 	misses=$(awk '/^ cluster: [0-9]+ misses/ {print $2}' "$work/kvb")
 	unav=$(awk '/^ cluster: [0-9]+ misses/ {print $(NF-1)}' "$work/kvb")
-	read -r errs stale < <(awk '/GETs verified/ {print $6, $4}' "$work/kvb")
+	read -r errs stale < <(awk '/GETs verified/ {print $6, $4}' "$work/kvb") || true
+	# What the run said, when it did not end as it should.
+	grep -q 'GETs verified' "$work/kvb" || sed 's/^/   kvbench: /' "$work/kvb" | tail -8
 	ft="$secs_to ${misses:-null} ${unav:-null} ${errs:-null} ${stale:-null}"
 }
 pct() { # P VALUES...: the P-th percentile (nearest rank)

@@ -54,6 +54,12 @@ qpg_etcd_stop() {
 	[ -n "${etcd_pid:-}" ] || return 0
 	kill -CONT "$etcd_pid" 2>/dev/null
 	kill "$etcd_pid" 2>/dev/null
+	# Bounded: an etcd that does not go within 10 s is killed.
+	for _ in $(seq 1 100); do
+		kill -0 "$etcd_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -9 "$etcd_pid" 2>/dev/null
 	wait "$etcd_pid" 2>/dev/null
 	etcd_pid=""
 }
