@@ -10,23 +10,39 @@
 
 #include "qpgate/kv_client.h"
 
+/* A pool from plain arguments, for a binding that cannot lay out struct
+ * qpg_kv_pool_opts: qpg_kv_pool_opts_default's, but for these. TRANSPORT is
+ * "rdma" or "tcp"; SERVERNAME NULL: HOST; CA NULL: the system store; CERT
+ * and KEY for mutual TLS (or NULL); CONNS and THREADS 0: the defaults. */
+int qpg_kv_pool_open(struct qpg_kv_pool **out, const char *host, uint16_t port,
+		     const char *servername, const char *ca, const char *cert, const char *key,
+		     const char *transport, unsigned conns, unsigned threads, char *err,
+		     size_t err_len);
+
 /* Called once per qpg_kv_call that returned 0, on a pool thread: STATUS is
  * an enum qpg_kv_status or a negative errno (the connection failed, the
- * pool is closing: -ECANCELED); VALUE_LEN is a GET's whole value length
- * (of which min(VALUE_LEN, CAP) bytes are in BUF). */
-typedef void (*qpg_kv_call_done)(void *arg, uint64_t token, int status, uint32_t value_len);
+ * pool is closing: -ECANCELED); VALUE_LEN is a GET's whole value length, of
+ * which min(VALUE_LEN, CAP) bytes are in DATA: the caller's BUF, or, for a
+ * GET given no BUF, a buffer of VALUE_LEN bytes the library allocated (NULL
+ * unless STATUS is QPG_KV_OK), which the callee frees with qpg_kv_free. */
+typedef void (*qpg_kv_call_done)(void *arg, uint64_t token, int status, uint32_t value_len,
+				 void *data);
 
 /* OP (QPG_KV_PUT, GET or DEL) on KEY. A PUT sends VALUE; a GET writes the
- * value into BUF (up to CAP bytes). KEY is copied; VALUE and BUF must stay
- * valid until DONE. 0, or a negative errno with no callback to come
- * (-EINVAL: a bad op or key length, -ENOMEM). */
+ * value into BUF (up to CAP bytes), or into a buffer of its own size when
+ * BUF is NULL. KEY is copied; VALUE and BUF must stay valid until DONE. 0,
+ * or a negative errno with no callback to come (-EINVAL: a bad op or
+ * argument, -ENOMEM). */
 int qpg_kv_call(struct qpg_kv_pool *p, uint8_t op, const void *key, uint16_t key_len,
 		const void *value, uint32_t value_len, void *buf, uint32_t cap,
 		qpg_kv_call_done done, void *arg, uint64_t token);
 /* The same, waiting for it (never from a pool thread): the status, or a
- * negative errno; *VALUE_LEN gets a GET's whole value length. */
+ * negative errno; *VALUE_LEN_OUT gets a GET's whole value length, and
+ * *DATA (if not NULL) the buffer as DONE would have. */
 int qpg_kv_call_wait(struct qpg_kv_pool *p, uint8_t op, const void *key, uint16_t key_len,
 		     const void *value, uint32_t value_len, void *buf, uint32_t cap,
-		     uint32_t *value_len_out);
+		     uint32_t *value_len_out, void **data);
+/* Frees what a GET given no buffer allocated. */
+void qpg_kv_free(void *data);
 
 #endif

@@ -4,6 +4,8 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +13,8 @@ struct call {
 	struct qpg_kv_request r; /* first */
 	uint8_t *buf;
 	uint32_t cap;
+	bool owned; /* BUF is ours (a GET given none), sized at the first chunk */
+	bool oom;
 	qpg_kv_call_done done;
 	void *arg;
 	uint64_t token;
@@ -21,6 +25,11 @@ static void on_chunk(struct qpg_kv_request *op, const uint8_t *data, uint32_t le
 		     uint32_t value_len)
 {
 	struct call *c = (struct call *)op;
+	if (c->owned && !c->buf && !c->oom) {
+		c->buf = malloc(value_len ? value_len : 1);
+		c->cap = c->buf ? value_len : 0;
+		c->oom = !c->buf;
+	}
 	if (offset < c->cap)
 		memcpy(c->buf + offset, data, len < c->cap - offset ? len : c->cap - offset);
 }
@@ -28,8 +37,49 @@ static void on_chunk(struct qpg_kv_request *op, const uint8_t *data, uint32_t le
 static void on_done(struct qpg_kv_request *op, int status, uint32_t value_len)
 {
 	struct call *c = (struct call *)op;
-	c->done(c->arg, c->token, status, value_len);
+	if (c->owned && status == QPG_KV_OK && !c->buf && !c->oom)
+		c->buf = malloc(1); /* an empty value: no chunk came */
+	if (c->owned && status == QPG_KV_OK && (c->oom || !c->buf))
+		status = -ENOMEM;
+	if (c->owned && status != QPG_KV_OK) {
+		free(c->buf);
+		c->buf = NULL;
+	}
+	c->done(c->arg, c->token, status, value_len, c->buf);
 	free(c);
+}
+
+void qpg_kv_free(void *data)
+{
+	free(data);
+}
+
+int qpg_kv_pool_open(struct qpg_kv_pool **out, const char *host, uint16_t port,
+		     const char *servername, const char *ca, const char *cert, const char *key,
+		     const char *transport, unsigned conns, unsigned threads, char *err,
+		     size_t err_len)
+{
+	struct qpg_kv_pool_opts o;
+	qpg_kv_pool_opts_default(&o);
+	if (!host || !transport ||
+	    (strcmp(transport, "rdma") != 0 && strcmp(transport, "tcp") != 0)) {
+		snprintf(err, err_len, "transport is 'rdma' or 'tcp', and a host is needed");
+		return -EINVAL;
+	}
+	o.client.host = host;
+	o.client.port = port;
+	o.client.servername = servername ? servername : host;
+	o.client.ca = ca;
+	o.client.cert = cert;
+	o.client.key = key;
+	o.client.transport = strcmp(transport, "tcp") == 0 ? QPG_KIND_TCP : QPG_KIND_RDMA;
+	if (conns)
+		o.conns = conns;
+	if (threads)
+		o.threads = threads;
+	if (o.threads > o.conns)
+		o.threads = o.conns;
+	return qpg_kv_pool_create(out, &o, err, err_len);
 }
 
 int qpg_kv_call(struct qpg_kv_pool *p, uint8_t op, const void *key, uint16_t key_len,
@@ -37,7 +87,7 @@ int qpg_kv_call(struct qpg_kv_pool *p, uint8_t op, const void *key, uint16_t key
 		qpg_kv_call_done done, void *arg, uint64_t token)
 {
 	if ((op != QPG_KV_PUT && op != QPG_KV_GET && op != QPG_KV_DEL) || !done ||
-	    (key_len && !key) || (value_len && !value) || (cap && !buf))
+	    (key_len && !key) || (value_len && !value) || (cap && !buf) || (!buf && op != QPG_KV_GET && cap))
 		return -EINVAL;
 	struct call *c = calloc(1, sizeof(*c) + key_len);
 	if (!c)
@@ -52,6 +102,7 @@ int qpg_kv_call(struct qpg_kv_pool *p, uint8_t op, const void *key, uint16_t key
 	c->r.done = on_done;
 	c->buf = buf;
 	c->cap = cap;
+	c->owned = op == QPG_KV_GET && !buf;
 	c->done = done;
 	c->arg = arg;
 	c->token = token;
@@ -66,15 +117,17 @@ struct waiter {
 	pthread_cond_t cv;
 	int status;
 	uint32_t len;
+	void *data;
 	int finished;
 };
 
-static void wake(void *arg, uint64_t token, int status, uint32_t value_len)
+static void wake(void *arg, uint64_t token, int status, uint32_t value_len, void *data)
 {
 	struct waiter *w = arg;
 	pthread_mutex_lock(&w->lock);
 	w->status = status;
 	w->len = value_len;
+	w->data = data;
 	w->finished = 1;
 	pthread_cond_signal(&w->cv);
 	pthread_mutex_unlock(&w->lock);
@@ -82,7 +135,7 @@ static void wake(void *arg, uint64_t token, int status, uint32_t value_len)
 
 int qpg_kv_call_wait(struct qpg_kv_pool *p, uint8_t op, const void *key, uint16_t key_len,
 		     const void *value, uint32_t value_len, void *buf, uint32_t cap,
-		     uint32_t *value_len_out)
+		     uint32_t *value_len_out, void **data)
 {
 	struct waiter w = {.lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 	int rc = qpg_kv_call(p, op, key, key_len, value, value_len, buf, cap, wake, &w, 0);
@@ -96,5 +149,9 @@ int qpg_kv_call_wait(struct qpg_kv_pool *p, uint8_t op, const void *key, uint16_
 	pthread_cond_destroy(&w.cv);
 	if (value_len_out)
 		*value_len_out = w.len;
+	if (data)
+		*data = w.data;
+	else if (!buf)
+		free(w.data);
 	return w.status;
 }

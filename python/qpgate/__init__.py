@@ -1,0 +1,17 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""qpgate: the KV cache of a qpgate server (libqpgate-kv.so.0), from Python.
+
+    import qpgate
+    with qpgate.KVPool("10.0.0.1", "server.example.org", ca="ca.crt") as kv:
+        kv.put(b"layer0/blk17", memoryview(buf))
+        n = kv.get_into(b"layer0/blk17", out)
+        v = kv.get(b"layer0/blk17")          # bytes, or None on a miss
+    async with qpgate.AsyncKVPool(...) as kv:
+        await asyncio.gather(*(kv.get(k) for k in keys))
+"""
+from ._errors import (ConnectionError, CorruptValue, Error, KeyTooLarge, StoreFull,
+                      Unavailable, ValueTooLarge)
+from ._pool import MAX_KEY, AsyncKVPool, KVPool
+
+__all__ = ["KVPool", "AsyncKVPool", "Error", "ConnectionError", "KeyTooLarge", "ValueTooLarge",
+           "StoreFull", "Unavailable", "CorruptValue", "MAX_KEY"]

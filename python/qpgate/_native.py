@@ -1,0 +1,91 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""libqpgate-kv.so.0 through ctypes: its binding API (qpgate/kv_call.h)."""
+import ctypes
+import ctypes.util
+import os
+
+# enum qpg_kv_op and enum qpg_kv_status (qpgate/kv.h)
+PUT, GET, DEL = 1, 2, 3
+OK, NOT_FOUND, KEY_TOO_LARGE, VALUE_TOO_LARGE, STORE_FULL = 0, 1, 2, 3, 4
+MALFORMED, BUSY, UNSUPPORTED, WRONG_OWNER, UNAVAILABLE = 5, 6, 7, 8, 9
+CORRUPT = 100
+
+DONE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int, ctypes.c_uint32,
+                        ctypes.c_void_p)
+
+
+def _load():
+    path = os.environ.get("QPGATE_KV_LIB") or ctypes.util.find_library("qpgate-kv") \
+        or "libqpgate-kv.so.0"
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as e:
+        raise ImportError(f"qpgate: cannot load {path} ({e}): install qpgate (make install), "
+                          "or point QPGATE_KV_LIB at libqpgate-kv.so.0") from None
+    vp, u16, u32, i, cp = ctypes.c_void_p, ctypes.c_uint16, ctypes.c_uint32, ctypes.c_int, \
+        ctypes.c_char_p
+    lib.qpg_kv_pool_open.argtypes = [ctypes.POINTER(vp), cp, u16, cp, cp, cp, cp, cp,
+                                     ctypes.c_uint, ctypes.c_uint, cp, ctypes.c_size_t]
+    lib.qpg_kv_pool_open.restype = i
+    lib.qpg_kv_pool_destroy.argtypes = [vp]
+    lib.qpg_kv_pool_destroy.restype = None
+    lib.qpg_kv_call.argtypes = [vp, ctypes.c_uint8, vp, u16, vp, u32, vp, u32, DONE, vp,
+                                ctypes.c_uint64]
+    lib.qpg_kv_call.restype = i
+    lib.qpg_kv_call_wait.argtypes = [vp, ctypes.c_uint8, vp, u16, vp, u32, vp, u32,
+                                     ctypes.POINTER(u32), ctypes.POINTER(vp)]
+    lib.qpg_kv_call_wait.restype = i
+    lib.qpg_kv_free.argtypes = [vp]
+    lib.qpg_kv_free.restype = None
+    lib.qpg_kv_status_name.argtypes = [ctypes.c_uint8]
+    lib.qpg_kv_status_name.restype = cp
+    return lib
+
+
+lib = _load()
+
+
+class _Py_buffer(ctypes.Structure):
+    _fields_ = [("buf", ctypes.c_void_p), ("obj", ctypes.c_void_p), ("len", ctypes.c_ssize_t),
+                ("itemsize", ctypes.c_ssize_t), ("readonly", ctypes.c_int),
+                ("ndim", ctypes.c_int), ("format", ctypes.c_char_p),
+                ("shape", ctypes.c_void_p), ("strides", ctypes.c_void_p),
+                ("suboffsets", ctypes.c_void_p), ("internal", ctypes.c_void_p)]
+
+
+_PyBUF_SIMPLE, _PyBUF_WRITABLE = 0, 1
+_get_buffer = ctypes.pythonapi.PyObject_GetBuffer
+_get_buffer.argtypes = [ctypes.py_object, ctypes.POINTER(_Py_buffer), ctypes.c_int]
+_get_buffer.restype = ctypes.c_int
+_release_buffer = ctypes.pythonapi.PyBuffer_Release
+_release_buffer.argtypes = [ctypes.POINTER(_Py_buffer)]
+_release_buffer.restype = None
+
+
+class Buffer:
+    """The memory of any object with the buffer protocol (contiguous), held
+    until release(): its address goes to C, nothing is copied."""
+    __slots__ = ("view", "held")
+
+    def __init__(self, obj, writable=False):
+        self.view = _Py_buffer()
+        self.held = False
+        # Raises TypeError/BufferError for a non-contiguous or read-only one.
+        _get_buffer(obj, ctypes.byref(self.view), _PyBUF_WRITABLE if writable else _PyBUF_SIMPLE)
+        self.held = True
+
+    @property
+    def addr(self):
+        return self.view.buf
+
+    @property
+    def size(self):
+        return self.view.len
+
+    def release(self):
+        if self.held:
+            self.held = False
+            _release_buffer(ctypes.byref(self.view))
+
+    def __del__(self):
+        self.release()

@@ -1,0 +1,249 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The Python binding (python/qpgate) against a real KV server: tcp on the
+host, rdma in the lab (QPG_TRANSPORT=rdma). Run by ctest as
+  /usr/bin/python3 -X dev -m pytest tests/python
+with QPG_BIN (the tools) and QPGATE_KV_LIB (the library) set."""
+import asyncio
+import gc
+import os
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+import qpgate
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+BIN = os.environ.get("QPG_BIN", os.path.join(REPO, "build", "bin"))
+TRANSPORT = os.environ.get("QPG_TRANSPORT", "tcp")
+MAX_VALUE = 1 << 20
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, certs, *flags):
+        self.port = free_port()
+        self.log = open(os.path.join(certs, f"server-{self.port}.log"), "w")
+        self.proc = subprocess.Popen(
+            [os.path.join(BIN, "qpgate-server"), "--cert", os.path.join(certs, "server.crt"),
+             "--key", os.path.join(certs, "server.key"), "--transport", TRANSPORT,
+             "--service", "kv", "-p", str(self.port), "--kv-max-value", str(MAX_VALUE), *flags],
+            stderr=self.log)
+        for _ in range(300):
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            time.sleep(0.05)
+        raise RuntimeError("the server did not start")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(30)
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def certs():
+    d = tempfile.mkdtemp(prefix="qpg-py.")
+    subprocess.run([os.path.join(REPO, "scripts", "make-certs"), d, "localhost"], check=True,
+                   capture_output=True)
+    return d
+
+
+@pytest.fixture(scope="module")
+def server(certs):
+    s = Server(certs)
+    yield s
+    s.stop()
+
+
+def pool(certs, server, cls=qpgate.KVPool, conns=4):
+    return cls("127.0.0.1", "localhost", ca=os.path.join(certs, "ca.crt"), port=server.port,
+               transport=TRANSPORT, conns=conns)
+
+
+def pattern(n, seed):
+    return bytes((i * 131 + seed) & 0xFF for i in range(n)) if n < 4096 else \
+        (bytes((i * 131 + seed) & 0xFF for i in range(4096)) * (n // 4096 + 1))[:n]
+
+
+SIZES = [0, 1, 4096, 1 << 20, MAX_VALUE]
+
+
+def kinds():
+    out = [("bytes", bytes), ("bytearray", bytearray), ("memoryview", memoryview)]
+    try:
+        import numpy
+        out.append(("numpy", lambda b: numpy.frombuffer(bytearray(b), dtype=numpy.uint8)))
+    except ImportError:
+        pass
+    return out
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("kind,make", kinds())
+def test_round_trip(certs, server, size, kind, make):
+    value = pattern(size, size % 251)
+    with pool(certs, server) as kv:
+        key = f"rt/{kind}/{size}".encode()
+        kv.put(key, make(value))
+        assert kv.get(key) == value
+        out = bytearray(size + 7)
+        assert kv.get_into(key, out) == size
+        assert bytes(out[:size]) == value
+        assert kv.delete(key) is True
+        assert kv.get(key) is None
+        assert kv.get_into(key, out) is None
+
+
+def test_numpy_get_into(certs, server):
+    numpy = pytest.importorskip("numpy")
+    value = pattern(65536, 3)
+    with pool(certs, server) as kv:
+        kv.put(b"np", value)
+        out = numpy.zeros(65536, dtype=numpy.uint8)
+        assert kv.get_into(b"np", out) == 65536
+        assert out.tobytes() == value
+
+
+def test_a_thousand_concurrent_asyncio_gets(certs, server):
+    async def main():
+        async with pool(certs, server, qpgate.AsyncKVPool) as kv:
+            keys = [f"conc/{i}".encode() for i in range(1000)]
+            await asyncio.gather(*(kv.put(k, pattern(512 + i, i)) for i, k in enumerate(keys)))
+            got = await asyncio.gather(*(kv.get(k) for k in keys))
+            assert got == [pattern(512 + i, i) for i in range(len(keys))]
+            assert await kv.get(b"conc/none") is None
+    asyncio.run(main())
+
+
+def test_bad_input_raises_and_the_pool_goes_on(certs, server):
+    with pool(certs, server) as kv:
+        kv.put(b"ok", b"still here")
+        with pytest.raises(qpgate.KeyTooLarge):
+            kv.put(b"k" * 251, b"x")
+        with pytest.raises(qpgate.KeyTooLarge):
+            kv.get(b"k" * 300)
+        with pytest.raises(qpgate.ValueTooLarge):
+            kv.put(b"huge", bytes(MAX_VALUE + 1))
+        with pytest.raises(qpgate.ValueTooLarge):
+            kv.get_into(b"ok", bytearray(3))  # the buffer is too small
+        with pytest.raises((TypeError, BufferError)):
+            kv.get_into(b"ok", b"read-only")
+        assert kv.get(b"ok") == b"still here"
+
+
+def test_store_full(certs):
+    s = Server(certs, "--kv-capacity", "2M")
+    try:
+        with qpgate.KVPool("127.0.0.1", "localhost", ca=os.path.join(certs, "ca.crt"),
+                           port=s.port, transport=TRANSPORT, conns=2) as kv:
+            with pytest.raises(qpgate.StoreFull):
+                for i in range(8):
+                    kv.put(f"fill/{i}".encode(), bytes(MAX_VALUE))
+            kv.delete(b"fill/0")
+            kv.put(b"small", b"fits")
+            assert kv.get(b"small") == b"fits"
+    finally:
+        s.stop()
+
+
+def test_a_server_that_goes_away(certs):
+    s = Server(certs)
+    kv = qpgate.KVPool("127.0.0.1", "localhost", ca=os.path.join(certs, "ca.crt"), port=s.port,
+                       transport=TRANSPORT, conns=2)
+    try:
+        kv.put(b"a", b"1")
+        s.proc.kill()
+        s.proc.wait()
+        with pytest.raises(qpgate.ConnectionError):
+            for _ in range(50):  # the pool hears of it; from then on, every request fails
+                kv.get(b"a")
+                time.sleep(0.1)
+        with pytest.raises(qpgate.ConnectionError):
+            kv.get(b"a")
+    finally:
+        kv.close()
+        s.stop()
+    with pytest.raises(qpgate.ConnectionError):
+        kv.get(b"a")  # a closed pool says so
+
+
+def test_close_with_requests_in_flight(certs, server):
+    async def main():
+        kv = await pool(certs, server, qpgate.AsyncKVPool).open()
+        await kv.put(b"inflight", bytes(65536))
+        futs = [asyncio.ensure_future(kv.get(b"inflight")) for _ in range(200)]
+        await asyncio.sleep(0)
+        await kv.aclose()
+        done = await asyncio.gather(*futs, return_exceptions=True)
+        for r in done:  # each answered, or failed cleanly
+            assert r == bytes(65536) or isinstance(r, qpgate.ConnectionError)
+    asyncio.run(main())
+
+
+def test_unable_to_connect_says_why(certs):
+    with pytest.raises(qpgate.ConnectionError) as exc:
+        qpgate.KVPool("127.0.0.1", "localhost", ca=os.path.join(certs, "ca.crt"),
+                      port=free_port(), transport=TRANSPORT, conns=1)
+    assert "cannot open a pool" in str(exc.value)
+
+
+def test_ten_thousand_operations_no_leak(certs, server):
+    def rss_kb():
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+    async def burst(kv, n, base):
+        await asyncio.gather(*(kv.put(f"s/{i % 100}".encode(), pattern(1000 + i % 7, i))
+                               for i in range(base, base + n)))
+        await asyncio.gather(*(kv.get(f"s/{i % 100}".encode()) for i in range(base, base + n)))
+
+    async def main():
+        async with pool(certs, server, qpgate.AsyncKVPool) as kv:
+            await burst(kv, 1000, 0)  # warm up
+            gc.collect()
+            before = rss_kb()
+            for r in range(4):
+                await burst(kv, 1000, 1000 + r * 1000)
+            gc.collect()
+            after = rss_kb()
+            assert after - before < 16 * 1024, f"RSS grew {after - before} kB"
+    asyncio.run(main())
+    with pool(certs, server) as kv:
+        for i in range(1000):
+            kv.put(b"sync", pattern(100, i))
+            assert kv.get(b"sync") == pattern(100, i)
+    from qpgate import _pool
+    assert not _pool._pending  # every request accounted for
+
+
+def test_exit_with_a_pool_open(certs, server):
+    code = f"""
+import asyncio, qpgate
+kv = qpgate.KVPool("127.0.0.1", "localhost", ca={os.path.join(certs, 'ca.crt')!r},
+                   port={server.port}, transport={TRANSPORT!r}, conns=2)
+kv.put(b"exit", b"x")
+async def main():
+    a = await qpgate.AsyncKVPool("127.0.0.1", "localhost", ca={os.path.join(certs, 'ca.crt')!r},
+                                 port={server.port}, transport={TRANSPORT!r}, conns=2).open()
+    for _ in range(100):
+        asyncio.ensure_future(a.get(b"exit"))
+asyncio.run(main())
+print("leaving")
+"""
+    r = subprocess.run([sys.executable, "-X", "dev", "-c", code], capture_output=True, text=True,
+                       timeout=60, env=os.environ)
+    assert r.returncode == 0, r.stderr
+    assert "leaving" in r.stdout
