@@ -14,6 +14,12 @@ DONE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int, ct
                         ctypes.c_void_p)
 
 
+class CQEntry(ctypes.Structure):
+    """struct qpg_kv_cq_entry (qpgate/kv_call.h)."""
+    _fields_ = [("token", ctypes.c_uint64), ("status", ctypes.c_int32),
+                ("value_len", ctypes.c_uint32), ("data", ctypes.c_void_p)]
+
+
 def _load():
     path = os.environ.get("QPGATE_KV_LIB") or ctypes.util.find_library("qpgate-kv") \
         or "libqpgate-kv.so.0"
@@ -25,7 +31,7 @@ def _load():
     vp, u16, u32, i, cp = ctypes.c_void_p, ctypes.c_uint16, ctypes.c_uint32, ctypes.c_int, \
         ctypes.c_char_p
     lib.qpg_kv_pool_open.argtypes = [ctypes.POINTER(vp), cp, u16, cp, cp, cp, cp, cp,
-                                     ctypes.c_uint, ctypes.c_uint, cp, ctypes.c_size_t]
+                                     ctypes.c_uint, ctypes.c_uint, u32, cp, ctypes.c_size_t]
     lib.qpg_kv_pool_open.restype = i
     lib.qpg_kv_pool_destroy.argtypes = [vp]
     lib.qpg_kv_pool_destroy.restype = None
@@ -39,10 +45,20 @@ def _load():
     lib.qpg_kv_free.restype = None
     lib.qpg_kv_status_name.argtypes = [ctypes.c_uint8]
     lib.qpg_kv_status_name.restype = cp
+    lib.qpg_kv_cq_new.argtypes = []
+    lib.qpg_kv_cq_new.restype = vp
+    lib.qpg_kv_cq_fd.argtypes = [vp]
+    lib.qpg_kv_cq_fd.restype = i
+    lib.qpg_kv_cq_poll.argtypes = [vp, ctypes.POINTER(CQEntry), i]
+    lib.qpg_kv_cq_poll.restype = i
+    lib.qpg_kv_cq_free.argtypes = [vp]
+    lib.qpg_kv_cq_free.restype = None
     return lib
 
 
 lib = _load()
+# The library's own completion callback (no Python on its pool threads).
+CQ_DONE = ctypes.cast(lib.qpg_kv_cq_done, DONE)
 
 
 class _Py_buffer(ctypes.Structure):

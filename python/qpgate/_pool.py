@@ -1,13 +1,12 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """KVPool and AsyncKVPool: a pool of secure connections to a qpgate KV
-server. Each request is handed to the C pool (qpg_kv_call) with the
-caller's buffers, and its completion comes back on a pool thread through
-one callback: a sync caller waits on an event with the GIL released; an
-asyncio caller gets its future set through loop.call_soon_threadsafe."""
+server. Each request goes to the C pool (qpgate/kv_call.h) with the
+caller's buffers. No Python runs on the pool's threads: a sync call waits
+in C with the GIL released; an asyncio pool's completions are queued in C,
+whose eventfd wakes the loop (add_reader), and are drained in batches."""
 import asyncio
 import atexit
 import ctypes
-import itertools
 import threading
 import weakref
 
@@ -15,27 +14,6 @@ from . import _errors as e
 from . import _native as n
 
 MAX_KEY = 250
-
-_pending = {}  # token -> _Op: what a request holds until its completion
-_tokens = itertools.count(1)
-
-
-class _Op:
-    __slots__ = ("bufs", "notify")
-
-    def __init__(self, bufs, notify):
-        self.bufs, self.notify = bufs, notify
-
-
-@n.DONE
-def _done(arg, token, status, vlen, data):
-    # A pool thread, holding the GIL for this call only.
-    op = _pending.pop(token, None)
-    if op is None:
-        return
-    for b in op.bufs:
-        b.release()
-    op.notify(op, status, vlen, data)
 
 
 def _key(key):
@@ -51,7 +29,8 @@ def _what(op, key):
 
 def _result(op, key, status, vlen, data, cap, alloc):
     """What a completed request returns, or the exception it raises."""
-    if alloc and data:
+    value = None
+    if data:
         try:
             value = ctypes.string_at(data, vlen) if vlen else b""
         finally:
@@ -65,112 +44,109 @@ def _result(op, key, status, vlen, data, cap, alloc):
     if op == n.DEL:
         return True
     if alloc:
-        return value
+        return value if value is not None else b""
     if vlen > cap:
         raise e.ValueTooLarge(f"{_what(op, key)}: a value of {vlen} bytes, the buffer holds {cap}")
     return vlen
 
 
+def _buffers(value, out):
+    bufs = []
+    try:
+        if value is not None:
+            bufs.append(n.Buffer(value))
+        if out is not None:
+            bufs.append(n.Buffer(out, writable=True))
+    except BaseException:
+        for b in bufs:
+            b.release()
+        raise
+    vbuf = bufs[0] if value is not None else None
+    obuf = bufs[-1] if out is not None else None
+    return bufs, vbuf, obuf
+
+
+def _open_pool(host, servername, ca, cert, key, port, transport, conns, threads, busy_poll_us):
+    handle = ctypes.c_void_p()
+    err = ctypes.create_string_buffer(512)
+
+    def s(v):
+        return None if v is None else str(v).encode()
+    rc = n.lib.qpg_kv_pool_open(ctypes.byref(handle), s(host), int(port), s(servername), s(ca),
+                                s(cert), s(key), s(transport), int(conns), int(threads),
+                                int(busy_poll_us), err, len(err))
+    if rc != 0:
+        raise e.ConnectionError(-rc if rc < 0 else 0,
+                                f"cannot open a pool to {host}:{port}: {err.value.decode()}")
+    return handle
+
+
 class _Base:
-    def __init__(self, host, servername=None, *, ca=None, cert=None, key=None, port=7471,
-                 transport="rdma", conns=4, threads=0):
+    def _init(self, host, servername=None, *, ca=None, cert=None, key=None, port=7471,
+              transport="rdma", conns=4, threads=0, busy_poll_us=0):
+        # (busy_poll_us: the pool's threads sleep until woken by default, as
+        # their work comes from Python's thread; qpgate/kv_call.h)
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
-        self._submitting = 0
-        handle = ctypes.c_void_p()
-        err = ctypes.create_string_buffer(512)
-
-        def s(v):
-            return None if v is None else str(v).encode()
-        rc = n.lib.qpg_kv_pool_open(ctypes.byref(handle), s(host), int(port), s(servername),
-                                    s(ca), s(cert), s(key), s(transport), int(conns),
-                                    int(threads), err, len(err))
-        if rc != 0:
-            raise e.ConnectionError(-rc if rc < 0 else 0,
-                                    f"cannot open a pool to {host}:{port}: {err.value.decode()}")
-        self._handle = handle
+        self._busy = 0  # calls inside C that use the pool: close() waits for them
+        self._handle = None
+        self._handle = _open_pool(host, servername, ca, cert, key, port, transport, conns,
+                                  threads, busy_poll_us)
         _open.add(self)
 
-    def _submit(self, op, key, value, out, notify):
-        """Hands one request to C; returns its _Op (NOTIFY is called once)."""
-        k = _key(key)
-        bufs = []
-        try:
-            vbuf = n.Buffer(value) if value is not None else None
-            if vbuf:
-                bufs.append(vbuf)
-            obuf = n.Buffer(out, writable=True) if out is not None else None
-            if obuf:
-                bufs.append(obuf)
-        except BaseException:
-            for b in bufs:
-                b.release()
-            raise
-        token = next(_tokens)
-        o = _Op(bufs, notify)
+    def _take(self):
         with self._lock:
-            handle = self._handle
-            if handle:
-                self._submitting += 1  # close() waits for it
-        if not handle:
-            for b in bufs:
-                b.release()
-            raise e.ConnectionError(0, "the pool is closed")
-        _pending[token] = o
-        try:
-            rc = n.lib.qpg_kv_call(handle, op, k, len(k),
-                                   vbuf.addr if vbuf else None, vbuf.size if vbuf else 0,
-                                   obuf.addr if obuf else None, obuf.size if obuf else 0,
-                                   _done, None, token)
-        except BaseException:
-            rc = -1
-            raise
-        finally:
-            with self._lock:
-                self._submitting -= 1
-                if self._submitting == 0:
-                    self._idle.notify_all()
-            if rc != 0:  # no callback will come
-                _pending.pop(token, None)
-                for b in bufs:
-                    b.release()
-        if rc != 0:
-            raise e.from_status(rc, _what(op, k))
-        return o, k, (obuf.size if obuf else 0)
+            if not self._handle:
+                raise e.ConnectionError(0, "the pool is closed")
+            self._busy += 1
+            return self._handle
 
-    def close(self):
-        """Fails what is in flight (qpgate.ConnectionError), closes every
-        connection, joins the pool's threads."""
+    def _give(self):
+        with self._lock:
+            self._busy -= 1
+            if self._busy == 0:
+                self._idle.notify_all()
+
+    def _destroy(self):
+        """Stops new calls, waits for those inside C, then fails what is in
+        flight and closes every connection."""
         with self._lock:
             handle, self._handle = self._handle, None
-            while self._submitting:
+            while self._busy:
                 self._idle.wait()
         if handle:
-            n.lib.qpg_kv_pool_destroy(handle)  # (the GIL is released meanwhile)
+            n.lib.qpg_kv_pool_destroy(handle)  # (ctypes releases the GIL)
         _open.discard(self)
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
+        return bool(handle)
 
 
 class KVPool(_Base):
     """A pool of CONNS connections (rdma or tcp) to one KV server, for any
-    number of threads: each call waits for its answer, the GIL released."""
+    number of threads: each call waits for its answer with the GIL released."""
+
+    def __init__(self, *args, **kw):
+        self._handle = None
+        self._init(*args, **kw)
 
     def _call(self, op, key, value=None, out=None):
-        event = threading.Event()
-        got = []
-
-        def notify(o, status, vlen, data):  # (maybe before _submit returns)
-            got.append((status, vlen, data))
-            event.set()
-        _, k, cap = self._submit(op, key, value, out, notify)
-        event.wait()
-        status, vlen, data = got[0]
-        return _result(op, k, status, vlen, data, cap, op == n.GET and out is None)
+        k = _key(key)
+        bufs, vbuf, obuf = _buffers(value, out)
+        try:
+            handle = self._take()
+            try:
+                vlen = ctypes.c_uint32()
+                data = ctypes.c_void_p()
+                rc = n.lib.qpg_kv_call_wait(handle, op, k, len(k),
+                                            vbuf.addr if vbuf else None, vbuf.size if vbuf else 0,
+                                            obuf.addr if obuf else None, obuf.size if obuf else 0,
+                                            ctypes.byref(vlen), ctypes.byref(data))
+            finally:
+                self._give()
+        finally:
+            for b in bufs:
+                b.release()
+        return _result(op, k, rc, vlen.value, data.value, obuf.size if obuf else 0,
+                       op == n.GET and out is None)
 
     def put(self, key, value):
         """Stores VALUE (any object with the buffer protocol) under KEY."""
@@ -189,55 +165,97 @@ class KVPool(_Base):
         """Removes KEY; False when there was none."""
         return self._call(n.DEL, key)
 
+    def close(self):
+        """Waits for the calls in progress, then closes every connection."""
+        self._destroy()
+
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
 
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
 
 class AsyncKVPool(_Base):
-    """The same pool for asyncio: every method is a coroutine; completions
-    come back through the loop's call_soon_threadsafe. Opening connects
-    (in a worker thread: the loop goes on meanwhile)."""
+    """The same pool for asyncio: every method is a coroutine. Opening
+    connects in a worker thread, so the loop goes on meanwhile."""
 
     def __init__(self, *args, **kw):
         self._args, self._kw = args, kw
         self._handle = None
-        self._lock = threading.Lock()
-        self._idle = threading.Condition(self._lock)
-        self._submitting = 0
+        self._cq = None
+        self._loop = None
+        self._pending = {}  # token -> (future, buffers, op, key, cap, alloc)
+        self._next = 0
+        self._batch = (n.CQEntry * 256)()
 
     async def open(self):
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(None, lambda: _Base.__init__(self, *self._args, **self._kw))
+        cq = n.lib.qpg_kv_cq_new()
+        if not cq:
+            raise MemoryError("qpgate: no completion queue")
+        try:
+            await loop.run_in_executor(None, lambda: self._init(*self._args, **self._kw))
+        except BaseException:
+            n.lib.qpg_kv_cq_free(cq)
+            raise
+        self._cq, self._loop = cq, loop
+        loop.add_reader(n.lib.qpg_kv_cq_fd(cq), self._drain)
         return self
 
-    def _call(self, op, key, value=None, out=None):
-        loop = asyncio.get_running_loop()
-        fut = loop.create_future()
-        alloc = op == n.GET and out is None
-        meta = {}
-
-        def finish(status, vlen, data):
-            if fut.cancelled():
-                if alloc and data:
-                    n.lib.qpg_kv_free(data)
+    def _drain(self):
+        while True:
+            got = n.lib.qpg_kv_cq_poll(self._cq, self._batch, len(self._batch))
+            for i in range(got):
+                c = self._batch[i]
+                fut, bufs, op, k, cap, alloc = self._pending.pop(c.token)
+                for b in bufs:
+                    b.release()
+                try:
+                    r = _result(op, k, c.status, c.value_len, c.data, cap, alloc)
+                except BaseException as exc:
+                    if not fut.cancelled():
+                        fut.set_exception(exc)
+                else:
+                    if not fut.cancelled():
+                        fut.set_result(r)
+            if got < len(self._batch):
                 return
-            try:
-                fut.set_result(_result(op, meta["k"], status, vlen, data, meta["cap"], alloc))
-            except BaseException as exc:  # the request's own exception
-                fut.set_exception(exc)
 
-        def notify(o, status, vlen, data):
+    def _call(self, op, key, value=None, out=None):
+        if asyncio.get_running_loop() is not self._loop:
+            raise RuntimeError("qpgate: an AsyncKVPool is used from the loop that opened it")
+        k = _key(key)
+        bufs, vbuf, obuf = _buffers(value, out)
+        fut = self._loop.create_future()
+        self._next += 1
+        token = self._next
+        self._pending[token] = (fut, bufs, op, k, obuf.size if obuf else 0,
+                                op == n.GET and out is None)
+        try:
+            handle = self._take()
             try:
-                loop.call_soon_threadsafe(finish, status, vlen, data)
-            except RuntimeError:  # the loop is closed: nobody waits
-                if alloc and data:
-                    n.lib.qpg_kv_free(data)
-        o, k, cap = self._submit(op, key, value, out, notify)
-        meta["k"], meta["cap"] = k, cap
-        return fut
+                rc = n.lib.qpg_kv_call(handle, op, k, len(k),
+                                       vbuf.addr if vbuf else None, vbuf.size if vbuf else 0,
+                                       obuf.addr if obuf else None, obuf.size if obuf else 0,
+                                       n.CQ_DONE, self._cq, token)
+            finally:
+                self._give()
+        except BaseException:
+            rc = None
+            raise
+        finally:
+            if rc != 0:  # no completion will come
+                self._pending.pop(token, None)
+                for b in bufs:
+                    b.release()
+        return fut if rc == 0 else _fail(e.from_status(rc, _what(op, k)), self._loop)
 
     async def put(self, key, value):
         await self._call(n.PUT, key, value=value)
@@ -251,8 +269,32 @@ class AsyncKVPool(_Base):
     async def delete(self, key):
         return await self._call(n.DEL, key)
 
+    def close(self):
+        """Fails what is in flight (qpgate.ConnectionError) and closes."""
+        if self._loop and self._cq:
+            try:
+                self._loop.remove_reader(n.lib.qpg_kv_cq_fd(self._cq))
+            except Exception:  # the loop is closed
+                pass
+        self._destroy()
+        if self._cq:
+            # Every completion is queued by now, the failed ones too.
+            if self._loop and not self._loop.is_closed():
+                self._drain()
+            else:
+                self._pending.clear()
+            n.lib.qpg_kv_cq_free(self._cq)
+            self._cq = None
+
     async def aclose(self):
-        await asyncio.get_running_loop().run_in_executor(None, self.close)
+        loop = asyncio.get_running_loop()
+        if self._cq:
+            loop.remove_reader(n.lib.qpg_kv_cq_fd(self._cq))
+        await loop.run_in_executor(None, self._destroy)
+        if self._cq:
+            self._drain()
+            n.lib.qpg_kv_cq_free(self._cq)
+            self._cq = None
 
     async def __aenter__(self):
         return await self.open()
@@ -260,9 +302,20 @@ class AsyncKVPool(_Base):
     async def __aexit__(self, *exc):
         await self.aclose()
 
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
 
-# Pools still open when the interpreter exits are closed first, while
-# Python can still run their callbacks.
+
+def _fail(exc, loop):
+    fut = loop.create_future()
+    fut.set_exception(exc)
+    return fut
+
+
+# Pools still open when the interpreter exits are closed first.
 _open = weakref.WeakSet()
 
 

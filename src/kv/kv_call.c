@@ -45,7 +45,7 @@ static void on_done(struct qpg_kv_request *op, int status, uint32_t value_len)
 		free(c->buf);
 		c->buf = NULL;
 	}
-	c->done(c->arg, c->token, status, value_len, c->buf);
+	c->done(c->arg, c->token, status, value_len, c->owned ? c->buf : NULL);
 	free(c);
 }
 
@@ -56,8 +56,8 @@ void qpg_kv_free(void *data)
 
 int qpg_kv_pool_open(struct qpg_kv_pool **out, const char *host, uint16_t port,
 		     const char *servername, const char *ca, const char *cert, const char *key,
-		     const char *transport, unsigned conns, unsigned threads, char *err,
-		     size_t err_len)
+		     const char *transport, unsigned conns, unsigned threads, uint32_t busy_poll_us,
+		     char *err, size_t err_len)
 {
 	struct qpg_kv_pool_opts o;
 	qpg_kv_pool_opts_default(&o);
@@ -79,6 +79,7 @@ int qpg_kv_pool_open(struct qpg_kv_pool **out, const char *host, uint16_t port,
 		o.threads = threads;
 	if (o.threads > o.conns)
 		o.threads = o.conns;
+	o.client.busy_poll_us = busy_poll_us;
 	return qpg_kv_pool_create(out, &o, err, err_len);
 }
 

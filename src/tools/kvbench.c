@@ -168,8 +168,6 @@ int main(int argc, char **argv)
 	     "handshakes in progress at once while the pool connects"},
 	    {"qp", 'q', OPT_UINT, &b.po.qps_per_session, 1, QPG_KV_MAX_SESSION_QPS, "N",
 	     "rdma: pooled connections brought up over each TLS session (default 1)"},
-	    {"connect-attempts", 0, OPT_UINT, &b.po.connect_attempts, 1, 100, "N",
-	     "tries per connection, with backoff"},
 	    {"num-workers", 0, OPT_UINT, &b.workers, 1, 100000, "N",
 	     "concurrent GET workers (default 16)"},
 	    {"num-clients", 0, OPT_UINT, &b.po.conns, 1, 100000, "N",
@@ -208,6 +206,7 @@ int main(int argc, char **argv)
 			   clustered ? "qpgate-kvbench --cluster URL --cluster-name NAME [options]"
 				     : "qpgate-kvbench [options] HOST SERVERNAME",
 			   clustered ? 0 : 2);
+	b.po.connect_attempts = b.po.client.connect_attempts; /* one --connect-attempts */
 	if (clustered && (!b.etcd.name || scaling || get_mode == 3)) {
 		fprintf(stderr, "error: --cluster needs --cluster-name, and runs without --scaling "
 				"or --get-mode compare\n");

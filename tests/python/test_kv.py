@@ -220,13 +220,12 @@ def test_ten_thousand_operations_no_leak(certs, server):
             gc.collect()
             after = rss_kb()
             assert after - before < 16 * 1024, f"RSS grew {after - before} kB"
+            assert not kv._pending  # every request accounted for
     asyncio.run(main())
     with pool(certs, server) as kv:
         for i in range(1000):
             kv.put(b"sync", pattern(100, i))
             assert kv.get(b"sync") == pattern(100, i)
-    from qpgate import _pool
-    assert not _pool._pending  # every request accounted for
 
 
 def test_exit_with_a_pool_open(certs, server):
