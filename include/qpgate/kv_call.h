@@ -42,6 +42,24 @@ typedef void (*qpg_kv_call_done)(void *arg, uint64_t token, int status, uint32_t
 int qpg_kv_call(struct qpg_kv_pool *p, uint8_t op, const void *key, uint16_t key_len,
 		const void *value, uint32_t value_len, void *buf, uint32_t cap,
 		qpg_kv_call_done done, void *arg, uint64_t token);
+/* Many at once: one call for a batch (a binding pays its crossing into C
+ * once, not per request). Each is qpg_kv_call's arguments. Returns how
+ * many of them, from the first, were started (each gets its DONE); a
+ * negative errno when none was. */
+struct qpg_kv_call_req {
+	uint64_t token;
+	const void *key;
+	const void *value;
+	void *buf;
+	uint32_t value_len;
+	uint32_t cap;
+	uint16_t key_len;
+	uint8_t op;
+	uint8_t reserved[5];
+};
+int qpg_kv_call_many(struct qpg_kv_pool *p, const struct qpg_kv_call_req *reqs, int n,
+		     qpg_kv_call_done done, void *arg);
+
 /* The same, waiting for it (never from a pool thread): the status, or a
  * negative errno; *VALUE_LEN_OUT gets a GET's whole value length, and
  * *DATA (if not NULL) the buffer as DONE would have. */

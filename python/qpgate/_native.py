@@ -20,6 +20,14 @@ class CQEntry(ctypes.Structure):
                 ("value_len", ctypes.c_uint32), ("data", ctypes.c_void_p)]
 
 
+class CallReq(ctypes.Structure):
+    """struct qpg_kv_call_req (qpgate/kv_call.h)."""
+    _fields_ = [("token", ctypes.c_uint64), ("key", ctypes.c_char_p), ("value", ctypes.c_void_p),
+                ("buf", ctypes.c_void_p), ("value_len", ctypes.c_uint32),
+                ("cap", ctypes.c_uint32), ("key_len", ctypes.c_uint16), ("op", ctypes.c_uint8),
+                ("reserved", ctypes.c_uint8 * 5)]
+
+
 def _load():
     path = os.environ.get("QPGATE_KV_LIB") or ctypes.util.find_library("qpgate-kv") \
         or "libqpgate-kv.so.0"
@@ -45,6 +53,8 @@ def _load():
     lib.qpg_kv_free.restype = None
     lib.qpg_kv_status_name.argtypes = [ctypes.c_uint8]
     lib.qpg_kv_status_name.restype = cp
+    lib.qpg_kv_call_many.argtypes = [vp, ctypes.POINTER(CallReq), i, DONE, vp]
+    lib.qpg_kv_call_many.restype = i
     lib.qpg_kv_cq_new.argtypes = []
     lib.qpg_kv_cq_new.restype = vp
     lib.qpg_kv_cq_fd.argtypes = [vp]

@@ -7,6 +7,7 @@ whose eventfd wakes the loop (add_reader), and are drained in batches."""
 import asyncio
 import atexit
 import ctypes
+import errno
 import threading
 import weakref
 
@@ -192,6 +193,7 @@ class AsyncKVPool(_Base):
         self._cq = None
         self._loop = None
         self._pending = {}  # token -> (future, buffers, op, key, cap, alloc)
+        self._outq = []  # queued for the next _flush: (token, op, key, vbuf, obuf)
         self._next = 0
         self._batch = (n.CQEntry * 256)()
 
@@ -229,8 +231,12 @@ class AsyncKVPool(_Base):
                 return
 
     def _call(self, op, key, value=None, out=None):
+        """Queues one request; the loop hands what has queued to C in one
+        call (_flush), at its next turn."""
         if asyncio.get_running_loop() is not self._loop:
             raise RuntimeError("qpgate: an AsyncKVPool is used from the loop that opened it")
+        if not self._handle:
+            raise e.ConnectionError(0, "the pool is closed")
         k = _key(key)
         bufs, vbuf, obuf = _buffers(value, out)
         fut = self._loop.create_future()
@@ -238,24 +244,38 @@ class AsyncKVPool(_Base):
         token = self._next
         self._pending[token] = (fut, bufs, op, k, obuf.size if obuf else 0,
                                 op == n.GET and out is None)
+        self._outq.append((token, op, k, vbuf, obuf))
+        if len(self._outq) == 1:
+            self._loop.call_soon(self._flush)
+        return fut
+
+    def _flush(self):
+        q, self._outq = self._outq, []
+        if not q:
+            return
+        reqs = (n.CallReq * len(q))()
+        for r, (token, op, k, vbuf, obuf) in zip(reqs, q):
+            r.token, r.op, r.key, r.key_len = token, op, k, len(k)
+            if vbuf:
+                r.value, r.value_len = vbuf.addr, vbuf.size
+            if obuf:
+                r.buf, r.cap = obuf.addr, obuf.size
         try:
             handle = self._take()
+        except e.ConnectionError:
+            got, rc = 0, -errno.ECANCELED
+        else:
             try:
-                rc = n.lib.qpg_kv_call(handle, op, k, len(k),
-                                       vbuf.addr if vbuf else None, vbuf.size if vbuf else 0,
-                                       obuf.addr if obuf else None, obuf.size if obuf else 0,
-                                       n.CQ_DONE, self._cq, token)
+                got = rc = n.lib.qpg_kv_call_many(handle, reqs, len(q), n.CQ_DONE, self._cq)
             finally:
                 self._give()
-        except BaseException:
-            rc = None
-            raise
-        finally:
-            if rc != 0:  # no completion will come
-                self._pending.pop(token, None)
-                for b in bufs:
-                    b.release()
-        return fut if rc == 0 else _fail(e.from_status(rc, _what(op, k)), self._loop)
+            got = max(got, 0)
+        for token, op, k, _, _ in q[got:]:  # no completion will come for these
+            fut, bufs = self._pending.pop(token)[:2]
+            for b in bufs:
+                b.release()
+            if not fut.cancelled():
+                fut.set_exception(e.from_status(rc if rc < 0 else -errno.ENOMEM, _what(op, k)))
 
     async def put(self, key, value):
         await self._call(n.PUT, key, value=value)
@@ -276,6 +296,8 @@ class AsyncKVPool(_Base):
                 self._loop.remove_reader(n.lib.qpg_kv_cq_fd(self._cq))
             except Exception:  # the loop is closed
                 pass
+        if self._loop and not self._loop.is_closed():
+            self._flush()  # what was queued is answered too (failed, once closed)
         self._destroy()
         if self._cq:
             # Every completion is queued by now, the failed ones too.
@@ -290,6 +312,7 @@ class AsyncKVPool(_Base):
         loop = asyncio.get_running_loop()
         if self._cq:
             loop.remove_reader(n.lib.qpg_kv_cq_fd(self._cq))
+        self._flush()
         await loop.run_in_executor(None, self._destroy)
         if self._cq:
             self._drain()

@@ -113,6 +113,20 @@ int qpg_kv_call(struct qpg_kv_pool *p, uint8_t op, const void *key, uint16_t key
 	return rc;
 }
 
+int qpg_kv_call_many(struct qpg_kv_pool *p, const struct qpg_kv_call_req *reqs, int n,
+		     qpg_kv_call_done done, void *arg)
+{
+	int k = 0;
+	for (; k < n; k++) {
+		const struct qpg_kv_call_req *r = &reqs[k];
+		int rc = qpg_kv_call(p, r->op, r->key, r->key_len, r->value, r->value_len, r->buf,
+				     r->cap, done, arg, r->token);
+		if (rc)
+			return k ? k : rc;
+	}
+	return k;
+}
+
 struct waiter {
 	pthread_mutex_t lock;
 	pthread_cond_t cv;
