@@ -5,7 +5,10 @@
 #                                send a frame are closed by the bring-up
 #                                deadline, and counted; clients that hold
 #                                their connections quietly (a keepalive as
-#                                each came up) are not.
+#                                each came up) are not; and past the idle
+#                                timeout, clients that send keepalives keep
+#                                their connections, those that send none
+#                                do not.
 #   flood.sh TRANSPORT qps       one address opens sessions (rdma: of 64 QPs)
 #                                as fast as it is allowed, never sending a
 #                                frame: the server holds at most
@@ -41,6 +44,20 @@ bringup)
 	check "... the server closed all 5 under them" grep -q 'failed: 5 x peer_closed' "$work/silent.out"
 	check "the server counted 5 bring-up timeouts ($(metric qpgate_bringup_timeouts_total))" \
 		[ "$(metric qpgate_bringup_timeouts_total)" = 5 ]
+	# The idle timeout: connections held quietly past it stay up when their
+	# client sends keepalives, and are closed when it sends none.
+	qpg_stop_checked "$qp0"
+	qpg_serve "$work" --transport "$transport" --metrics 127.0.0.1:0 --idle-timeout 2000 || exit 1
+	client -c 3 -n 1 --hold 6000 --keepalive 500 >"$work/kept.out" 2>&1 &
+	kept=$!
+	client -c 3 -n 1 --hold 6000 --keepalive 0 --connect-attempts 1 >"$work/idle.out" 2>&1
+	irc=$?
+	wait $kept
+	krc=$?
+	grep -h 'failed:' "$work/idle.out" | sed 's/^/  /'
+	check "3 clients quiet for 6 s with a keepalive every 500 ms kept their connections (exit $krc)" [ $krc -eq 0 ]
+	check "3 clients quiet for 6 s with none were closed by --idle-timeout 2000 (exit $irc)" \
+		bash -c "[ $irc -ne 0 ] && grep -q 'failed: 3 x peer_closed' '$work/idle.out'"
 	;;
 qps)
 	# The bystanders' address, 127.0.0.2. Over rdma their RoCE traffic goes
