@@ -101,3 +101,26 @@ static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class 
 
 const struct qpg_client_cbs qpg_loopback_cbs = {
     .established = on_up, .reply = on_reply, .closed = on_closed};
+
+int qpg_loopback_echo_once(struct qpg_client *cl, char *why, size_t why_len)
+{
+	struct qpg_loopback_conn k = {0};
+	if (qpg_client_connect(cl, &k, &k.c))
+		return -2;
+	RUN_UNTIL(cl, k.up || k.closed);
+	if (!k.up) {
+		RUN_UNTIL(cl, qpg_client_conn_count(cl) == 0);
+		snprintf(why, why_len, "%s", k.why);
+		return -1;
+	}
+	struct qpg_conn_info ci;
+	qpg_client_conn_info(k.c, &ci);
+	int rc = qpg_client_send(k.c, QPG_FRAME_ECHO_REQ, "hello", 5);
+	if (rc == 0)
+		RUN_UNTIL(cl, k.replies || k.closed);
+	qpg_client_close(k.c);
+	RUN_UNTIL(cl, k.closed);
+	if (rc || k.replies != 1 || k.closed != 1)
+		return -2;
+	return ci.resumed;
+}

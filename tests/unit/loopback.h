@@ -35,6 +35,10 @@ struct qpg_loopback_conn {
 	char why[256];
 };
 extern const struct qpg_client_cbs qpg_loopback_cbs;
+/* One connection of CL (made with qpg_loopback_cbs): up, one echo, closed.
+ * 1: it resumed a TLS session; 0: a full handshake; -1: it never came up
+ * (WHY says why); -2: it came up and then failed. */
+int qpg_loopback_echo_once(struct qpg_client *cl, char *why, size_t why_len);
 
 /* Run CL until COND or 5 s. */
 #define RUN_UNTIL(cl, cond)                                                                        \

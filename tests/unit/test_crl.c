@@ -29,25 +29,11 @@ static struct qpg_client *client(const struct qpg_loopback *lb, const char *name
 	return cl;
 }
 
-/* One connection: 1 resumed, 0 a full handshake, -1 refused (WHY set). */
 static int one(struct qpg_client *cl, char *why, size_t why_len)
 {
-	struct qpg_loopback_conn k = {0};
-	assert_int_equal(qpg_client_connect(cl, &k, &k.c), 0);
-	RUN_UNTIL(cl, k.up || k.closed);
-	if (!k.up) {
-		RUN_UNTIL(cl, qpg_client_conn_count(cl) == 0);
-		snprintf(why, why_len, "%s", k.why);
-		return -1;
-	}
-	struct qpg_conn_info ci;
-	qpg_client_conn_info(k.c, &ci);
-	assert_int_equal(qpg_client_send(k.c, QPG_FRAME_ECHO_REQ, "hello", 5), 0);
-	RUN_UNTIL(cl, k.replies || k.closed);
-	assert_int_equal(k.replies, 1);
-	qpg_client_close(k.c);
-	RUN_UNTIL(cl, k.closed);
-	return ci.resumed;
+	int rc = qpg_loopback_echo_once(cl, why, why_len);
+	assert_int_not_equal(rc, -2);
+	return rc;
 }
 
 static void revoked_clients_are_refused_fresh_and_resumed(void **state)
