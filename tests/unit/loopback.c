@@ -102,6 +102,23 @@ static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class 
 const struct qpg_client_cbs qpg_loopback_cbs = {
     .established = on_up, .reply = on_reply, .closed = on_closed};
 
+struct qpg_client *qpg_loopback_client(const struct qpg_loopback *lb, const char *cert,
+				       const char *key)
+{
+	struct qpg_client_opts o;
+	qpg_loopback_client_opts(lb, &o);
+	o.cert = cert;
+	o.key = key;
+	o.connect_attempts = 1;
+	struct qpg_client *cl;
+	char err[256];
+	if (qpg_client_create(&cl, &o, &qpg_loopback_cbs, err, sizeof(err))) {
+		fprintf(stderr, "client: %s\n", err);
+		return NULL;
+	}
+	return cl;
+}
+
 int qpg_loopback_echo_once(struct qpg_client *cl, char *why, size_t why_len)
 {
 	struct qpg_loopback_conn k = {0};

@@ -35,6 +35,11 @@ struct qpg_loopback_conn {
 	char why[256];
 };
 extern const struct qpg_client_cbs qpg_loopback_cbs;
+/* A client of LB with qpg_loopback_cbs, presenting CERT and KEY (or none),
+ * that never tries a connect again (what a test counts is one attempt);
+ * NULL if it cannot be made. */
+struct qpg_client *qpg_loopback_client(const struct qpg_loopback *lb, const char *cert,
+				       const char *key);
 /* One connection of CL (made with qpg_loopback_cbs): up, one echo, closed.
  * 1: it resumed a TLS session; 0: a full handshake; -1: it never came up
  * (WHY says why); -2: it came up and then failed. */

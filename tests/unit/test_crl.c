@@ -18,14 +18,8 @@ static struct qpg_client *client(const struct qpg_loopback *lb, const char *name
 	static char crt[160], key[160];
 	snprintf(crt, sizeof(crt), "%s/%s.crt", lb->dir, name);
 	snprintf(key, sizeof(key), "%s/%s.key", lb->dir, name);
-	struct qpg_client_opts o;
-	qpg_loopback_client_opts(lb, &o);
-	o.cert = crt;
-	o.key = key;
-	o.connect_attempts = 1;
-	struct qpg_client *cl;
-	char err[256];
-	assert_int_equal(qpg_client_create(&cl, &o, &qpg_loopback_cbs, err, sizeof(err)), 0);
+	struct qpg_client *cl = qpg_loopback_client(lb, crt, key);
+	assert_non_null(cl);
 	return cl;
 }
 

@@ -26,14 +26,8 @@
 
 static struct qpg_client *client(const struct qpg_loopback *lb, const char *cert, const char *key)
 {
-	struct qpg_client_opts o;
-	qpg_loopback_client_opts(lb, &o);
-	o.cert = cert;
-	o.key = key;
-	o.connect_attempts = 1;
-	struct qpg_client *cl;
-	char err[256];
-	assert_int_equal(qpg_client_create(&cl, &o, &qpg_loopback_cbs, err, sizeof(err)), 0);
+	struct qpg_client *cl = qpg_loopback_client(lb, cert, key);
+	assert_non_null(cl);
 	return cl;
 }
 
