@@ -210,7 +210,7 @@ bad_input)
 	echo "  corrupt tag -> $(grep -m1 'e.g.' <<<"$out")"
 	check "corrupted tag: client's connection was closed by the server" grep -q 'failed: 1 x peer_closed' <<<"$out"
 	check "corrupted tag: server logged the authentication failure" \
-		log_has 'message 5 failed authentication (bad tag)'
+		log_has 'message 6 failed authentication (bad tag)' # (frame 0 is the keepalive)
 
 	release_held "$healthy" "$work/healthy.out" "healthy client verified all 500 echoes after the bad input"
 	stop_server

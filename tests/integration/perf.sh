@@ -143,7 +143,7 @@ if [ "$transport" = rdma ]; then
 		127.0.0.1 localhost >"$work/out" 2>&1
 	check "a bad tag ends its session's 4 QPs and no others (rc $?)" grep -q 'failed: 4 x peer_closed' "$work/out"
 	check "the server says why: the QP with the bad tag, then its 3 siblings" \
-		[ "$(grep -c 'closed (.*): session closed: message 2 failed authentication' "$work/server.log")" -eq 3 ]
+		[ "$(grep -c 'closed (.*): session closed: message 3 failed authentication' "$work/server.log")" -eq 3 ]
 	kill -TERM "$srv"; wait "$srv"; srv=""
 fi
 # Connections that the server closes while later ones still connect (here
