@@ -22,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 BIN = os.environ.get("QPG_BIN", os.path.join(REPO, "build", "bin"))
 TRANSPORT = os.environ.get("QPG_TRANSPORT", "tcp")
-MAX_VALUE = 1 << 20
+MAX_VALUE = 2 << 20  # the server's --kv-max-value, above the 1 MiB case
 
 
 def free_port():
