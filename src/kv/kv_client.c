@@ -239,7 +239,6 @@ int qpg_kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *
 	for (unsigned t = 0; rc == 0 && t < p->nthreads; t++) {
 		struct pool_thread *th = &p->th[t];
 		th->pool = p;
-		th->seed = (unsigned)time(NULL) ^ (t * 2654435761u);
 		pthread_mutex_init(&th->lock, NULL);
 		th->nconns = p->nconns / p->nthreads + (t < p->nconns % p->nthreads);
 		th->conns = calloc(th->nconns, sizeof(*th->conns));

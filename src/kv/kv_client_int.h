@@ -83,7 +83,6 @@ struct pool_thread {
 	struct qpg_kv_request *in_head, *in_tail; /* submitted, op->slot = local conn index */
 	struct kv_conn *conns;
 	unsigned nconns;
-	unsigned seed; /* rand_r, for backoff jitter */
 	unsigned rr;   /* the next of its connections for a request submitted on it */
 };
 
