@@ -106,7 +106,7 @@ fault_trial() {
 	local misses unav errs="" stale=""
 	misses=$(awk '/^ cluster: [0-9]+ misses/ {print $2}' "$work/kvb")
 	unav=$(awk '/^ cluster: [0-9]+ misses/ {print $(NF-1)}' "$work/kvb")
-	read -r errs stale < <(awk '/GETs verified/ {print $6, $4}' "$work/kvb") || true
+	read -r errs stale <<<"$(awk '/GETs verified/ {print $6, $4}' "$work/kvb")" || true
 	# What the run said, when it did not end as it should.
 	grep -q 'GETs verified' "$work/kvb" || sed 's/^/   kvbench: /' "$work/kvb" | tail -8
 	ft="$secs_to ${misses:-null} ${unav:-null} ${errs:-null} ${stale:-null}"
