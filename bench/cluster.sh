@@ -50,7 +50,8 @@ start() {
 }
 now() { date +%s.%N; }
 kvb() { # OUT SECONDS [FLAGS]
-	"$bin/qpgate-kvbench" --transport "$transport" --ca "$work/ca.crt" --num-keys 3000 \
+	# (bounded: a kvbench that hangs ends the trial, and says so)
+	timeout $(($2 * 4 + 120)) "$bin/qpgate-kvbench" --transport "$transport" --ca "$work/ca.crt" --num-keys 3000 \
 		--value-size 1024 --threads 1 --num-workers 8 -D "$2" "${@:3}" >"$1" 2>&1
 }
 echo " cluster bench: $transport, $runs runs, etcd at $etcd_url"

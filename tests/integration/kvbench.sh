@@ -101,5 +101,16 @@ check "... and all 20 $mode GETs of it are mismatches, none an error" \
 kill -TERM "$srv"; wait "$srv"; src=$?; srv=""
 grep 'stats:' "$work/server.log" | sed 's/^/  /'
 check "server exit 0" [ $src -eq 0 ]
+# A preload the server refuses (its store full: 3,000 x 4 KiB into 1 MiB)
+# ends the run with an error. It once hung: the slot it took for the next
+# PUT stayed busy, and the last wait never ended.
+mkdir -p "$work/full"
+srv_cert=$work/server.crt srv_key=$work/server.key qpg_serve "$work/full" --transport "$transport" --service kv --kv-capacity 1M
+timeout 60 "$bin/qpgate-kvbench" --transport "$transport" --ca "$work/ca.crt" -p "$port" -D 1 \
+	--num-keys 3000 --value-size 4096 127.0.0.1 localhost >"$work/fout" 2>&1
+frc=$?
+check "a refused preload: exit 1 with the reason, not a hang (exit $frc)" \
+	eval '[ $frc -eq 1 ] && grep -q "preload failed: the server refused a PUT" "$work/fout"'
+kill -TERM "$srv"; wait "$srv"; srv=""
 check "server: no authentication failures" grep -q 'auth_failures=0 seq_failures=0' "$work/server.log"
 finish_checks
