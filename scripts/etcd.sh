@@ -52,14 +52,16 @@ qpg_etcd_run() {
 }
 qpg_etcd_stop() {
 	[ -n "${etcd_pid:-}" ] || return 0
-	kill -CONT "$etcd_pid" 2>/dev/null
-	kill "$etcd_pid" 2>/dev/null
+	# (Each step may find etcd gone already: that is no error, also under
+	# set -e, which would end an EXIT trap with status 1.)
+	kill -CONT "$etcd_pid" 2>/dev/null || true
+	kill "$etcd_pid" 2>/dev/null || true
 	# Bounded: an etcd that does not go within 10 s is killed.
 	for _ in $(seq 1 100); do
 		kill -0 "$etcd_pid" 2>/dev/null || break
 		sleep 0.1
 	done
-	kill -9 "$etcd_pid" 2>/dev/null
-	wait "$etcd_pid" 2>/dev/null
+	kill -9 "$etcd_pid" 2>/dev/null || true
+	wait "$etcd_pid" 2>/dev/null || true
 	etcd_pid=""
 }
