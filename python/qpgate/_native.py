@@ -3,6 +3,7 @@
 import ctypes
 import ctypes.util
 import os
+import struct
 
 # enum qpg_kv_op and enum qpg_kv_status (qpgate/kv.h)
 PUT, GET, DEL = 1, 2, 3
@@ -18,6 +19,13 @@ class CQEntry(ctypes.Structure):
     """struct qpg_kv_cq_entry (qpgate/kv_call.h)."""
     _fields_ = [("token", ctypes.c_uint64), ("status", ctypes.c_int32),
                 ("value_len", ctypes.c_uint32), ("data", ctypes.c_void_p)]
+
+
+# The same two records packed by struct, for the asyncio pool's batches:
+# one pack_into or iter_unpack per request instead of a ctypes attribute
+# per field (the layouts are checked against the ctypes ones below).
+REQ = struct.Struct("=QQQQIIHB5x")
+CQE = struct.Struct("=QiIQ")
 
 
 class CallReq(ctypes.Structure):
@@ -53,19 +61,20 @@ def _load():
     lib.qpg_kv_free.restype = None
     lib.qpg_kv_status_name.argtypes = [ctypes.c_uint8]
     lib.qpg_kv_status_name.restype = cp
-    lib.qpg_kv_call_many.argtypes = [vp, ctypes.POINTER(CallReq), i, DONE, vp]
+    lib.qpg_kv_call_many.argtypes = [vp, vp, i, DONE, vp]  # an array of CallReq
     lib.qpg_kv_call_many.restype = i
     lib.qpg_kv_cq_new.argtypes = []
     lib.qpg_kv_cq_new.restype = vp
     lib.qpg_kv_cq_fd.argtypes = [vp]
     lib.qpg_kv_cq_fd.restype = i
-    lib.qpg_kv_cq_poll.argtypes = [vp, ctypes.POINTER(CQEntry), i]
+    lib.qpg_kv_cq_poll.argtypes = [vp, vp, i]  # an array of CQEntry
     lib.qpg_kv_cq_poll.restype = i
     lib.qpg_kv_cq_free.argtypes = [vp]
     lib.qpg_kv_cq_free.restype = None
     return lib
 
 
+assert REQ.size == ctypes.sizeof(CallReq) and CQE.size == ctypes.sizeof(CQEntry)
 lib = _load()
 # The library's own completion callback (no Python on its pool threads).
 CQ_DONE = ctypes.cast(lib.qpg_kv_cq_done, DONE)
@@ -115,3 +124,28 @@ class Buffer:
 
     def __del__(self):
         self.release()
+
+
+def hold(obj, writable=False):
+    """(KEEP, ADDRESS, SIZE) of the memory of OBJ, any object with the
+    buffer protocol (C-contiguous): the memory stays put while KEEP is
+    referenced. A writable one is held by a ctypes view of it, which is
+    cheaper than a Buffer; a read-only one (bytes) by a Buffer."""
+    mv = memoryview(obj)
+    if not mv.c_contiguous:
+        raise BufferError("qpgate: the buffer is not contiguous")
+    if mv.readonly:
+        if writable:
+            raise TypeError("qpgate: the buffer is read-only")
+        b = Buffer(obj)
+        return b, b.addr, b.size
+    size = mv.nbytes
+    if not size:
+        return mv, None, 0
+    c = ctypes.c_char.from_buffer(mv.cast("B") if mv.ndim != 1 or mv.itemsize != 1 else mv)
+    return c, ctypes.addressof(c), size
+
+
+def address(data):
+    """The address of a bytes object's data (kept alive by the caller)."""
+    return ctypes.cast(data, ctypes.c_void_p).value

@@ -52,19 +52,17 @@ def _result(op, key, status, vlen, data, cap, alloc):
 
 
 def _buffers(value, out):
-    bufs = []
-    try:
-        if value is not None:
-            bufs.append(n.Buffer(value))
-        if out is not None:
-            bufs.append(n.Buffer(out, writable=True))
-    except BaseException:
-        for b in bufs:
-            b.release()
-        raise
-    vbuf = bufs[0] if value is not None else None
-    obuf = bufs[-1] if out is not None else None
-    return bufs, vbuf, obuf
+    """What holds VALUE's and OUT's memory while C uses it (dropping the
+    references lets go), with their addresses and sizes."""
+    keep = []
+    vaddr = vsize = oaddr = osize = 0
+    if value is not None:
+        k, vaddr, vsize = n.hold(value)
+        keep.append(k)
+    if out is not None:
+        k, oaddr, osize = n.hold(out, writable=True)
+        keep.append(k)
+    return keep, vaddr, vsize, oaddr, osize
 
 
 def _open_pool(host, servername, ca, cert, key, port, transport, conns, threads, busy_poll_us):
@@ -131,23 +129,17 @@ class KVPool(_Base):
 
     def _call(self, op, key, value=None, out=None):
         k = _key(key)
-        bufs, vbuf, obuf = _buffers(value, out)
+        keep, vaddr, vsize, oaddr, osize = _buffers(value, out)
+        handle = self._take()
         try:
-            handle = self._take()
-            try:
-                vlen = ctypes.c_uint32()
-                data = ctypes.c_void_p()
-                rc = n.lib.qpg_kv_call_wait(handle, op, k, len(k),
-                                            vbuf.addr if vbuf else None, vbuf.size if vbuf else 0,
-                                            obuf.addr if obuf else None, obuf.size if obuf else 0,
-                                            ctypes.byref(vlen), ctypes.byref(data))
-            finally:
-                self._give()
+            vlen = ctypes.c_uint32()
+            data = ctypes.c_void_p()
+            rc = n.lib.qpg_kv_call_wait(handle, op, k, len(k), vaddr, vsize, oaddr, osize,
+                                        ctypes.byref(vlen), ctypes.byref(data))
         finally:
-            for b in bufs:
-                b.release()
-        return _result(op, k, rc, vlen.value, data.value, obuf.size if obuf else 0,
-                       op == n.GET and out is None)
+            self._give()
+            del keep
+        return _result(op, k, rc, vlen.value, data.value, osize, op == n.GET and out is None)
 
     def put(self, key, value):
         """Stores VALUE (any object with the buffer protocol) under KEY."""
@@ -192,10 +184,11 @@ class AsyncKVPool(_Base):
         self._handle = None
         self._cq = None
         self._loop = None
-        self._pending = {}  # token -> (future, buffers, op, key, cap, alloc)
-        self._outq = []  # queued for the next _flush: (token, op, key, vbuf, obuf)
+        self._pending = {}  # token -> (future, what holds the buffers, op, key, cap, alloc)
+        self._outq = []  # queued for the next _flush: (token, op, key, value, vlen, buf, cap)
         self._next = 0
-        self._batch = (n.CQEntry * 256)()
+        self._batch = bytearray(n.CQE.size * 256)  # struct qpg_kv_cq_entry[256]
+        self._batch_addr = ctypes.addressof(ctypes.c_char.from_buffer(self._batch))
 
     async def open(self):
         loop = asyncio.get_running_loop()
@@ -212,22 +205,22 @@ class AsyncKVPool(_Base):
         return self
 
     def _drain(self):
+        batch, cap = self._batch, len(self._batch) // n.CQE.size
+        view = memoryview(batch)
         while True:
-            got = n.lib.qpg_kv_cq_poll(self._cq, self._batch, len(self._batch))
-            for i in range(got):
-                c = self._batch[i]
-                fut, bufs, op, k, cap, alloc = self._pending.pop(c.token)
-                for b in bufs:
-                    b.release()
+            got = n.lib.qpg_kv_cq_poll(self._cq, self._batch_addr, cap)
+            for token, status, vlen, data in n.CQE.iter_unpack(view[:got * n.CQE.size]):
+                fut, keep, op, k, cap_, alloc = self._pending.pop(token)
+                del keep  # C is done with the buffers
                 try:
-                    r = _result(op, k, c.status, c.value_len, c.data, cap, alloc)
+                    r = _result(op, k, status, vlen, data, cap_, alloc)
                 except BaseException as exc:
                     if not fut.cancelled():
                         fut.set_exception(exc)
                 else:
                     if not fut.cancelled():
                         fut.set_result(r)
-            if got < len(self._batch):
+            if got < cap:
                 return
 
     def _call(self, op, key, value=None, out=None):
@@ -238,13 +231,12 @@ class AsyncKVPool(_Base):
         if not self._handle:
             raise e.ConnectionError(0, "the pool is closed")
         k = _key(key)
-        bufs, vbuf, obuf = _buffers(value, out)
+        keep, vaddr, vsize, oaddr, osize = _buffers(value, out)
         fut = self._loop.create_future()
         self._next += 1
         token = self._next
-        self._pending[token] = (fut, bufs, op, k, obuf.size if obuf else 0,
-                                op == n.GET and out is None)
-        self._outq.append((token, op, k, vbuf, obuf))
+        self._pending[token] = (fut, keep, op, k, osize, op == n.GET and out is None)
+        self._outq.append((token, op, k, vaddr, vsize, oaddr, osize))
         if len(self._outq) == 1:
             self._loop.call_soon(self._flush)
         return fut
@@ -253,27 +245,30 @@ class AsyncKVPool(_Base):
         q, self._outq = self._outq, []
         if not q:
             return
-        reqs = (n.CallReq * len(q))()
-        for r, (token, op, k, vbuf, obuf) in zip(reqs, q):
-            r.token, r.op, r.key, r.key_len = token, op, k, len(k)
-            if vbuf:
-                r.value, r.value_len = vbuf.addr, vbuf.size
-            if obuf:
-                r.buf, r.cap = obuf.addr, obuf.size
+        # The keys side by side in one bytes object (C copies each).
+        keys = b"".join([r[2] for r in q])
+        kaddr = n.address(keys)
+        reqs = bytearray(n.REQ.size * len(q))
+        pack, size, off = n.REQ.pack_into, n.REQ.size, 0
+        for i, (token, op, k, vaddr, vsize, oaddr, osize) in enumerate(q):
+            pack(reqs, i * size, token, kaddr + off, vaddr or 0, oaddr or 0, vsize, osize,
+                 len(k), op)
+            off += len(k)
         try:
             handle = self._take()
         except e.ConnectionError:
             got, rc = 0, -errno.ECANCELED
         else:
             try:
-                got = rc = n.lib.qpg_kv_call_many(handle, reqs, len(q), n.CQ_DONE, self._cq)
+                got = rc = n.lib.qpg_kv_call_many(
+                    handle, ctypes.addressof(ctypes.c_char.from_buffer(reqs)), len(q),
+                    n.CQ_DONE, self._cq)
             finally:
                 self._give()
             got = max(got, 0)
-        for token, op, k, _, _ in q[got:]:  # no completion will come for these
-            fut, bufs = self._pending.pop(token)[:2]
-            for b in bufs:
-                b.release()
+        del keys
+        for token, op, k, *_ in q[got:]:  # no completion will come for these
+            fut = self._pending.pop(token)[0]
             if not fut.cancelled():
                 fut.set_exception(e.from_status(rc if rc < 0 else -errno.ENOMEM, _what(op, k)))
 
