@@ -40,7 +40,7 @@ kvb() { # SIZE [FLAGS]: kvbench's own GETs/s
 	awk '/^ GET / {h = 1; next} h && NF > 6 {printf "%.0f", $6; exit}' <<<"$out"
 }
 for size in 4096 65536; do
-	"$bin/qpgate-server" --transport "$transport" --service kv --kv-capacity 256M -s 8192 \
+	"$bin/qpgate-server" --threads 1 --transport "$transport" --service kv --kv-capacity 256M -s 8192 \
 		--cert "$work/server.crt" --key "$work/server.key" -p 0 --port-file "$work/port" 2>"$work/srv.log" &
 	srv=$!
 	for _ in $(seq 1 100); do [ -s "$work/port" ] && break; sleep 0.1; done

@@ -31,12 +31,13 @@ async def main():
 
         async def worker(w):
             buf = bytearray(size)
-            view = memoryview(buf)
             i = w
             while time.monotonic() < end:
                 k = i % keys
                 n = await kv.get_into(b"py-%d" % k, buf)
-                if n != size or view != expect[k]:
+                # (bytearray == bytes is one memcmp; a memoryview compares
+                # item by item, 4 us for 4 KiB, which perf showed.)
+                if n != size or buf != expect[k]:
                     bad[0] += 1
                 count[w] += 1
                 i += workers

@@ -117,6 +117,9 @@ int qpg_client_read(struct qpg_client_conn *c, uint64_t raddr, uint32_t rkey, ui
 void qpg_client_close(struct qpg_client_conn *c);
 /* One turn of the event loop. */
 int qpg_client_run(struct qpg_client *cl, int timeout_ms);
+/* The loop's own file descriptor (an epoll set): readable when a turn of
+ * qpg_client_run has work, so that another event loop can poll it. */
+int qpg_client_fd(const struct qpg_client *cl);
 /* Other threads hand work to a client's loop: they queue it themselves and
  * call qpg_client_wake() (thread-safe; not from a signal handler); CB then
  * runs on the loop's thread. Called from one of the client's own callbacks,

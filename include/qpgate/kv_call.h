@@ -24,6 +24,24 @@ int qpg_kv_pool_open(struct qpg_kv_pool **out, const char *host, uint16_t port,
 		     const char *transport, unsigned conns, unsigned threads, uint32_t busy_poll_us,
 		     char *err, size_t err_len);
 
+/* The same pool with no threads of its own, for a binding with an event
+ * loop (asyncio), as hiredis's adapters do: its connections run in
+ * qpg_kv_pool_run(), which the caller calls when qpg_kv_pool_fd() is
+ * readable and after it has submitted requests. Every callback then runs
+ * inside qpg_kv_pool_run, on the caller's thread, and no request crosses
+ * threads (on two cores, each crossing was a context switch each way).
+ * Opening runs the loop until the connections are up. One thread at a
+ * time uses such a pool; qpg_kv_pool_destroy closes it on the caller's. */
+int qpg_kv_pool_open_external(struct qpg_kv_pool **out, const char *host, uint16_t port,
+			      const char *servername, const char *ca, const char *cert,
+			      const char *key, const char *transport, unsigned conns, char *err,
+			      size_t err_len);
+/* An external pool's file descriptor to poll for reading (-EINVAL for a
+ * pool with threads). */
+int qpg_kv_pool_fd(const struct qpg_kv_pool *p);
+/* One turn of an external pool's loop: what is ready, without waiting. */
+int qpg_kv_pool_run(struct qpg_kv_pool *p);
+
 /* Called once per qpg_kv_call that returned 0, on a pool thread: STATUS is
  * an enum qpg_kv_status or a negative errno (the connection failed, the
  * pool is closing: -ECANCELED); VALUE_LEN is a GET's whole value length, of

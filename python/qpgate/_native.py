@@ -49,6 +49,13 @@ def _load():
     lib.qpg_kv_pool_open.argtypes = [ctypes.POINTER(vp), cp, u16, cp, cp, cp, cp, cp,
                                      ctypes.c_uint, ctypes.c_uint, u32, cp, ctypes.c_size_t]
     lib.qpg_kv_pool_open.restype = i
+    lib.qpg_kv_pool_open_external.argtypes = [ctypes.POINTER(vp), cp, u16, cp, cp, cp, cp, cp,
+                                              ctypes.c_uint, cp, ctypes.c_size_t]
+    lib.qpg_kv_pool_open_external.restype = i
+    lib.qpg_kv_pool_fd.argtypes = [vp]
+    lib.qpg_kv_pool_fd.restype = i
+    lib.qpg_kv_pool_run.argtypes = [vp]
+    lib.qpg_kv_pool_run.restype = i
     lib.qpg_kv_pool_destroy.argtypes = [vp]
     lib.qpg_kv_pool_destroy.restype = None
     lib.qpg_kv_call.argtypes = [vp, ctypes.c_uint8, vp, u16, vp, u32, vp, u32, DONE, vp,

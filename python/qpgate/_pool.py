@@ -65,15 +65,21 @@ def _buffers(value, out):
     return keep, vaddr, vsize, oaddr, osize
 
 
-def _open_pool(host, servername, ca, cert, key, port, transport, conns, threads, busy_poll_us):
+def _open_pool(host, servername, ca, cert, key, port, transport, conns, threads, busy_poll_us,
+               external=False):
     handle = ctypes.c_void_p()
     err = ctypes.create_string_buffer(512)
 
     def s(v):
         return None if v is None else str(v).encode()
-    rc = n.lib.qpg_kv_pool_open(ctypes.byref(handle), s(host), int(port), s(servername), s(ca),
-                                s(cert), s(key), s(transport), int(conns), int(threads),
-                                int(busy_poll_us), err, len(err))
+    if external:  # no threads: the caller's loop runs it (qpg_kv_pool_run)
+        rc = n.lib.qpg_kv_pool_open_external(ctypes.byref(handle), s(host), int(port),
+                                             s(servername), s(ca), s(cert), s(key),
+                                             s(transport), int(conns), err, len(err))
+    else:
+        rc = n.lib.qpg_kv_pool_open(ctypes.byref(handle), s(host), int(port), s(servername),
+                                    s(ca), s(cert), s(key), s(transport), int(conns),
+                                    int(threads), int(busy_poll_us), err, len(err))
     if rc != 0:
         raise e.ConnectionError(-rc if rc < 0 else 0,
                                 f"cannot open a pool to {host}:{port}: {err.value.decode()}")
@@ -82,7 +88,7 @@ def _open_pool(host, servername, ca, cert, key, port, transport, conns, threads,
 
 class _Base:
     def _init(self, host, servername=None, *, ca=None, cert=None, key=None, port=7471,
-              transport="rdma", conns=4, threads=0, busy_poll_us=0):
+              transport="rdma", conns=4, threads=0, busy_poll_us=0, _external=False):
         # (busy_poll_us: the pool's threads sleep until woken by default, as
         # their work comes from Python's thread; qpgate/kv_call.h)
         self._lock = threading.Lock()
@@ -90,7 +96,7 @@ class _Base:
         self._busy = 0  # calls inside C that use the pool: close() waits for them
         self._handle = None
         self._handle = _open_pool(host, servername, ca, cert, key, port, transport, conns,
-                                  threads, busy_poll_us)
+                                  threads, busy_poll_us, _external)
         _open.add(self)
 
     def _take(self):
@@ -176,13 +182,18 @@ class KVPool(_Base):
 
 
 class AsyncKVPool(_Base):
-    """The same pool for asyncio: every method is a coroutine. Opening
-    connects in a worker thread, so the loop goes on meanwhile."""
+    """The same pool for asyncio: every method is a coroutine. The pool has
+    no threads of its own: its connections run on the asyncio loop (the
+    library's qpg_kv_pool_run, when its fd is readable and after each batch
+    is submitted), so no request crosses threads. Opening connects in a
+    worker thread, so the loop goes on meanwhile. (threads and busy_poll_us
+    are not used.)"""
 
     def __init__(self, *args, **kw):
         self._args, self._kw = args, kw
         self._handle = None
         self._cq = None
+        self._fd = None
         self._loop = None
         self._pending = {}  # token -> (future, what holds the buffers, op, key, cap, alloc)
         self._outq = []  # queued for the next _flush: (token, op, key, value, vlen, buf, cap)
@@ -196,13 +207,27 @@ class AsyncKVPool(_Base):
         if not cq:
             raise MemoryError("qpgate: no completion queue")
         try:
-            await loop.run_in_executor(None, lambda: self._init(*self._args, **self._kw))
+            await loop.run_in_executor(
+                None, lambda: self._init(*self._args, **self._kw, _external=True))
         except BaseException:
             n.lib.qpg_kv_cq_free(cq)
             raise
         self._cq, self._loop = cq, loop
-        loop.add_reader(n.lib.qpg_kv_cq_fd(cq), self._drain)
+        self._fd = n.lib.qpg_kv_pool_fd(self._handle)
+        loop.add_reader(self._fd, self._turn)
         return self
+
+    def _turn(self):
+        """One turn of the pool's loop, then the completions it made."""
+        try:
+            handle = self._take()
+        except e.ConnectionError:
+            return
+        try:
+            n.lib.qpg_kv_pool_run(handle)
+        finally:
+            self._give()
+        self._drain()
 
     def _drain(self):
         batch, cap = self._batch, len(self._batch) // n.CQE.size
@@ -263,6 +288,7 @@ class AsyncKVPool(_Base):
                 got = rc = n.lib.qpg_kv_call_many(
                     handle, ctypes.addressof(ctypes.c_char.from_buffer(reqs)), len(q),
                     n.CQ_DONE, self._cq)
+                n.lib.qpg_kv_pool_run(handle)  # sent now, not at the loop's next turn
             finally:
                 self._give()
             got = max(got, 0)
@@ -286,11 +312,12 @@ class AsyncKVPool(_Base):
 
     def close(self):
         """Fails what is in flight (qpgate.ConnectionError) and closes."""
-        if self._loop and self._cq:
+        if self._loop and self._fd is not None:
             try:
-                self._loop.remove_reader(n.lib.qpg_kv_cq_fd(self._cq))
+                self._loop.remove_reader(self._fd)
             except Exception:  # the loop is closed
                 pass
+            self._fd = None
         if self._loop and not self._loop.is_closed():
             self._flush()  # what was queued is answered too (failed, once closed)
         self._destroy()
@@ -305,8 +332,9 @@ class AsyncKVPool(_Base):
 
     async def aclose(self):
         loop = asyncio.get_running_loop()
-        if self._cq:
-            loop.remove_reader(n.lib.qpg_kv_cq_fd(self._cq))
+        if self._fd is not None:
+            loop.remove_reader(self._fd)
+            self._fd = None
         self._flush()
         await loop.run_in_executor(None, self._destroy)
         if self._cq:

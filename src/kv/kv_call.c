@@ -2,6 +2,8 @@
 /* qpgate/kv_call.h: a request the library keeps, for bindings. */
 #include "qpgate/kv_call.h"
 
+#include "kv_client_int.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -54,10 +56,10 @@ void qpg_kv_free(void *data)
 	free(data);
 }
 
-int qpg_kv_pool_open(struct qpg_kv_pool **out, const char *host, uint16_t port,
+static int pool_open(struct qpg_kv_pool **out, const char *host, uint16_t port,
 		     const char *servername, const char *ca, const char *cert, const char *key,
 		     const char *transport, unsigned conns, unsigned threads, uint32_t busy_poll_us,
-		     char *err, size_t err_len)
+		     bool external, char *err, size_t err_len)
 {
 	struct qpg_kv_pool_opts o;
 	qpg_kv_pool_opts_default(&o);
@@ -80,7 +82,26 @@ int qpg_kv_pool_open(struct qpg_kv_pool **out, const char *host, uint16_t port,
 	if (o.threads > o.conns)
 		o.threads = o.conns;
 	o.client.busy_poll_us = busy_poll_us;
-	return qpg_kv_pool_create(out, &o, err, err_len);
+	return qpg__kv_pool_create(out, &o, external, err, err_len);
+}
+
+int qpg_kv_pool_open(struct qpg_kv_pool **out, const char *host, uint16_t port,
+		     const char *servername, const char *ca, const char *cert, const char *key,
+		     const char *transport, unsigned conns, unsigned threads, uint32_t busy_poll_us,
+		     char *err, size_t err_len)
+{
+	return pool_open(out, host, port, servername, ca, cert, key, transport, conns, threads,
+			 busy_poll_us, false, err, err_len);
+}
+
+int qpg_kv_pool_open_external(struct qpg_kv_pool **out, const char *host, uint16_t port,
+			      const char *servername, const char *ca, const char *cert,
+			      const char *key, const char *transport, unsigned conns, char *err,
+			      size_t err_len)
+{
+	/* (No busy polling: the loop is the caller's, which polls the fd.) */
+	return pool_open(out, host, port, servername, ca, cert, key, transport, conns, 1, 0, true,
+			 err, err_len);
 }
 
 int qpg_kv_call(struct qpg_kv_pool *p, uint8_t op, const void *key, uint16_t key_len,

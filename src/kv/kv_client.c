@@ -4,6 +4,7 @@
  * touched by another thread. Submitters put operations in the owning
  * thread's inbox and wake its loop. */
 #include "qpgate/kv_client.h"
+#include "qpgate/kv_call.h"
 
 #include <errno.h>
 #include <openssl/crypto.h>
@@ -184,27 +185,71 @@ static void on_wake(void *arg)
 	}
 }
 
-static void *thread_main(void *arg)
+/* One turn of TH's loop: connects to start while the pool starts, then
+ * what is ready (within TIMEOUT_MS). */
+static void thread_turn(struct pool_thread *th, int timeout_ms)
 {
-	struct pool_thread *th = arg;
-	struct qpg_kv_pool *p = th->pool;
-	this_thread = th;
-	while (!atomic_load(&p->stop)) {
-		if (!atomic_load(&p->started))
-			start_connects(th);
-		qpg_client_run(th->cl, atomic_load(&p->started) ? 200 : 20);
-	}
+	if (!atomic_load(&th->pool->started))
+		start_connects(th);
+	qpg_client_run(th->cl, timeout_ms);
+}
+
+/* TH's connections closed (for a while), and what it still holds failed. */
+static void thread_close(struct pool_thread *th)
+{
 	for (unsigned i = 0; i < th->nconns; i++)
 		if (th->conns[i].conn)
 			qpg_client_close(th->conns[i].conn);
 	for (int k = 0; k < 500 && qpg_client_conn_count(th->cl); k++)
 		qpg_client_run(th->cl, 10);
 	on_wake(th); /* anything submitted meanwhile fails as cancelled */
+}
+
+static void *thread_main(void *arg)
+{
+	struct pool_thread *th = arg;
+	struct qpg_kv_pool *p = th->pool;
+	this_thread = th;
+	while (!atomic_load(&p->stop))
+		thread_turn(th, atomic_load(&p->started) ? 200 : 20);
+	thread_close(th);
 	return NULL;
 }
 
 int qpg_kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *o, char *err,
 		       size_t err_len)
+{
+	return qpg__kv_pool_create(out, o, false, err, err_len);
+}
+
+/* Until every connection is up or has failed, or UNTIL passes: an
+ * external pool runs its loop here, a threaded one waits for its threads. */
+static int wait_connections(struct qpg_kv_pool *p, const struct timespec *until)
+{
+	int rc = 0;
+	pthread_mutex_lock(&p->lock);
+	while (p->up + p->failed < p->nconns && rc == 0) {
+		if (!p->external) {
+			if (pthread_cond_timedwait(&p->cv, &p->lock, until) == ETIMEDOUT)
+				rc = -ETIMEDOUT;
+			continue;
+		}
+		pthread_mutex_unlock(&p->lock);
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		if (now.tv_sec > until->tv_sec ||
+		    (now.tv_sec == until->tv_sec && now.tv_nsec >= until->tv_nsec))
+			rc = -ETIMEDOUT;
+		else
+			thread_turn(&p->th[0], 20);
+		pthread_mutex_lock(&p->lock);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return rc;
+}
+
+int qpg__kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *o, bool external,
+			char *err, size_t err_len)
 {
 	static const struct qpg_client_cbs cbs = {.established = on_established,
 						  .reply = qpg__kvc_on_reply,
@@ -230,7 +275,8 @@ int qpg_kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *
 	}
 	p->o = *o;
 	p->o.client.service = QPG_SERVICE_KV;
-	p->nthreads = o->threads < o->conns ? o->threads : o->conns;
+	p->external = external;
+	p->nthreads = external ? 1 : o->threads < o->conns ? o->threads : o->conns;
 	p->nconns = o->conns;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cv, NULL);
@@ -274,7 +320,7 @@ int qpg_kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *
 		if (rc == 0 && (rc = qpg_client_create(&th->cl, &co, &cbs, err, err_len)) == 0)
 			qpg_client_set_wake(th->cl, on_wake, th);
 	}
-	for (unsigned t = 0; rc == 0 && t < p->nthreads; t++) {
+	for (unsigned t = 0; rc == 0 && !external && t < p->nthreads; t++) {
 		if ((rc = -pthread_create(&p->th[t].tid, NULL, thread_main, &p->th[t])) == 0)
 			p->th[t].started = true;
 	}
@@ -285,10 +331,8 @@ int qpg_kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *
 		struct timespec until;
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_sec += (time_t)rounds * (p->o.client.handshake_timeout_ms / 1000 + 8) + 5;
+		rc = wait_connections(p, &until);
 		pthread_mutex_lock(&p->lock);
-		while (p->up + p->failed < p->nconns && rc == 0)
-			if (pthread_cond_timedwait(&p->cv, &p->lock, &until) == ETIMEDOUT)
-				rc = -ETIMEDOUT;
 		if (rc == 0 && p->failed) {
 			rc = -ECONNREFUSED;
 			snprintf(err, err_len, "%u of %u connections failed: %s", p->failed,
@@ -350,6 +394,11 @@ void qpg_kv_pool_destroy(struct qpg_kv_pool *p)
 		if (th->started) {
 			qpg_client_wake(th->cl);
 			pthread_join(th->tid, NULL);
+		} else if (p->external && th->cl) {
+			struct pool_thread *was = this_thread;
+			this_thread = th;
+			thread_close(th);
+			this_thread = was;
 		}
 		qpg_client_destroy(th->cl);
 		for (unsigned i = 0; th->conns && i < th->nconns; i++) {
@@ -384,4 +433,21 @@ void qpg_kv_pool_info(const struct qpg_kv_pool *p, struct qpg_kv_pool_info *out)
 unsigned long long qpg__kv_pool_abuse_succeeded(const struct qpg_kv_pool *p)
 {
 	return atomic_load(&((struct qpg_kv_pool *)p)->abuse_succeeded);
+}
+
+int qpg_kv_pool_fd(const struct qpg_kv_pool *p)
+{
+	return p->external ? qpg_client_fd(p->th[0].cl) : -EINVAL;
+}
+
+int qpg_kv_pool_run(struct qpg_kv_pool *p)
+{
+	if (!p->external)
+		return -EINVAL;
+	/* Submits from its callbacks stay on this loop, unwoken. */
+	struct pool_thread *was = this_thread;
+	this_thread = &p->th[0];
+	thread_turn(&p->th[0], 0);
+	this_thread = was;
+	return 0;
 }

@@ -103,7 +103,13 @@ struct qpg_kv_pool {
 	char err[256];
 	char last_error[200];
 	atomic_ullong abuse_succeeded;
+	bool external; /* no threads: the caller's loop runs th[0] (qpg_kv_pool_run) */
 };
+
+/* kv_client.c: the pool of qpg_kv_pool_create, with no threads of its own
+ * when EXTERNAL (qpgate/kv_call.h: qpg_kv_pool_open_external). */
+int qpg__kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *o, bool external,
+			char *err, size_t err_len);
 
 /* kv_client_done.c */
 /* OP is over: its done callback, with STATUS. */

@@ -471,6 +471,11 @@ void qpg_client_close(struct qpg_client_conn *cc)
 		qpg__client_retry_cancel(cc); /* between two attempts */
 }
 
+int qpg_client_fd(const struct qpg_client *cl)
+{
+	return cl->ep.loop.epfd;
+}
+
 int qpg_client_run(struct qpg_client *cl, int timeout_ms)
 {
 	qpg__client_retry_pump(cl);
