@@ -42,7 +42,8 @@ int qpg_kv_pool_fd(const struct qpg_kv_pool *p);
 /* One turn of an external pool's loop: what is ready, without waiting. */
 int qpg_kv_pool_run(struct qpg_kv_pool *p);
 
-/* Called once per qpg_kv_call that returned 0, on a pool thread: STATUS is
+/* Called once per qpg_kv_call that returned 0, on a pool thread (inside
+ * qpg_kv_pool_run for an external pool, or qpg_kv_pool_destroy): STATUS is
  * an enum qpg_kv_status or a negative errno (the connection failed, the
  * pool is closing: -ECANCELED); VALUE_LEN is a GET's whole value length, of
  * which min(VALUE_LEN, CAP) bytes are in the caller's BUF; for a GET given

@@ -2,7 +2,8 @@
 /* The pooled KV client. Each pool thread owns a qpg_client (its own event
  * loop) and a share of the connections; nothing of a thread's loop state is
  * touched by another thread. Submitters put operations in the owning
- * thread's inbox and wake its loop. */
+ * thread's inbox and wake its loop. An external pool has one such loop and
+ * no thread: its caller's event loop runs it (qpg_kv_pool_run). */
 #include "qpgate/kv_client.h"
 #include "qpgate/kv_call.h"
 
