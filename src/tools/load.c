@@ -356,7 +356,7 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 		r->failed++;
 		if (r->fail_by_class[QPG_ERR_TIMEOUT]++ == 0)
 			snprintf(r->fail_example[QPG_ERR_TIMEOUT], sizeof(r->fail_example[0]),
-				 "not started before the run's timeout");
+				 "not started before the run's timeout (--timeout MS raises it)");
 	}
 	uint64_t t_up = now_ns();
 	r->connect_s = (double)(t_up - t0) / 1e9;

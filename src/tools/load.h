@@ -80,6 +80,15 @@ struct load_result {
 void load_size_client(struct qpg_client_opts *co, const struct load_opts *o);
 /* Options that cannot work together: false, with why on stderr. */
 bool load_opts_fit(const struct qpg_client_opts *co, const struct load_opts *o, const char *prog);
+/* load_ports.c. Whether O's clients fit in the local ports of CO's source
+ * addresses (one without --source) toward one server port: false, with
+ * what to do on stderr. */
+bool load_ports_fit(const struct qpg_client_opts *co, const struct load_opts *o, const char *prog);
+/* Without --source, for many clients: the local address toward CO's host,
+ * written to BUF and set as CO's source, so that the library picks the
+ * local ports (a cursor over the range) instead of connect()'s search. */
+void load_pick_source(struct qpg_client_opts *co, const struct load_opts *o, char *buf,
+		      size_t len, const char *prog);
 
 /* Pass these to qpg_client_create for a client that load_run drives. */
 extern const struct qpg_client_cbs load_callbacks;

@@ -2,6 +2,7 @@
 /* qpgate-perf: N concurrent secure clients from one event loop, with
  * connection, per-phase, latency, throughput and resource figures, as a
  * perftest-style table, JSON (--json) and CSV (--csv). */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
 #include <signal.h>
@@ -212,7 +213,7 @@ int main(int argc, char **argv)
 	load_opts_default(&lo);
 	lo.nconns = 10;
 	lo.msgs = 10;
-	lo.timeout_ms = 600000;
+	lo.timeout_ms = 0; /* unless given: 600 s and 10 ms per client */
 	const char *json_path = NULL, *csv_path = NULL, *psn_log = NULL, *clock_name = "mono";
 	struct stamp clock;
 	int server_pid = 0;
@@ -284,6 +285,12 @@ int main(int argc, char **argv)
 		co.host = argv[optind];
 		co.servername = argv[optind + 1];
 	}
+	if (!lo.timeout_ms)
+		lo.timeout_ms = 600000 + 10L * lo.nconns;
+	if (!load_ports_fit(&co, &lo, "qpgate-perf"))
+		return 2;
+	char source[INET6_ADDRSTRLEN];
+	load_pick_source(&co, &lo, source, sizeof(source), "qpgate-perf");
 	load_size_client(&co, &lo);
 	lo.prime = co.tls_resume;
 	signal(SIGPIPE, SIG_IGN);

@@ -158,4 +158,18 @@ if [ "$transport" = tcp ]; then
 		j '.results.connections.succeeded == 40 and (.results.connections.failure_examples.timeout // "" | test("not started") | not)'
 	kill -TERM "$srv"; wait "$srv"; srv=""
 fi
+# More clients than one local address has ports toward one server port:
+# said up front (exit 2, naming what to do), not found part-way through.
+read -r plo phi </proc/sys/net/ipv4/ip_local_port_range
+many=$((phi - plo + 2))
+"$bin/qpgate-perf" --transport "$transport" --ca "$work/ca.crt" -p 9 -c "$many" -n 1 \
+	127.0.0.1 localhost >"$work/ports" 2>&1
+prc=$?
+if [ "$transport" = tcp ]; then
+	check "-c $many from one address: exit 2, naming --source (exit $prc)" \
+		eval '[ $prc -eq 2 ] && grep -q "give more with --source A,B" "$work/ports"'
+else
+	check "-c $many from one address over rdma: exit 2, saying why (exit $prc)" \
+		eval '[ $prc -eq 2 ] && grep -q "one source address, the one its GID carries" "$work/ports"'
+fi
 finish_checks
