@@ -199,7 +199,8 @@ class AsyncKVPool(_Base):
         self._outq = []  # queued for the next _flush: (token, op, key, value, vlen, buf, cap)
         self._next = 0
         self._batch = bytearray(n.CQE.size * 256)  # struct qpg_kv_cq_entry[256]
-        self._batch_addr = ctypes.addressof(ctypes.c_char.from_buffer(self._batch))
+        self._batch_view = ctypes.c_char.from_buffer(self._batch)  # (held: never resized)
+        self._batch_addr = ctypes.addressof(self._batch_view)
 
     async def open(self):
         loop = asyncio.get_running_loop()
