@@ -481,18 +481,24 @@ addr)
 		# Out of local ports, in a network namespace of our own with 4 of
 		# them: 6 clients of one server port, 4 connect and 2 fail as a
 		# local resource that says what ran out (connect() gave
-		# EADDRNOTAVAIL, which is not "connection refused").
+		# EADDRNOTAVAIL, which is not "connection refused"). qpgate-client
+		# finds it out; qpgate-perf says so before it starts (exit 2).
 		out=$(unshare -n bash -c '
 			ip link set lo up && sysctl -qw net.ipv4.ip_local_port_range="40000 40003" || exit 99
 			"$0" --transport tcp --cert "$1/server.crt" --key "$1/server.key" -p 17471 2>/dev/null &
 			s=$!
 			for _ in $(seq 1 100); do ss -ltn | grep -q ":17471 " && break; sleep 0.1; done
-			"$2" --transport tcp --ca "$1/ca.crt" -p 17471 -c 6 --window 6 -n 1 --json "$3" 127.0.0.1 localhost
-			kill $s' "$bin/qpgate-server" "$certs" "$bin/qpgate-perf" "$work/ports.json" 2>&1)
+			"$2" --transport tcp --ca "$1/ca.crt" -p 17471 -c 6 --window 6 -n 1 --connect-attempts 1 \
+				127.0.0.1 localhost
+			"$3" --transport tcp --ca "$1/ca.crt" -p 17471 -c 6 -n 1 127.0.0.1 localhost
+			echo "perf exit $?"
+			kill $s' "$bin/qpgate-server" "$certs" "$bin/qpgate-client" "$bin/qpgate-perf" 2>&1)
 		echo "$out" | grep -m1 'e.g.'
 		check "out of local ports: 4 of 6 connected, 2 failed as local_resource" \
-			jq -e '.results.connections | .succeeded == 4 and .failed == 2 and .failures.local_resource == 2' "$work/ports.json"
+			eval 'grep -Eq "^ 6 +4 +2 " <<<"$out" && grep -q "failed: 2 x local_resource" <<<"$out"'
 		check "  ... saying that no local port was left" grep -q 'no local port left towards this server' <<<"$out"
+		check "  ... and qpgate-perf -c 6 said so up front (exit 2, naming --source)" \
+			eval 'grep -q "perf exit 2" <<<"$out" && grep -q "give more with --source" <<<"$out"'
 	fi
 	if [ "$transport" = rdma ]; then
 		# --tclass and --sl (their packets are checked on the two-VM wire,
