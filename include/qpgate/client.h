@@ -115,6 +115,13 @@ int qpg_client_read(struct qpg_client_conn *c, uint64_t raddr, uint32_t rkey, ui
 		    uint64_t cookie);
 /* Close gracefully; the closed callback follows with QPG_ERR_NONE. */
 void qpg_client_close(struct qpg_client_conn *c);
+/* For a tool that opens many connections to one server: the local ports
+ * one address has toward one server port (net.ipv4.ip_local_port_range,
+ * the range a source address's cursor hands out), and the local address
+ * the route toward HOST leaves from, as text in BUF (0, or a negative
+ * errno). */
+unsigned qpg_local_port_count(void);
+int qpg_local_addr_toward_host(const char *host, char *buf, size_t len);
 /* One turn of the event loop. */
 int qpg_client_run(struct qpg_client *cl, int timeout_ms);
 /* The loop's own file descriptor (an epoll set): readable when a turn of

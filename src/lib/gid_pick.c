@@ -7,11 +7,13 @@
  * its kernel routes toward the server. */
 #include "gid_pick.h"
 
+#include "qpgate/client.h"
 #include "qpgate/verbs.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <net/if.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,6 +173,23 @@ int qpg__local_addr_toward(const struct sockaddr *peer, socklen_t peer_len,
 		     : 0;
 	close(fd);
 	return rc;
+}
+
+int qpg_local_addr_toward_host(const char *host, char *buf, size_t len)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_DGRAM}, *ai = NULL;
+	int rc = getaddrinfo(host, "9", &hints, &ai);
+	if (rc != 0 || !ai)
+		return rc == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
+	struct sockaddr_storage local;
+	rc = qpg__local_addr_toward(ai->ai_addr, ai->ai_addrlen, &local);
+	freeaddrinfo(ai);
+	if (rc)
+		return rc;
+	const void *a = local.ss_family == AF_INET6
+			    ? (const void *)&((struct sockaddr_in6 *)&local)->sin6_addr
+			    : (const void *)&((struct sockaddr_in *)&local)->sin_addr;
+	return inet_ntop(local.ss_family, a, buf, (socklen_t)len) ? 0 : -errno;
 }
 
 int qpg__rdma_dev_open_for(struct qpg_rdma_dev *dev, const struct sockaddr *local,

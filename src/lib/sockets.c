@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "qpgate/client.h"
 #include "sockets.h"
 
 void qpg__sock_tune(int fd)
@@ -30,16 +31,30 @@ void qpg__sock_tune(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 }
 
-void qpg__port_cursor_init(struct qpg__port_cursor *cur)
+/* The kernel's ephemeral range (ip_local_port_range). */
+static void port_range(unsigned *lo, unsigned *hi)
 {
-	unsigned lo = 32768, hi = 60999; /* the kernel's default */
+	*lo = 32768, *hi = 60999; /* the kernel's default */
 	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
 	if (f) {
 		unsigned a, b;
 		if (fscanf(f, "%u %u", &a, &b) == 2 && a >= 1 && a <= b && b <= 65535)
-			lo = a, hi = b;
+			*lo = a, *hi = b;
 		fclose(f);
 	}
+}
+
+unsigned qpg_local_port_count(void)
+{
+	unsigned lo, hi;
+	port_range(&lo, &hi);
+	return hi - lo + 1;
+}
+
+void qpg__port_cursor_init(struct qpg__port_cursor *cur)
+{
+	unsigned lo, hi;
+	port_range(&lo, &hi);
 	uint32_t r = 0;
 	if (RAND_bytes((unsigned char *)&r, sizeof(r)) != 1)
 		r = (uint32_t)getpid();

@@ -1,12 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Local ports for a tool that opens many connections to one server: how
  * many one local address has, and the address to pick them from. */
-#include <arpa/inet.h>
-#include <netdb.h>
 #include <stdio.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "load.h"
 
@@ -15,20 +10,6 @@
  * address, the kernel's search walks the taken ports again for each new one
  * (in the lab, 50,000 clients fell from 133 to 28 connects/s). */
 #define LOAD_PICK_PORTS_FROM 1000
-
-/* The ports one local address has toward one server port. */
-static long ports_per_address(void)
-{
-	long lo = 32768, hi = 60999; /* the kernel's default */
-	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
-	if (f) {
-		long a, b;
-		if (fscanf(f, "%ld %ld", &a, &b) == 2 && a >= 1 && a <= b && b <= 65535)
-			lo = a, hi = b;
-		fclose(f);
-	}
-	return hi - lo + 1;
-}
 
 static unsigned count_sources(const char *list)
 {
@@ -40,7 +21,7 @@ static unsigned count_sources(const char *list)
 
 bool load_ports_fit(const struct qpg_client_opts *co, const struct load_opts *o, const char *prog)
 {
-	long per = ports_per_address();
+	long per = (long)qpg_local_port_count();
 	unsigned ns = count_sources(co->source);
 	if ((long)o->nconns <= per * (long)ns)
 		return true;
@@ -65,23 +46,7 @@ void load_pick_source(struct qpg_client_opts *co, const struct load_opts *o, cha
 {
 	if (co->source || o->nconns < LOAD_PICK_PORTS_FROM || !co->host)
 		return;
-	/* The address the route toward the server leaves from: a UDP
-	 * socket's connect() chooses it, and sends nothing. */
-	struct addrinfo hints = {.ai_socktype = SOCK_DGRAM}, *ai = NULL;
-	if (getaddrinfo(co->host, "9", &hints, &ai) != 0 || !ai)
-		return;
-	struct sockaddr_storage local;
-	socklen_t ll = sizeof(local);
-	int fd = socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	bool ok = fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
-		  getsockname(fd, (struct sockaddr *)&local, &ll) == 0;
-	if (fd >= 0)
-		close(fd);
-	freeaddrinfo(ai);
-	const void *a = local.ss_family == AF_INET6
-			    ? (const void *)&((struct sockaddr_in6 *)&local)->sin6_addr
-			    : (const void *)&((struct sockaddr_in *)&local)->sin_addr;
-	if (!ok || !inet_ntop(local.ss_family, a, buf, (socklen_t)len))
+	if (qpg_local_addr_toward_host(co->host, buf, len))
 		return; /* left to the kernel */
 	co->source = buf;
 	fprintf(stderr,
