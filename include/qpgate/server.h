@@ -75,6 +75,11 @@ struct qpg_server_opts {
 	 * too, and read again by qpg_server_reload_tls. */
 	const char *const *crls;
 	unsigned ncrls;
+	/* With client_ca: mTLS sessions kept for resumption, at most this many
+	 * (the oldest goes first), in place of stateless tickets, whose client
+	 * certificate OpenSSL would decode again on every resumption. Same
+	 * bounds as tickets. 0: stateless tickets for mTLS too. Default 8192. */
+	unsigned tls_cache_max;
 };
 #define QPG_QPS_PER_PEER_AUTO 0xffffffffu
 
@@ -102,7 +107,7 @@ struct qpg_server_stats {
 	long long connected;
 	long long handshaking;
 	unsigned long long handshakes_ok, handshakes_failed;
-	unsigned long long handshakes_resumed; /* of the ok ones, resumed from a ticket */
+	unsigned long long handshakes_resumed; /* of the ok ones, resumed (a ticket, or mTLS's cache) */
 	unsigned long long rejected[16];
 	unsigned long long closed_by_reason[QPG_ERR_COUNT];
 	unsigned long long auth_failures, seq_failures;
@@ -120,6 +125,7 @@ struct qpg_server_stats {
 	unsigned long long bringup_timeouts;	 /* QPs closed by the bring-up deadline */
 	unsigned long long refused_prefix;	 /* over max_pending_per_prefix */
 	unsigned long long pending_evicted;	 /* handshakes closed to make room (max_pending full) */
+	unsigned long long tls_cache_sessions;	 /* mTLS sessions held for resumption now */
 };
 void qpg_server_stats(struct qpg_server *s, struct qpg_server_stats *out);
 /* The stats as Prometheus text (format 0.0.4) in a malloc'd *OUT; 0 or a

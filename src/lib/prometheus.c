@@ -126,6 +126,9 @@ int qpg_server_prometheus(struct qpg_server *s, char **out, size_t *len)
 	    {"qpgate_peers_tracked", "gauge",
 	     "Peer addresses (IPv6: /64s) the server keeps counts or a handshake rate for.",
 	     (long long)st.peers_tracked},
+	    {"qpgate_tls_cache_sessions", "gauge",
+	     "mTLS sessions held for resumption (--tls-cache; about 6 kB each).",
+	     (long long)st.tls_cache_sessions},
 	    {"qpgate_qps", "gauge", "Queue pairs the server holds now.",
 	     (long long)(st.qps_created - st.qps_destroyed)},
 	    {"qpgate_qps_created_total", "counter", "Queue pairs created.",
@@ -158,7 +161,7 @@ int qpg_server_prometheus(struct qpg_server *s, char **out, size_t *len)
 	fprintf(f, "qpgate_handshakes_total{result=\"ok\"} %llu\n", st.handshakes_ok);
 	fprintf(f, "qpgate_handshakes_total{result=\"failed\"} %llu\n", st.handshakes_failed);
 	header(f, "qpgate_handshakes_resumed_total", "counter",
-	       "Of the finished handshakes, those that resumed a TLS session from a ticket.");
+	       "Of the finished handshakes, those that resumed a TLS session (a ticket, or mTLS's cache).");
 	fprintf(f, "qpgate_handshakes_resumed_total %llu\n", st.handshakes_resumed);
 	header(f, "qpgate_rejections_total", "counter", "Connections refused, by reason.");
 	for (int code = 1; code < 16; code++)

@@ -76,6 +76,7 @@ void qpg_server_opts_default(struct qpg_server_opts *o)
 	o->tls_ticket_period_s = 3600;
 	/* A day after its full handshake, a client does one again. */
 	o->tls_resume_max_s = 86400;
+	o->tls_cache_max = 8192;
 }
 
 static const char *peer_str(const struct sockaddr_storage *ss, char *buf, size_t len)
@@ -267,6 +268,11 @@ int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, 
 	    (rc = qpg__tls_tickets_new(&s->tickets, s->o.tls_ticket_period_s,
 				       s->o.tls_resume_max_s)) != 0) {
 		snprintf(err, err_len, "cannot draw TLS ticket keys");
+		goto fail;
+	}
+	if (s->tickets && s->o.client_ca &&
+	    (rc = qpg__tls_tickets_cache(s->tickets, s->o.tls_cache_max)) != 0) {
+		snprintf(err, err_len, "out of memory for the mTLS session cache (--tls-cache)");
 		goto fail;
 	}
 	struct qpg__tls_files tf = {s->o.cert, s->o.key, s->o.client_ca, NULL, s->o.crls,
@@ -512,4 +518,5 @@ void qpg_server_stats(struct qpg_server *s, struct qpg_server_stats *out)
 	out->refused_rate = ld(&s->refused_rate);
 	out->peers_tracked = qpg__peers_count(&s->peers);
 	out->accept_backoffs = ld(&s->accept_backoffs);
+	out->tls_cache_sessions = s->tickets ? qpg__tls_tickets_cached(s->tickets) : 0;
 }

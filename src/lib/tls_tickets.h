@@ -12,6 +12,12 @@ struct qpg__tls_tickets;
  * came from (0: no such bound). */
 int qpg__tls_tickets_new(struct qpg__tls_tickets **out, unsigned period_s, unsigned resume_max_s);
 void qpg__tls_tickets_free(struct qpg__tls_tickets *t);
+/* Before any attach: contexts that verify client certificates (mTLS)
+ * resume from a cache of at most MAX sessions instead of stateless
+ * tickets, under the same bounds (0: no cache). 0 or -ENOMEM. */
+int qpg__tls_tickets_cache(struct qpg__tls_tickets *t, unsigned max);
+/* Sessions the cache holds now. */
+unsigned qpg__tls_tickets_cached(struct qpg__tls_tickets *t);
 /* Issue tickets from CTX under T, and accept them. */
 int qpg__tls_tickets_attach(SSL_CTX *ctx, struct qpg__tls_tickets *t);
 /* Forget every key (so every ticket), e.g. when the certificates change,

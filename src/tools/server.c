@@ -200,6 +200,9 @@ int main(int argc, char **argv)
 	    {"tls-resume-max", 0, OPT_UINT, &o.tls_resume_max_s, 0, 365 * 86400, "S",
 	     "no resumption S seconds after the full handshake a ticket came from, renewed "
 	     "or not (default 86400; 0: no bound but the ticket's two periods)"},
+	    {"tls-cache", 0, OPT_UINT, &o.tls_cache_max, 0, 10000000, "N",
+	     "with --client-ca: mTLS sessions kept for resumption, the oldest dropped first "
+	     "(default 8192; 0: stateless tickets, slower to resume)"},
 	    {"allow-no-auth", 0, OPT_FLAG, &o.allow_no_auth, 0, 0, NULL,
 	     "accept clients that turn per-message auth off"},
 	    {"allow-any-gid", 0, OPT_FLAG, &o.allow_any_gid, 0, 0, NULL,
