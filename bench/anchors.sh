@@ -87,7 +87,7 @@ floor_resumed=$(awk -v x="$x25519" 'BEGIN{printf "%.0f", 2 / (4/x)}')
 # Per run: the TLS library floor and cmtime, then qpgate's figures against
 # a server that stays up, each echo figure after its own perftest run (lat
 # or bw); arrays hold each run's value.
-lat_typ=() bw_rate=() cm_rate=() cm_wall=() lib_full=() lib_res=() lib_fc=() lib_fs=() lib_rc=() lib_rs=()
+lib_mfull=() lib_mres=() tag_ns=() lat_typ=() bw_rate=() cm_rate=() cm_wall=() lib_full=() lib_res=() lib_fc=() lib_fs=() lib_rc=() lib_rs=()
 declare -A q # q[figure-auth] -> space-separated values, one per run
 add() { q[$1]="${q[$1]:-} $2"; }
 # Every figure starts on a quiet device: the QPs of the test before (a
@@ -157,7 +157,8 @@ for r in $(seq 1 "$runs"); do
 	# What OpenSSL's whole handshake costs, made as qpgate makes it (the
 	# same contexts, certificate, host check and tickets; no bootstrap, no
 	# QP): bench/tls_floor.c, each end's CPU timed, both on one core in turn.
-	lib_out=$("$bin/qpg_tls_floor" --cert "$work/server.crt" --key "$work/server.key" --ca "$work/ca.crt" -n 300)
+	lib_out=$("$bin/qpg_tls_floor" --cert "$work/server.crt" --key "$work/server.key" --ca "$work/ca.crt" -n 300 \
+		--client-cert "$work/client.crt" --client-key "$work/client.key")
 	echo "$lib_out" >&2
 	read -r a b <<<"$(sed -n 's/^floor full=\([0-9]*\) resumed=\([0-9]*\)$/\1 \2/p' <<<"$lib_out")"
 	lib_full+=("${a:-null}") lib_res+=("${b:-null}")
@@ -165,6 +166,12 @@ for r in $(seq 1 "$runs"); do
 	lib_fc+=("${a:-null}") lib_fs+=("${b:-null}")
 	read -r a b <<<"$(awk '$1 == "resumed" {print $4, $5}' <<<"$lib_out")"
 	lib_rc+=("${a:-null}") lib_rs+=("${b:-null}")
+	read -r a b <<<"$(sed -n 's/^floor mtls-full=\([0-9]*\) mtls-resumed=\([0-9]*\)$/\1 \2/p' <<<"$lib_out")"
+	lib_mfull+=("${a:-null}") lib_mres+=("${b:-null}")
+	# One message tag of the echo's frame (header and payload), as the echo
+	# path makes it (bench/tag_floor.c): an echo round trip makes four.
+	a=$("$bin/qpg_tag_floor" -l $((16 + size)) | sed -n 's/^tag len=[0-9]* ns=\([0-9]*\)$/\1/p')
+	tag_ns+=("${a:-null}")
 	cmtime_once
 	# qpgate on the same lo-backed device
 	if [ "$r" = 1 ]; then
@@ -176,6 +183,14 @@ for r in $(seq 1 "$runs"); do
 			--max-pending-per-peer 100000 -s "$((size > 4096 ? size : 4096))" --threads "$data_threads"
 		pids+=("$srv")
 		data_srv=$srv data_port=$port
+		# The mTLS connect figures' server (client certificates from
+		# the same CA; resumption from its session cache).
+		mkdir -p "$work/mtls"
+		srv_cert=$work/server.crt srv_key=$work/server.key qpg_serve "$work/mtls" \
+			--handshake-timeout 120000 --max-pending 100000 --max-pending-per-peer 100000 \
+			--client-ca "$work/ca.crt"
+		pids+=("$srv")
+		mtls_srv=$srv mtls_port=$port
 		qpg_serve "$work" --handshake-timeout 120000 --allow-no-auth --max-pending 100000 \
 			--max-pending-per-peer 100000 --max-session-qps 256 -s "$((size > 4096 ? size : 4096))"
 		pids+=("$srv")
@@ -213,6 +228,13 @@ for r in $(seq 1 "$runs"); do
 	perf "reconn-on" -c "$conn_clients" -n 1 --window "$conn_clients"
 	add reconn "$(j reconn-on '.results.connections.succeeded / .results.connections.connect_phase_s')"
 	add resumed "$(j reconn-on '.results.connections.tls_resumed')"
+	# mTLS: full handshakes, then reconnects that resume.
+	mtls=(--cert "$work/client.crt" --key "$work/client.key")
+	perf_port=$mtls_port perf "mconn-on" -c "$conn_clients" -n 1 --window "$conn_clients" --no-tls-resume "${mtls[@]}"
+	add mconn "$(j mconn-on '.results.connections.succeeded / .results.connections.connect_phase_s')"
+	perf_port=$mtls_port perf "mreconn-on" -c "$conn_clients" -n 1 --window "$conn_clients" "${mtls[@]}"
+	add mreconn "$(j mreconn-on '.results.connections.succeeded / .results.connections.connect_phase_s')"
+	add mresumed "$(j mreconn-on '.results.connections.tls_resumed')"
 done
 # QPs over sessions (once: each brings up thousands of QPs): one full TLS
 # handshake brings up many QPs, each with its own keys and PSNs
@@ -220,9 +242,10 @@ done
 for q in 64 256; do
 	perf "sess-$q" -c "$sess_clients" -q "$q" -n 1 --window 4 --no-tls-resume
 done
-kill -TERM "$srv" "$data_srv"
+kill -TERM "$srv" "$data_srv" "$mtls_srv"
 wait "$srv" || true
 wait "$data_srv" || true
+wait "$mtls_srv" || true
 
 # ---- the TCP transport against a plain TCP ping-pong (sockperf) ------------
 log "sockperf ping-pong --tcp -m $size over lo"
@@ -301,12 +324,28 @@ for auth in on off; do
 	r3=$rr
 	json_rows+=("{\"auth\":$([ $auth = on ] && echo true || echo false),\"echo_p50_us\":$(med $(vals "p50-$auth")),\"echoes_per_s\":$(med $(vals "echoes-$auth")),\"messages_per_s\":$(med $msgs),\"msgs_per_s\":$(med $(vals "echoes-$auth")),\"clients\":$(med $(vals "ok-$auth")),\"connects_per_s\":$(med $(vals "cps-$auth")),\"lat_ratio\":$r1,\"rate_ratio\":$r2,\"connect_ratio\":$r3,\"runs\":{\"ib_send_lat_typical_us\":$(jarr $(vals "lat_typ-$auth")),\"ib_send_bw_msgs_per_s\":$(jarr $(vals "bw-$auth")),\"echo_p50_us\":$(jarr $(vals "p50-$auth")),\"echoes_per_s\":$(jarr $(vals "echoes-$auth")),\"connects_per_s\":$(jarr $(vals "cps-$auth"))}}")
 done
-row on "resumed reconnects/s ($(med $(vals resumed)) resumed) / cmtime" "%12.1f" "$(vals reconn)" "${cm_rate[*]}" ">= 2.0"
+# Auth's extra cost per round trip (p50 with auth less without, run by
+# run) against four tags' cost measured in the same run.
+auth_extra=$(
+	read -ra on <<<"$(vals p50-on)"
+	read -ra off <<<"$(vals p50-off)"
+	for i in "${!on[@]}"; do
+		awk -v a="${on[$i]}" -v b="${off[$i]:-null}" 'BEGIN{if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/) printf "%.2f ", a - b; else printf "null "}'
+	done
+)
+four_tags=$(for t in "${tag_ns[@]}"; do awk -v t="$t" 'BEGIN{if (t ~ /^[0-9.]+$/) printf "%.2f ", 4 * t / 1000; else printf "null "}'; done)
+row on "auth's extra per round trip [us] / 4 tags" "%12.2f" "$auth_extra" "$four_tags" "<= 2.0"
+r11=$rr
+row on "resumed reconnects/s ($(med $(vals resumed)) resumed) / cmtime" "%12.1f" "$(vals reconn)" "${cm_rate[*]}" ">= 1.0"
 r5=$rr
-row on "full-handshake connects/s / TLS library floor" "%12.1f" "$(vals cps-on)" "${lib_full[*]}" ""
+row on "full-handshake connects/s / TLS library floor" "%12.1f" "$(vals cps-on)" "${lib_full[*]}" ">= 0.9"
 r7=$rr
-row on "resumed reconnects/s / TLS library floor" "%12.1f" "$(vals reconn)" "${lib_res[*]}" ""
+row on "resumed reconnects/s / TLS library floor" "%12.1f" "$(vals reconn)" "${lib_res[*]}" ">= 0.9"
 r8=$rr
+row on "mTLS full-handshake connects/s / mTLS library floor" "%12.1f" "$(vals mconn)" "${lib_mfull[*]}" ">= 0.9"
+r12=$rr
+row on "mTLS resumed ($(med $(vals mresumed)) resumed) / mTLS library floor" "%12.1f" "$(vals mreconn)" "${lib_mres[*]}" ">= 0.9"
+r13=$rr
 row on "TLS library floor, full / cmtime" "%12.1f" "${lib_full[*]}" "${cm_rate[*]}" ""
 r9=$rr
 row on "TLS library floor, resumed / cmtime" "%12.1f" "${lib_res[*]}" "${cm_rate[*]}" ""
@@ -333,6 +372,11 @@ jq -n --arg version "$version" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg
 	--argjson lfull "$m_lf" --argjson lres "$m_lr" --argjson lfc "$m_lfc" \
 	--argjson lfs "$m_lfs" --argjson lrc "$m_lrc" --argjson lrs "$m_lrs" \
 	--arg ia32cap "$qpg_ia32cap" --argjson r7 "$r7" --argjson r8 "$r8" --argjson r9 "$r9" --argjson r10 "$r10" \
+	--argjson r11 "$r11" --argjson tagns "$(med "${tag_ns[@]}")" --argjson rtag "$(jarr "${tag_ns[@]}")" \
+	--argjson rextra "$(jarr $auth_extra)" \
+	--argjson r12 "$r12" --argjson r13 "$r13" --argjson mconn "$(med $(vals mconn))" \
+	--argjson mreconn "$(med $(vals mreconn))" --argjson mresumed "$(med $(vals mresumed))" \
+	--argjson lmfull "$(med "${lib_mfull[@]}")" --argjson lmres "$(med "${lib_mres[@]}")" \
 	--argjson resumed "$(med $(vals resumed))" --argjson r5 "$r5" --argjson sess "[$srows]" --argjson sessn "$sess_clients" \
 	--argjson rlat "$(jarr "${lat_typ[@]}")" --argjson rbw "$(jarr "${bw_rate[@]}")" --argjson rcm "$(jarr "${cm_rate[@]}")" \
 	--argjson rlf "$(jarr "${lib_full[@]}")" --argjson rlr "$(jarr "${lib_res[@]}")" \
@@ -350,6 +394,11 @@ jq -n --arg version "$version" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg
 	                                resumed_client_us: $lrc, resumed_server_us: $lrs,
 	                                full_connect_ratio: $r7, reconnect_ratio: $r8,
 	                                full_vs_cmtime: $r9, resumed_vs_cmtime: $r10},
+	            auth_cost: {tag_ns: $tagns, four_tags_us: (if $tagns == null then null else 4 * $tagns / 1000 end),
+	                        extra_us_runs: $rextra, tag_ns_runs: $rtag, ratio: $r11},
+	            mtls: {connects_per_s: $mconn, reconnects_per_s: $mreconn, tls_resumed: $mresumed,
+	                   library_full_per_s: $lmfull, library_resumed_per_s: $lmres,
+	                   full_ratio: $r12, resumed_ratio: $r13},
 	            reconnects: {connects_per_s: $reconn, tls_resumed: $resumed, ratio: $r5},
 	            sessions: $sess,
 	            tcp_transport: {echo_p50_us: $tcpq, ratio: $r4}, qpgate: $rows,

@@ -12,9 +12,12 @@
  * adds is the rest.
  *
  *   qpg_tls_floor --cert C --key K --ca CA [-n N] [--servername NAME]
+ *                 [--client-cert CC --client-key CK]
  *
  * Prints a table, then one line "floor full=F resumed=R" (handshakes/s on
- * 2 cores: 2 / (client + server CPU per handshake)). The resumed run
+ * 2 cores: 2 / (client + server CPU per handshake)). With --client-cert and
+ * --client-key (signed by the CA), mutual TLS too: rows mtls-full and
+ * mtls-resumed, and a line "floor mtls-full=F mtls-resumed=R". The resumed run
  * starts after one untimed full handshake (the first ticket). Exits 1 if
  * any handshake fails, or a resumption did not resume. */
 #include "tls.h"
@@ -141,25 +144,81 @@ static double floor_rate(const struct run *r)
 
 static void row(const char *what, const struct run *r)
 {
-	printf(" %-10s %8d %8d %14.1f %14.1f %16.0f\n", what, r->n, r->resumed,
+	printf(" %-13s %8d %8d %14.1f %14.1f %16.0f\n", what, r->n, r->resumed,
 	       1e6 * r->cli_cpu / r->n, 1e6 * r->srv_cpu / r->n, floor_rate(r));
 }
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: qpg_tls_floor --cert FILE --key FILE --ca FILE [-n N] "
-		   "[--servername NAME]\n");
+		   "[--servername NAME] [--client-cert FILE --client-key FILE]\n");
+}
+
+/* Full handshakes, then resumed ones, between contexts made from SF (the
+ * server's files) and CF (the client's); rows named PREFIX"full" and
+ * PREFIX"resumed". 0, or 1 with the reason printed. */
+static int measure(const struct qpg__tls_files *sf, const struct qpg__tls_files *cf,
+		   const char *name, int n, const char *prefix, double rates[2])
+{
+	char err[256];
+	struct qpg__tls_tickets *tickets = NULL;
+	SSL_CTX *full_s = NULL, *res_s = NULL, *full_c = NULL, *res_c = NULL;
+	int rc = 1;
+	/* As a server with --client-ca resumes mTLS: from its cache (the
+	 * default size). */
+	if (qpg__tls_tickets_new(&tickets, 3600, 86400) || qpg__tls_tickets_cache(tickets, 8192)) {
+		fprintf(stderr, "qpg_tls_floor: cannot make ticket keys\n");
+		return 1;
+	}
+	full_s = qpg__tls_server_ctx(sf, NULL, err, sizeof(err));
+	res_s = full_s ? qpg__tls_server_ctx(sf, tickets, err, sizeof(err)) : NULL;
+	full_c = res_s ? qpg__tls_client_ctx(cf, err, sizeof(err)) : NULL;
+	res_c = full_c ? qpg__tls_client_ctx(cf, err, sizeof(err)) : NULL;
+	if (!res_c) {
+		fprintf(stderr, "qpg_tls_floor: %s\n", err);
+		goto out;
+	}
+	struct qpg__tls_slot full_slot, res_slot;
+	qpg__tls_slot_init(&full_slot, full_c);
+	qpg__tls_slot_init(&res_slot, res_c);
+	full_c = res_c = NULL; /* the slots own them */
+	struct run full = {.n = n}, res = {.n = n};
+	struct run warm = {.n = 1}; /* a full handshake for the first ticket */
+	if (qpg__tls_slot_resume(&res_slot) == 0 &&
+	    handshakes(&full_slot, full_s, name, 0, &full) == 0 &&
+	    handshakes(&res_slot, res_s, name, 0, &warm) == 0 &&
+	    handshakes(&res_slot, res_s, name, 1, &res) == 0) {
+		char what[32];
+		snprintf(what, sizeof(what), "%sfull", prefix);
+		row(what, &full);
+		snprintf(what, sizeof(what), "%sresumed", prefix);
+		row(what, &res);
+		rates[0] = floor_rate(&full);
+		rates[1] = floor_rate(&res);
+		rc = 0;
+	}
+	qpg__tls_slot_fini(&full_slot);
+	qpg__tls_slot_fini(&res_slot);
+out:
+	SSL_CTX_free(full_s);
+	SSL_CTX_free(res_s);
+	SSL_CTX_free(full_c);
+	SSL_CTX_free(res_c);
+	qpg__tls_tickets_free(tickets);
+	return rc;
 }
 
 int main(int argc, char **argv)
 {
 	struct qpg__tls_files sf = {0}, cf = {0};
-	const char *name = "localhost";
+	const char *name = "localhost", *ccert = NULL, *ckey = NULL;
 	long n = 500;
 	static const struct option lo[] = {
 		{"cert", required_argument, NULL, 'C'}, {"key", required_argument, NULL, 'K'},
 		{"ca", required_argument, NULL, 'A'},	{"servername", required_argument, NULL, 'S'},
 		{"iters", required_argument, NULL, 'n'}, {"help", no_argument, NULL, 'h'},
+		{"client-cert", required_argument, NULL, 'c'},
+		{"client-key", required_argument, NULL, 'k'},
 		{NULL, 0, NULL, 0}};
 	int o;
 	while ((o = getopt_long(argc, argv, "n:h", lo, NULL)) != -1) {
@@ -168,6 +227,8 @@ int main(int argc, char **argv)
 		case 'K': sf.key = optarg; break;
 		case 'A': cf.ca = optarg; break;
 		case 'S': name = optarg; break;
+		case 'c': ccert = optarg; break;
+		case 'k': ckey = optarg; break;
 		case 'n': {
 			char *end;
 			errno = 0;
@@ -183,51 +244,28 @@ int main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
-	if (!sf.cert || !sf.key || !cf.ca || optind != argc) {
+	if (!sf.cert || !sf.key || !cf.ca || optind != argc || (!ccert != !ckey)) {
 		usage(stderr);
 		return 2;
 	}
-	char err[256];
-	struct qpg__tls_tickets *tickets = NULL;
-	SSL_CTX *full_s = NULL, *res_s = NULL, *full_c = NULL, *res_c = NULL;
-	int rc = 1;
-	if (qpg__tls_tickets_new(&tickets, 3600, 86400)) {
-		fprintf(stderr, "qpg_tls_floor: cannot make ticket keys\n");
+	printf(" TLS 1.3 handshakes in one thread, over a socketpair, as qpgate makes them\n");
+	printf(" %-13s %8s %8s %14s %14s %16s\n", "kind", "count", "resumed", "client [us]",
+	       "server [us]", "floor/s, 2 cores");
+	double plain[2], mtls[2];
+	if (measure(&sf, &cf, name, (int)n, "", plain))
 		return 1;
+	if (ccert) {
+		/* Mutual TLS: the server asks for a certificate signed by the
+		 * same CA, and checks it (on resumption too, tls_tickets.c). */
+		struct qpg__tls_files msf = sf, mcf = cf;
+		msf.ca = cf.ca;
+		mcf.cert = ccert;
+		mcf.key = ckey;
+		if (measure(&msf, &mcf, name, (int)n, "mtls-", mtls))
+			return 1;
 	}
-	full_s = qpg__tls_server_ctx(&sf, NULL, err, sizeof(err));
-	res_s = full_s ? qpg__tls_server_ctx(&sf, tickets, err, sizeof(err)) : NULL;
-	full_c = res_s ? qpg__tls_client_ctx(&cf, err, sizeof(err)) : NULL;
-	res_c = full_c ? qpg__tls_client_ctx(&cf, err, sizeof(err)) : NULL;
-	if (!res_c) {
-		fprintf(stderr, "qpg_tls_floor: %s\n", err);
-		goto out;
-	}
-	struct qpg__tls_slot full_slot, res_slot;
-	qpg__tls_slot_init(&full_slot, full_c);
-	qpg__tls_slot_init(&res_slot, res_c);
-	full_c = res_c = NULL; /* the slots own them */
-	struct run full = {.n = (int)n}, res = {.n = (int)n};
-	struct run warm = {.n = 1}; /* a full handshake for the first ticket */
-	if (qpg__tls_slot_resume(&res_slot) == 0 &&
-	    handshakes(&full_slot, full_s, name, 0, &full) == 0 &&
-	    handshakes(&res_slot, res_s, name, 0, &warm) == 0 &&
-	    handshakes(&res_slot, res_s, name, 1, &res) == 0) {
-		printf(" TLS 1.3 handshakes in one thread, over a socketpair, as qpgate makes them\n");
-		printf(" %-10s %8s %8s %14s %14s %16s\n", "kind", "count", "resumed",
-		       "client [us]", "server [us]", "floor/s, 2 cores");
-		row("full", &full);
-		row("resumed", &res);
-		printf("floor full=%.0f resumed=%.0f\n", floor_rate(&full), floor_rate(&res));
-		rc = 0;
-	}
-	qpg__tls_slot_fini(&full_slot);
-	qpg__tls_slot_fini(&res_slot);
-out:
-	SSL_CTX_free(full_s);
-	SSL_CTX_free(res_s);
-	SSL_CTX_free(full_c);
-	SSL_CTX_free(res_c);
-	qpg__tls_tickets_free(tickets);
-	return rc;
+	printf("floor full=%.0f resumed=%.0f\n", plain[0], plain[1]);
+	if (ccert)
+		printf("floor mtls-full=%.0f mtls-resumed=%.0f\n", mtls[0], mtls[1]);
+	return 0;
 }
