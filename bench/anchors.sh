@@ -18,10 +18,13 @@
 # 45,084 msg/s in two runs of one VM). The anchor rows show all of them.
 # -t: the event-loop threads of the server that the echo figures (latency
 # and message rate) run against (default 1). perftest's pair is one thread
-# on each side; the client here is one thread too, and in a 2-vCPU VM a
-# second server thread only takes the client's core (at 1,000 clients, 5
-# alternating runs: 17,228 echoes/s with 2 threads, 18,543 with 1, medians).
-# The connect figures run against a server with its default threads.
+# on each side; the client here is one thread too (--threads 1), and in a
+# 2-vCPU VM a second server thread only takes the client's core (at 1,000
+# clients, 5 alternating runs: 17,228 echoes/s with 2 threads, 18,543 with
+# 1, medians). The connect figures run with the defaults on both sides:
+# the server's threads, and qpgate-perf's (one per CPU), so that the
+# client's handshakes, which cost it more than the server's, use both
+# vCPUs as the server's do.
 # -m: echoes per client in the message-rate run (default 100). The rate is
 # echoes over the whole traffic phase, whose tail has fewer and fewer
 # clients still sending; with 20 each, that tail was a large part of a
@@ -216,7 +219,7 @@ for r in $(seq 1 "$runs"); do
 		v=$(qpg_perftest_figure "$size" 5 5 1e6 ib_send_bw -s "$size" -n $((2 * clients * rate_msgs)))
 		bw_rate+=("$v")
 		add "bw-$auth" "$v"
-		perf_port=$data_port perf "rate-$auth" -c "$clients" -n "$rate_msgs" --window 64 --lat-every "$rate_lat_every" "${flag[@]}"
+		perf_port=$data_port perf "rate-$auth" -c "$clients" -n "$rate_msgs" --window 64 --lat-every "$rate_lat_every" --threads 1 "${flag[@]}"
 		perf "conn-$auth" -c "$conn_clients" -n 1 --window "$conn_clients" --no-tls-resume "${flag[@]}"
 		add "p50-$auth" "$(j "lat-$auth" '.results.data.latency_us.p50')"
 		add "echoes-$auth" "$(j "rate-$auth" '.results.data.msgs_per_s')"

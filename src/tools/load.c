@@ -58,7 +58,7 @@ static void send_next(struct engine *e, struct conn_state *s)
 	if (o->inflight > 0 && e->inflight >= o->inflight) {
 		if (!s->queued) {
 			s->queued = true;
-			e->waiting[(e->wait_head + e->wait_len++) % o->nconns] = s->index;
+			e->waiting[(e->wait_head + e->wait_len++) % o->nconns] = (int)(s - e->conns);
 		}
 		return;
 	}
@@ -273,10 +273,33 @@ void load_opts_default(struct load_opts *o)
 static void tick(struct engine *e, const char *phase, uint64_t *next)
 {
 	uint64_t now = stamp_coarse_ns();
-	if (e->o->progress && now >= *next) {
+	if (now < *next)
+		return;
+	*next = now + 250000000ull;
+	if (e->o->sync)
+		load_sync_progress(e->o->sync, e->r, phase); /* the sum, from one engine */
+	else if (e->o->progress)
 		e->o->progress(e->r, phase, e->o->progress_arg);
-		*next = now + 250000000ull;
+}
+
+void load_announce_connected(const struct load_opts *o, const struct load_result *r)
+{
+	if (o->ready_file) {
+		/* Whole or not at all: a watcher may read it the moment it exists. */
+		char tmp[4096];
+		snprintf(tmp, sizeof(tmp), "%s.tmp", o->ready_file);
+		FILE *f = fopen(tmp, "w");
+		if (f) {
+			fprintf(f, "%d %d\n", r->established, r->failed);
+			if (fclose(f) != 0 || rename(tmp, o->ready_file) != 0)
+				fprintf(stderr, "qpgate: cannot write %s: %s\n", o->ready_file,
+					strerror(errno));
+		} else {
+			fprintf(stderr, "qpgate: cannot write %s: %s\n", tmp, strerror(errno));
+		}
 	}
+	if (o->connected)
+		o->connected(r, o->progress_arg);
 }
 
 int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_result *r)
@@ -299,7 +322,8 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 		free(e.waiting);
 		return -ENOMEM;
 	}
-	uint64_t t0 = now_ns(), deadline = t0 + (uint64_t)o->timeout_ms * 1000000ull, next = 0;
+	uint64_t t0 = o->sync ? load_sync_t0(o->sync) : now_ns();
+	uint64_t deadline = t0 + (uint64_t)o->timeout_ms * 1000000ull, next = 0;
 
 	/* Open connections keeping at most WINDOW handshakes in flight (and at
 	 * most RAMP per second), as a fleet of real clients arrives: the
@@ -327,7 +351,7 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 			for (unsigned j = 0; j < k; j++) {
 				struct conn_state *s = &e.conns[r->started + (int)j];
 				s->e = &e;
-				s->index = r->started + (int)j;
+				s->index = o->base + r->started + (int)j;
 				users[j] = s;
 			}
 			int crc = qpg_client_connect_session(cl, k, users, cc);
@@ -360,22 +384,10 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 	}
 	uint64_t t_up = now_ns();
 	r->connect_s = (double)(t_up - t0) / 1e9;
-	if (o->ready_file) {
-		/* Whole or not at all: a watcher may read it the moment it exists. */
-		char tmp[4096];
-		snprintf(tmp, sizeof(tmp), "%s.tmp", o->ready_file);
-		FILE *f = fopen(tmp, "w");
-		if (f) {
-			fprintf(f, "%d %d\n", r->established, r->failed);
-			if (fclose(f) != 0 || rename(tmp, o->ready_file) != 0)
-				fprintf(stderr, "qpgate: cannot write %s: %s\n", o->ready_file,
-					strerror(errno));
-		} else {
-			fprintf(stderr, "qpgate: cannot write %s: %s\n", tmp, strerror(errno));
-		}
-	}
-	if (o->connected)
-		o->connected(r, o->progress_arg);
+	if (o->sync)
+		load_sync_connected(o->sync, cl); /* every engine's connects are over */
+	else
+		load_announce_connected(o, r);
 	/* Every connection stays up through the hold: concurrency is real. */
 	uint64_t hold_until = now_ns() + (uint64_t)o->hold_ms * 1000000ull;
 	while (now_ns() < hold_until && !(o->release_file && access(o->release_file, F_OK) == 0)) {

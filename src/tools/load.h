@@ -51,8 +51,13 @@ struct load_opts {
 	void *progress_arg;
 	/* Called once when the connect phase ends, all connections still up. */
 	void (*connected)(const struct load_result *r, void *arg);
-	/* Called for every connection that was established, as it closes. */
+	/* Called for every connection that was established, as it closes
+	 * (with threads, from each engine's thread). */
 	void (*conn_done)(const struct qpg_conn_info *ci, void *arg);
+	/* Set by load_run_spread for each of its engines: the global index of
+	 * the engine's first connection, and what the engines share. */
+	int base;
+	struct load_sync *sync;
 };
 
 struct load_result {
@@ -96,6 +101,26 @@ extern const struct qpg_client_cbs load_callbacks;
 void load_opts_default(struct load_opts *o);
 /* Runs the whole thing on CL. Returns 0, or -ENOMEM. */
 int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_result *r);
+/* load_spread.c: the same over THREADS engines, each a thread with a client
+ * of its own made from CO and CBS (load_callbacks), with its share of the
+ * connections, the window, --inflight and --ramp: a client's handshakes
+ * then use as many cores as the server's. The engines connect, announce
+ * (ready file, connected) and start their traffic together; R is the sum.
+ * 0, -ENOMEM, or -EIO with the reason in ERR. */
+int load_run_spread(const struct qpg_client_opts *co, const struct load_opts *o, int threads,
+		    struct load_result *r, char *err, size_t err_len);
+/* The engines per default: one per online CPU, none with fewer than 64
+ * connections (and never more than 64). */
+int load_default_threads(int nconns);
+
+/* What an engine of load_run_spread calls (load.c). */
+void load_announce_connected(const struct load_opts *o, const struct load_result *r);
+uint64_t load_sync_t0(struct load_sync *s);
+/* At the end of an engine's connect phase: serves CL until every engine is
+ * there, then the first announces the sum, then all go on. */
+void load_sync_connected(struct load_sync *s, struct qpg_client *cl);
+/* Every 250 ms: R is one engine's; the first engine reports the sum. */
+void load_sync_progress(struct load_sync *s, const struct load_result *r, const char *phase);
 /* perftest-style summary on stdout. */
 /* perftest-style tables; bandwidth in MiB/s, or Gb/s with O->report_gbits. */
 void load_print(const struct load_result *r, const struct load_opts *o);

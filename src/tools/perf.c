@@ -28,6 +28,7 @@ struct samples {
 	FILE *psn_log; /* --psn-log: one line per connection */
 	double last_line_s;
 	uint64_t t0;
+	int threads; /* --threads: the client's event loops */
 };
 
 static double now_s(void)
@@ -131,14 +132,14 @@ static json_t *build_json(const struct qpg_client_opts *co, const struct load_op
 	double pkb = per_client_kb(s, r);
 	double rate = r->traffic_s > 0 ? (double)r->verified / r->traffic_s : 0;
 	json_t *params = json_pack(
-	    "{s:s, s:s, s:i, s:i, s:I, s:f, s:b, s:f, s:I, s:i, s:I, s:i, s:I, s:s}", "transport",
+	    "{s:s, s:s, s:i, s:i, s:I, s:f, s:b, s:f, s:I, s:i, s:I, s:i, s:I, s:s, s:i}", "transport",
 	    co->transport == QPG_KIND_RDMA ? "rdma" : "tcp", "host", co->host, "port", co->port,
 	    "clients", lo->nconns, "msgs_per_client",
 	    (json_int_t)(lo->duration_s > 0 ? 0 : lo->msgs), "duration_s", lo->duration_s, "auth",
 	    co->auth, "ramp_per_s", lo->ramp, "window", (json_int_t)lo->window, "size",
 	    (int)lo->size, "inflight", (json_int_t)lo->inflight, "qps_per_session",
 	    (int)lo->qps_per_session, "latency_every", (json_int_t)lo->lat_every, "clock",
-	    lo->clock ? stamp_name(lo->clock) : "mono");
+	    lo->clock ? stamp_name(lo->clock) : "mono", "threads", s->threads);
 	json_t *results =
 	    json_pack("{s:{s:i, s:i, s:i, s:i, s:I, s:i, s:f, s:o, s:o, s:o, s:o, s:f},"
 		      " s:{s:I, s:I, s:I, s:o, s:f, s:f, s:f, s:f},"
@@ -216,7 +217,7 @@ int main(int argc, char **argv)
 	lo.timeout_ms = 0; /* unless given: 600 s and 10 ms per client */
 	const char *json_path = NULL, *csv_path = NULL, *psn_log = NULL, *clock_name = "mono";
 	struct stamp clock;
-	int server_pid = 0;
+	int server_pid = 0, threads = 0;
 	const struct qpg_opt client[] = {QPG_OPTS_CLIENT(&co), QPG_OPT_END};
 	const struct qpg_opt own[] = {
 	    QPG_OPTS_LOAD(&lo),
@@ -236,6 +237,9 @@ int main(int argc, char **argv)
 	    {"ready-file", 0, OPT_STR, &lo.ready_file, 0, 0, "FILE",
 	     "write 'ESTABLISHED FAILED' to FILE once every client has connected or failed, "
 	     "as the traffic starts (a profiler's cue)"},
+	    {"threads", 0, OPT_INT, &threads, 1, 64, "N",
+	     "event-loop threads, each a client with its share of the connections (default: "
+	     "one per CPU, one per 64 clients at most)"},
 	    {"server-pid", 0, OPT_INT, &server_pid, 1, 1 << 30, "PID",
 	     "also report the server's CPU, RSS, threads, fds"},
 	    {"json", 0, OPT_STR, &json_path, 0, 0, "FILE", "results as JSON (docs/json.md)"},
@@ -291,8 +295,10 @@ int main(int argc, char **argv)
 		return 2;
 	char source[INET6_ADDRSTRLEN];
 	load_pick_source(&co, &lo, source, sizeof(source), "qpgate-perf");
-	load_size_client(&co, &lo);
 	lo.prime = co.tls_resume;
+	if (!threads)
+		threads = load_default_threads(lo.nconns);
+	s.threads = threads;
 	signal(SIGPIPE, SIG_IGN);
 	s.dev_name = co.ib_dev;
 	s.tty = isatty(STDERR_FILENO);
@@ -303,25 +309,25 @@ int main(int argc, char **argv)
 	lo.progress_arg = &s;
 
 	char err[512];
-	struct qpg_client *cl;
 	take(&s, 0);
-	if (qpg_client_create(&cl, &co, &load_callbacks, err, sizeof(err))) {
+	struct load_result *r = malloc(sizeof(*r));
+	int lrc = r ? load_run_spread(&co, &lo, threads, r, err, sizeof(err)) : -ENOMEM;
+	if (lrc == -EIO) {
 		fprintf(stderr, "qpgate-perf: error: %s\n", err);
 		return 1;
 	}
-	struct load_result *r = malloc(sizeof(*r));
-	if (!r || load_run(cl, &lo, r)) {
+	if (lrc) {
 		fprintf(stderr, "qpgate-perf: out of memory\n");
 		return 1;
 	}
 	if (s.tty)
 		fprintf(stderr, "\n");
-	qpg_client_destroy(cl);
 	take(&s, 2);
 
-	printf(" qpgate-perf: %d clients, %s transport, message auth %s, %u-byte messages\n",
+	printf(" qpgate-perf: %d clients, %s transport, message auth %s, %u-byte messages, %d "
+	       "thread%s\n",
 	       lo.nconns, co.transport == QPG_KIND_RDMA ? "rdma" : "tcp", co.auth ? "on" : "off",
-	       lo.size);
+	       lo.size, threads, threads == 1 ? "" : "s");
 	load_print(r, &lo);
 	printf(
 	    " success rate %.2f%%   connect p50 %.1f ms  p95 %.1f ms  p99 %.1f ms  max %.1f ms\n",
