@@ -12,7 +12,14 @@
  * adds is the rest.
  *
  *   qpg_tls_floor --cert C --key K --ca CA [-n N] [--servername NAME]
- *                 [--client-cert CC --client-key CK]
+ *                 [--client-cert CC --client-key CK] [--variant V]
+ *
+ * --variant changes one setting of tls.c on every context, to measure what
+ * it is worth (docs/performance.md): auto-chain (OpenSSL builds the
+ * certificate chain on every handshake), two-tickets (OpenSSL's default
+ * count), server-cache (a server session cache beside the tickets),
+ * x25519-only (no other key-exchange group), no-compat (no TLS 1.3
+ * middlebox-compatibility records). base: as qpgate is.
  *
  * Prints a table, then one line "floor full=F resumed=R" (handshakes/s on
  * 2 cores: 2 / (client + server CPU per handshake)). With --client-cert and
@@ -151,7 +158,31 @@ static void row(const char *what, const struct run *r)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: qpg_tls_floor --cert FILE --key FILE --ca FILE [-n N] "
-		   "[--servername NAME] [--client-cert FILE --client-key FILE]\n");
+		   "[--servername NAME] [--client-cert FILE --client-key FILE]\n"
+		   "       [--variant base|auto-chain|two-tickets|server-cache|x25519-only|no-compat]\n");
+}
+
+/* --variant: one setting of tls.c changed, to measure what it is worth. */
+static const char *variant = "base";
+
+static int apply_variant(SSL_CTX *ctx, int is_server)
+{
+	if (strcmp(variant, "base") == 0)
+		return 0;
+	if (strcmp(variant, "auto-chain") == 0) /* OpenSSL builds our chain per handshake */
+		SSL_CTX_clear_mode(ctx, SSL_MODE_NO_AUTO_CHAIN);
+	else if (strcmp(variant, "two-tickets") == 0) /* OpenSSL's default: 2 per handshake */
+		return is_server && SSL_CTX_get_num_tickets(ctx) ? !SSL_CTX_set_num_tickets(ctx, 2) : 0;
+	else if (strcmp(variant, "server-cache") == 0) /* a session cache beside the tickets */
+		SSL_CTX_set_session_cache_mode(ctx, is_server ? SSL_SESS_CACHE_SERVER
+							      : SSL_SESS_CACHE_OFF);
+	else if (strcmp(variant, "x25519-only") == 0) /* no other group offered or accepted */
+		return SSL_CTX_set1_groups_list(ctx, "X25519") != 1;
+	else if (strcmp(variant, "no-compat") == 0) /* no middlebox-compatibility records */
+		SSL_CTX_clear_options(ctx, SSL_OP_ENABLE_MIDDLEBOX_COMPAT);
+	else
+		return -1;
+	return 0;
 }
 
 /* Full handshakes, then resumed ones, between contexts made from SF (the
@@ -176,6 +207,12 @@ static int measure(const struct qpg__tls_files *sf, const struct qpg__tls_files 
 	res_c = full_c ? qpg__tls_client_ctx(cf, err, sizeof(err)) : NULL;
 	if (!res_c) {
 		fprintf(stderr, "qpg_tls_floor: %s\n", err);
+		goto out;
+	}
+	if (apply_variant(full_s, 1) || apply_variant(res_s, 1) || apply_variant(full_c, 0) ||
+	    apply_variant(res_c, 0)) {
+		fprintf(stderr, "qpg_tls_floor: --variant %s: unknown, or it did not apply\n",
+			variant);
 		goto out;
 	}
 	struct qpg__tls_slot full_slot, res_slot;
@@ -219,6 +256,7 @@ int main(int argc, char **argv)
 		{"iters", required_argument, NULL, 'n'}, {"help", no_argument, NULL, 'h'},
 		{"client-cert", required_argument, NULL, 'c'},
 		{"client-key", required_argument, NULL, 'k'},
+		{"variant", required_argument, NULL, 'v'},
 		{NULL, 0, NULL, 0}};
 	int o;
 	while ((o = getopt_long(argc, argv, "n:h", lo, NULL)) != -1) {
@@ -229,6 +267,7 @@ int main(int argc, char **argv)
 		case 'S': name = optarg; break;
 		case 'c': ccert = optarg; break;
 		case 'k': ckey = optarg; break;
+		case 'v': variant = optarg; break;
 		case 'n': {
 			char *end;
 			errno = 0;
