@@ -19,7 +19,8 @@
  * certificate chain on every handshake), two-tickets (OpenSSL's default
  * count), server-cache (a server session cache beside the tickets),
  * x25519-only (no other key-exchange group), no-compat (no TLS 1.3
- * middlebox-compatibility records). base: as qpgate is.
+ * middlebox-compatibility records), mtls-tickets (mTLS resumes from
+ * stateless tickets, as with --tls-cache 0). base: as qpgate is.
  *
  * Prints a table, then one line "floor full=F resumed=R" (handshakes/s on
  * 2 cores: 2 / (client + server CPU per handshake)). With --client-cert and
@@ -159,7 +160,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: qpg_tls_floor --cert FILE --key FILE --ca FILE [-n N] "
 		   "[--servername NAME] [--client-cert FILE --client-key FILE]\n"
-		   "       [--variant base|auto-chain|two-tickets|server-cache|x25519-only|no-compat]\n");
+		   "       [--variant base|auto-chain|two-tickets|server-cache|x25519-only|no-compat|\n"
+		   "                 mtls-tickets]\n");
 }
 
 /* --variant: one setting of tls.c changed, to measure what it is worth. */
@@ -167,8 +169,8 @@ static const char *variant = "base";
 
 static int apply_variant(SSL_CTX *ctx, int is_server)
 {
-	if (strcmp(variant, "base") == 0)
-		return 0;
+	if (strcmp(variant, "base") == 0 || strcmp(variant, "mtls-tickets") == 0)
+		return 0; /* mtls-tickets: mTLS resumes from stateless tickets (--tls-cache 0) */
 	if (strcmp(variant, "auto-chain") == 0) /* OpenSSL builds our chain per handshake */
 		SSL_CTX_clear_mode(ctx, SSL_MODE_NO_AUTO_CHAIN);
 	else if (strcmp(variant, "two-tickets") == 0) /* OpenSSL's default: 2 per handshake */
@@ -197,7 +199,8 @@ static int measure(const struct qpg__tls_files *sf, const struct qpg__tls_files 
 	int rc = 1;
 	/* As a server with --client-ca resumes mTLS: from its cache (the
 	 * default size). */
-	if (qpg__tls_tickets_new(&tickets, 3600, 86400) || qpg__tls_tickets_cache(tickets, 8192)) {
+	if (qpg__tls_tickets_new(&tickets, 3600, 86400) ||
+	    (strcmp(variant, "mtls-tickets") && qpg__tls_tickets_cache(tickets, 8192))) {
 		fprintf(stderr, "qpg_tls_floor: cannot make ticket keys\n");
 		return 1;
 	}
