@@ -357,8 +357,12 @@ static int cache_new_cb(SSL *ssl, SSL_SESSION *sess)
 	pthread_mutex_lock(&ct->t->lock);
 	e.gen = ct->gen; /* a replaced context's is old: it never resumes */
 	pthread_mutex_unlock(&ct->t->lock);
-	const struct qpg__tls_cached *carried = SSL_get_ex_data(ssl, window_idx);
-	if (carried) { /* resumed: no chain verified now; the window goes on */
+	/* Resumed: no chain verified now, the window goes on. (A session
+	 * looked up but then not resumed leaves its window behind: a full
+	 * handshake has a window of its own.) */
+	const struct qpg__tls_cached *carried =
+	    SSL_session_reused(ssl) ? SSL_get_ex_data(ssl, window_idx) : NULL;
+	if (carried) {
 		e.valid_from = carried->valid_from;
 		e.valid_until = carried->valid_until;
 	} else {
@@ -387,6 +391,10 @@ static SSL_SESSION *cache_get_cb(SSL *ssl, const unsigned char *id, int len, int
 	pthread_mutex_unlock(&t->lock);
 	ok = ok && full_time_of(e.sess, &full) == 0 && within_max(t, full, (uint64_t)now) &&
 	     now >= e.valid_from && now < e.valid_until && SSL_SESSION_get0_peer(e.sess);
+	/* A ClientHello may offer several tickets: a lookup before this one
+	 * may have left its window. */
+	free(SSL_get_ex_data(ssl, window_idx));
+	SSL_set_ex_data(ssl, window_idx, NULL);
 	struct qpg__tls_cached *carry = ok ? malloc(sizeof(*carry)) : NULL;
 	if (!carry || SSL_set_ex_data(ssl, window_idx, carry) != 1) {
 		free(carry);
