@@ -33,6 +33,9 @@ if [ "$transport" = rdma ]; then
 			j '.results.resources.server_memory_per_client_kb <= 16'
 	fi
 fi
+want_threads=$((n / 64 < $(nproc) ? n / 64 : $(nproc)))
+[ "$want_threads" -ge 1 ] || want_threads=1
+check "by default one loop per CPU, one per 64 clients at most ($want_threads)" j ".parameters.threads == $want_threads"
 check "CSV has a header and one row" [ "$(wc -l <"$work/r.csv")" -eq 2 ]
 check "CSV row says $n of $n connected" grep -q "^$n,$n,0,1.000000," "$work/r.csv"
 kill -TERM "$srv"; wait "$srv"; srv=""
@@ -69,6 +72,12 @@ perf_json() { # NAME FLAGS...: qpgate-perf against $port; sets rc, qpg_json_file
 	rc=$?
 	qpg_json_file=$work/$name.json
 }
+# --threads: the clients spread over loops, each with its share; the
+# results are the sum (and conn 0's hooks still reach conn 0).
+perf_json t -c 7 -n 3 --threads 3
+check "--threads 3: 7 clients over 3 loops, all connected, every echo verified and timed (rc $rc)" \
+	j '.parameters.threads == 3 and .results.connections.succeeded == 7 and .results.data.verified == 21 and .results.data.latency_us.count == 21 and .results.data.mismatches == 0'
+check "--threads 3: the table names them" grep -q "7 clients, $transport transport, .*, 3 threads" "$work/out"
 perf_json l -c 4 -n 10 --lat-every 3
 check "--lat-every 3: all 40 echoes verified, echoes 0, 3, 6 and 9 of each client timed (rc $rc)" \
 	j '.parameters.latency_every == 3 and .results.data.verified == 40 and .results.data.latency_us.count == 16'
