@@ -302,16 +302,21 @@ void load_announce_connected(const struct load_opts *o, const struct load_result
 		o->connected(r, o->progress_arg);
 }
 
-int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_result *r)
+void load_result_init(struct load_result *r, int nconns)
 {
-	static const struct stamp mono = {.source = STAMP_MONO};
-	struct engine e = {.o = o, .r = r, .clock = o->clock ? o->clock : &mono};
 	memset(r, 0, sizeof(*r));
-	r->nconns = o->nconns;
+	r->nconns = nconns;
 	qpg_hist_init(&r->lat);
 	qpg_hist_init(&r->setup);
 	for (int p = 0; p < QPG_PHASE_COUNT; p++)
 		qpg_hist_init(&r->phase[p]);
+}
+
+int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_result *r)
+{
+	static const struct stamp mono = {.source = STAMP_MONO};
+	struct engine e = {.o = o, .r = r, .clock = o->clock ? o->clock : &mono};
+	load_result_init(r, o->nconns);
 	/* The oversize hook sends up to twice the agreed size. */
 	e.payload = malloc(o->oversize_at >= 0 ? QPG_WIRE_MAX_MSG : (o->size ? o->size : 1));
 	e.conns = calloc((size_t)o->nconns, sizeof(*e.conns));

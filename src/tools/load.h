@@ -114,6 +114,7 @@ int load_run_spread(const struct qpg_client_opts *co, const struct load_opts *o,
 int load_default_threads(int nconns);
 
 /* What an engine of load_run_spread calls (load.c). */
+void load_result_init(struct load_result *r, int nconns);
 void load_announce_connected(const struct load_opts *o, const struct load_result *r);
 uint64_t load_sync_t0(struct load_sync *s);
 /* At the end of an engine's connect phase: serves CL until every engine is

@@ -228,12 +228,7 @@ int load_run_spread(const struct qpg_client_opts *co, const struct load_opts *o,
 		rc = -EIO;
 		goto out;
 	}
-	memset(r, 0, sizeof(*r));
-	r->nconns = o->nconns;
-	qpg_hist_init(&r->lat);
-	qpg_hist_init(&r->setup);
-	for (int p = 0; p < QPG_PHASE_COUNT; p++)
-		qpg_hist_init(&r->phase[p]);
+	load_result_init(r, o->nconns);
 	rc = 0;
 	for (int i = 0; i < threads; i++) {
 		if (a[i].rc)

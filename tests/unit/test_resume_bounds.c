@@ -9,7 +9,6 @@
  * - with mTLS, the carried client certificate is checked again on every
  *   resumption: one that expired since is refused, resumed or not.
  * Real connections over the tcp transport on loopback, but the race. */
-#include <openssl/bio.h>
 #include <openssl/ssl.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,6 +19,7 @@
 
 #include "certgen.h"
 #include "loopback.h"
+#include "memtls.h"
 #include "qpgate/wire.h"
 #include "tls.h"
 #include "tls_tickets.h"
@@ -100,38 +100,9 @@ static void an_old_key_opens_nothing(void **state)
 	qpg_loopback_fini(&lb);
 }
 
-/* A TLS handshake in memory (a BIO pair): the client offers OFFER (or
- * nothing); returns its newest session (with the ticket it was given), and
- * whether it resumed. */
 static SSL_SESSION *handshake(SSL_CTX *sctx, SSL_CTX *cctx, SSL_SESSION *offer, bool *resumed)
 {
-	SSL *s = SSL_new(sctx), *c = SSL_new(cctx);
-	BIO *sb, *cb;
-	assert_int_equal(BIO_new_bio_pair(&sb, 0, &cb, 0), 1);
-	SSL_set_bio(s, sb, sb);
-	SSL_set_bio(c, cb, cb);
-	SSL_set_accept_state(s);
-	SSL_set_connect_state(c);
-	SSL_set_tlsext_host_name(c, "localhost");
-	if (offer)
-		assert_int_equal(SSL_set_session(c, offer), 1);
-	int rc = 0, rs = 0;
-	for (int i = 0; i < 50 && (rc != 1 || rs != 1); i++) {
-		rc = rc == 1 ? 1 : SSL_do_handshake(c);
-		rs = rs == 1 ? 1 : SSL_do_handshake(s);
-	}
-	assert_int_equal(rc, 1);
-	assert_int_equal(rs, 1);
-	char buf[1];
-	SSL_read(c, buf, 1); /* takes the NewSessionTicket (then wants more) */
-	*resumed = SSL_session_reused(c);
-	SSL_SESSION *got = SSL_get1_session(c);
-	/* Closed as a clean shutdown would: OpenSSL spoils the session of a
-	 * connection freed in the middle. */
-	SSL_set_shutdown(c, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
-	SSL_free(c);
-	SSL_free(s);
-	return got;
+	return memtls_handshake(sctx, cctx, offer, resumed, NULL);
 }
 
 static void a_handshake_on_a_replaced_context_gets_a_dead_ticket(void **state)

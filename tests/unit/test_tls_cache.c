@@ -10,7 +10,6 @@
  * (An expired client certificate, and one revoked by a reloaded CRL: see
  * test_resume_bounds and test_crl, whose mTLS servers use the cache.)
  * TLS handshakes in memory, through a BIO pair. */
-#include <openssl/bio.h>
 #include <openssl/ssl.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 #include "unit.h"
 
 #include "loopback.h"
+#include "memtls.h"
 #include "tls.h"
 #include "tls_tickets.h"
 
@@ -56,39 +56,12 @@ static void pair_fini(struct pair *p)
 	qpg_loopback_fini(&p->lb);
 }
 
-/* One handshake on SCTX, the client offering OFFER (or nothing): its newest
- * session (with the ticket it was given), and whether it resumed. */
+/* One handshake; the server always holds the client's certificate. */
 static SSL_SESSION *handshake(SSL_CTX *sctx, SSL_CTX *cctx, SSL_SESSION *offer, bool *resumed)
 {
-	SSL *s = SSL_new(sctx), *c = SSL_new(cctx);
-	BIO *sb, *cb;
-	assert_int_equal(BIO_new_bio_pair(&sb, 0, &cb, 0), 1);
-	SSL_set_bio(s, sb, sb);
-	SSL_set_bio(c, cb, cb);
-	SSL_set_accept_state(s);
-	SSL_set_connect_state(c);
-	SSL_set_tlsext_host_name(c, "localhost");
-	if (offer)
-		assert_int_equal(SSL_set_session(c, offer), 1);
-	int rc = 0, rs = 0;
-	for (int i = 0; i < 50 && (rc != 1 || rs != 1); i++) {
-		rc = rc == 1 ? 1 : SSL_do_handshake(c);
-		rs = rs == 1 ? 1 : SSL_do_handshake(s);
-	}
-	assert_int_equal(rc, 1);
-	assert_int_equal(rs, 1);
-	assert_non_null(SSL_get0_peer_certificate(s)); /* mTLS, resumed or not */
-	char buf[1];
-	SSL_read(c, buf, 1); /* takes the NewSessionTicket */
-	*resumed = SSL_session_reused(c);
-	SSL_SESSION *got = SSL_get1_session(c);
-	/* Both closed as qpgate closes them once the bootstrap is over
-	 * (qpg__tls_release): OpenSSL marks the session of a connection freed
-	 * in the middle not resumable, the server's cached one included. */
-	SSL_set_shutdown(c, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
-	SSL_set_shutdown(s, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
-	SSL_free(c);
-	SSL_free(s);
+	bool peer = false;
+	SSL_SESSION *got = memtls_handshake(sctx, cctx, offer, resumed, &peer);
+	assert_true(peer); /* mTLS, resumed or not */
 	return got;
 }
 

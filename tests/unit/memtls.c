@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include "memtls.h"
+
+#include "unit.h"
+
+SSL_SESSION *memtls_handshake(SSL_CTX *sctx, SSL_CTX *cctx, SSL_SESSION *offer, bool *resumed,
+			      bool *peer)
+{
+	SSL *s = SSL_new(sctx), *c = SSL_new(cctx);
+	BIO *sb, *cb;
+	assert_int_equal(BIO_new_bio_pair(&sb, 0, &cb, 0), 1);
+	SSL_set_bio(s, sb, sb);
+	SSL_set_bio(c, cb, cb);
+	SSL_set_accept_state(s);
+	SSL_set_connect_state(c);
+	SSL_set_tlsext_host_name(c, "localhost");
+	if (offer)
+		assert_int_equal(SSL_set_session(c, offer), 1);
+	int rc = 0, rs = 0;
+	for (int i = 0; i < 50 && (rc != 1 || rs != 1); i++) {
+		rc = rc == 1 ? 1 : SSL_do_handshake(c);
+		rs = rs == 1 ? 1 : SSL_do_handshake(s);
+	}
+	assert_int_equal(rc, 1);
+	assert_int_equal(rs, 1);
+	if (peer)
+		*peer = SSL_get0_peer_certificate(s) != NULL;
+	char buf[1];
+	SSL_read(c, buf, 1); /* takes the NewSessionTicket (then wants more) */
+	*resumed = SSL_session_reused(c);
+	SSL_SESSION *got = SSL_get1_session(c);
+	SSL_set_shutdown(c, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+	SSL_set_shutdown(s, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+	SSL_free(c);
+	SSL_free(s);
+	return got;
+}
