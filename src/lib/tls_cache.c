@@ -126,8 +126,8 @@ int qpg__tls_cache_put(struct qpg__tls_cache *c, const struct qpg__tls_cached *e
 	return 0;
 }
 
-int qpg__tls_cache_take(struct qpg__tls_cache *c, const uint8_t *id, unsigned id_len,
-			struct qpg__tls_cached *out)
+int qpg__tls_cache_get(struct qpg__tls_cache *c, const uint8_t *id, unsigned id_len,
+		       struct qpg__tls_cached *out)
 {
 	if (id_len == 0 || id_len > SSL_MAX_SSL_SESSION_ID_LENGTH)
 		return -ENOENT;
@@ -135,11 +135,21 @@ int qpg__tls_cache_take(struct qpg__tls_cache *c, const uint8_t *id, unsigned id
 	int32_t i = find(c, id, id_len);
 	if (i != NONE) {
 		*out = c->slots[i].e;
-		SSL_SESSION_up_ref(out->sess); /* drop releases the cache's */
-		drop(c, i);
+		SSL_SESSION_up_ref(out->sess);
 	}
 	pthread_mutex_unlock(&c->lock);
 	return i == NONE ? -ENOENT : 0;
+}
+
+void qpg__tls_cache_remove(struct qpg__tls_cache *c, const uint8_t *id, unsigned id_len)
+{
+	if (id_len == 0 || id_len > SSL_MAX_SSL_SESSION_ID_LENGTH)
+		return;
+	pthread_mutex_lock(&c->lock);
+	int32_t i = find(c, id, id_len);
+	if (i != NONE)
+		drop(c, i);
+	pthread_mutex_unlock(&c->lock);
 }
 
 void qpg__tls_cache_clear(struct qpg__tls_cache *c)

@@ -29,10 +29,14 @@ void qpg__tls_cache_free(struct qpg__tls_cache *c);
  * ID; the oldest session goes when the cache is full. 0, or -ENOMEM /
  * -EINVAL (E's reference is released then). */
 int qpg__tls_cache_put(struct qpg__tls_cache *c, const struct qpg__tls_cached *e);
-/* Take the session stored under ID out (single use): 0 and *OUT (its
- * reference now the caller's), or -ENOENT. */
-int qpg__tls_cache_take(struct qpg__tls_cache *c, const uint8_t *id, unsigned id_len,
-			struct qpg__tls_cached *out);
+/* The session stored under ID: 0 and *OUT (with a reference of the
+ * caller's; the cache keeps its own), or -ENOENT. A ticket is good for
+ * several connections, as a stateless one is: a client resumes all the
+ * connections it opens together from its newest ticket. */
+int qpg__tls_cache_get(struct qpg__tls_cache *c, const uint8_t *id, unsigned id_len,
+		       struct qpg__tls_cached *out);
+/* Forget the session stored under ID (one that may not resume any more). */
+void qpg__tls_cache_remove(struct qpg__tls_cache *c, const uint8_t *id, unsigned id_len);
 /* Drop every session. */
 void qpg__tls_cache_clear(struct qpg__tls_cache *c);
 unsigned qpg__tls_cache_len(struct qpg__tls_cache *c);

@@ -372,16 +372,17 @@ static int cache_new_cb(SSL *ssl, SSL_SESSION *sess)
 	return 1;
 }
 
-/* A client's ticket (a session ID): its session, taken out of the cache
- * (a ticket is good once; the resumed connection gets a new one), if it
- * may still be resumed; NULL for a full handshake. */
+/* A client's ticket (a session ID): its session, if it may still be
+ * resumed; NULL for a full handshake (and one that may not is forgotten:
+ * its bounds only close). The resumed connection gets a ticket of its
+ * own, and the client may offer this one again, on other connections. */
 static SSL_SESSION *cache_get_cb(SSL *ssl, const unsigned char *id, int len, int *copy)
 {
 	struct ctx_tickets *ct = of_ssl(ssl);
 	struct qpg__tls_tickets *t = ct->t;
 	struct qpg__tls_cached e;
 	*copy = 0;
-	if (len <= 0 || qpg__tls_cache_take(t->cache, id, (unsigned)len, &e))
+	if (len <= 0 || qpg__tls_cache_get(t->cache, id, (unsigned)len, &e))
 		return NULL;
 	time_t now = time(NULL);
 	uint64_t full = 0;
@@ -397,6 +398,8 @@ static SSL_SESSION *cache_get_cb(SSL *ssl, const unsigned char *id, int len, int
 	SSL_set_ex_data(ssl, window_idx, NULL);
 	struct qpg__tls_cached *carry = ok ? malloc(sizeof(*carry)) : NULL;
 	if (!carry || SSL_set_ex_data(ssl, window_idx, carry) != 1) {
+		if (!ok)
+			qpg__tls_cache_remove(t->cache, id, (unsigned)len);
 		free(carry);
 		SSL_SESSION_free(e.sess);
 		return NULL;

@@ -2,7 +2,8 @@
 /* mTLS resumes from a bounded stateful cache (tls_cache.c, tls_tickets.c),
  * not from a stateless ticket that carries the client's certificate:
  * - the client's ticket is a session ID, and the server holds the session;
- * - a ticket resumes once (the resumed connection gets a new one);
+ * - a ticket resumes several connections, as a stateless one does (each
+ *   resumed connection gets a new one);
  * - the cache holds at most its size, the oldest going first;
  * - the bounds of stateless tickets hold: none past --tls-resume-max after
  *   the full handshake, and a handshake that finishes on a context a reload
@@ -45,7 +46,9 @@ static void pair_init(struct pair *p, unsigned cache_max, unsigned resume_max_s)
 	p->cctx = qpg__tls_client_ctx(&p->cf, err, sizeof(err));
 	assert_non_null(p->sctx);
 	assert_non_null(p->cctx);
-	SSL_CTX_set_session_cache_mode(p->cctx, SSL_SESS_CACHE_CLIENT);
+	/* As a qpgate client holds its tickets (qpg__tls_slot_resume): outside
+	 * OpenSSL's cache, which marks a session it resumed not resumable. */
+	SSL_CTX_set_session_cache_mode(p->cctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
 }
 
 static void pair_fini(struct pair *p)
@@ -84,11 +87,11 @@ static void mtls_resumes_from_the_cache(void **state)
 	assert_int_equal(ticket_len(s1), 32);
 	assert_int_equal(qpg__tls_tickets_cached(p.t), 1);
 	SSL_SESSION *s = s1;
-	for (int i = 0; i < 3; i++) { /* each resumption hands in one, gets one */
+	for (int i = 0; i < 3; i++) { /* each resumption gets a session of its own */
 		SSL_SESSION *next = handshake(p.sctx, p.cctx, s, &resumed);
 		assert_true(resumed);
 		assert_int_equal(ticket_len(next), 32);
-		assert_int_equal(qpg__tls_tickets_cached(p.t), 1);
+		assert_int_equal(qpg__tls_tickets_cached(p.t), i + 2);
 		SSL_SESSION_free(s);
 		s = next;
 	}
@@ -96,16 +99,24 @@ static void mtls_resumes_from_the_cache(void **state)
 	pair_fini(&p);
 }
 
-static void a_ticket_resumes_once(void **state)
+static void a_ticket_resumes_several_connections(void **state)
 {
+	/* As a stateless ticket does: a client resumes every connection it
+	 * opens together from its newest ticket. */
 	struct pair p;
 	pair_init(&p, 16, 86400);
 	bool resumed;
 	SSL_SESSION *s1 = handshake(p.sctx, p.cctx, NULL, &resumed);
-	SSL_SESSION *s2 = handshake(p.sctx, p.cctx, s1, &resumed);
+	/* The same ticket twice (each a copy: OpenSSL's client will not offer
+	 * a session object it has resumed once). */
+	SSL_SESSION *c1 = SSL_SESSION_dup(s1), *c2 = SSL_SESSION_dup(s1);
+	SSL_SESSION *s2 = handshake(p.sctx, p.cctx, c1, &resumed);
 	assert_true(resumed);
-	SSL_SESSION *s3 = handshake(p.sctx, p.cctx, s1, &resumed); /* replayed */
-	assert_false(resumed);
+	SSL_SESSION *s3 = handshake(p.sctx, p.cctx, c2, &resumed);
+	assert_true(resumed);
+	assert_int_equal(qpg__tls_tickets_cached(p.t), 3); /* each got its own */
+	SSL_SESSION_free(c1);
+	SSL_SESSION_free(c2);
 	SSL_SESSION_free(s1);
 	SSL_SESSION_free(s2);
 	SSL_SESSION_free(s3);
@@ -190,6 +201,6 @@ static void a_handshake_on_a_replaced_context_leaves_nothing_to_resume(void **st
 }
 
 QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(mtls_resumes_from_the_cache),
-	      cmocka_unit_test(a_ticket_resumes_once), cmocka_unit_test(the_cache_is_bounded),
+	      cmocka_unit_test(a_ticket_resumes_several_connections), cmocka_unit_test(the_cache_is_bounded),
 	      cmocka_unit_test(no_resumption_past_the_cap),
 	      cmocka_unit_test(a_handshake_on_a_replaced_context_leaves_nothing_to_resume))
