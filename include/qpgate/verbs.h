@@ -61,6 +61,8 @@ struct qpg_qp_opts {
 	uint8_t rnr_retry;
 	uint8_t traffic_class; /* RoCE: the GRH traffic class (DSCP << 2 | ECN) */
 	uint8_t sl;	       /* service level (the PCP priority on RoCE) */
+	bool own_sgid;	       /* our packets come from GID SGID_INDEX, not the device's */
+	uint8_t sgid_index;
 };
 
 void qpg_qp_opts_default(struct qpg_qp_opts *o);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "client_int.h"
 #include "common.h"
 #include "control.h"
 #include "core.h"
@@ -18,7 +19,6 @@
 #include "gid_pick.h"
 #include "memlock.h"
 #include "tls.h"
-#include "client_int.h"
 
 void qpg_client_opts_default(struct qpg_client_opts *o)
 {
@@ -39,51 +39,6 @@ void qpg_client_opts_default(struct qpg_client_opts *o)
 	o->connect_attempts = 5;
 	o->connect_deadline_ms = 60000;
 	o->keepalive_ms = 60000;
-}
-
-/* Parse LIST (comma-separated numeric addresses of FAMILY) into CL->src. */
-static int parse_sources(struct qpg_client *cl, const char *list, int family, char *err,
-			 size_t err_len)
-{
-	const char *p = list;
-	while (*p) {
-		const char *end = strchr(p, ',');
-		size_t n = end ? (size_t)(end - p) : strlen(p);
-		char a[INET6_ADDRSTRLEN + 1];
-		struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_flags = AI_NUMERICHOST},
-				*ai = NULL;
-		if (n == 0 || n >= sizeof(a)) {
-			snprintf(err, err_len, "source addresses '%s': an empty or overlong entry", list);
-			return -EINVAL;
-		}
-		memcpy(a, p, n);
-		a[n] = 0;
-		if (getaddrinfo(a, NULL, &hints, &ai) != 0) {
-			snprintf(err, err_len, "source address '%s' is not a numeric IP address", a);
-			return -EINVAL;
-		}
-		int fam = ai->ai_family;
-		if (fam == family && cl->nsrc < QPG__MAX_SOURCES) {
-			qpg__port_cursor_init(&cl->ports[cl->nsrc]);
-			memcpy(&cl->src[cl->nsrc++], ai->ai_addr, ai->ai_addrlen);
-		}
-		freeaddrinfo(ai);
-		if (fam != family) {
-			snprintf(err, err_len, "source address '%s' is IPv%c, but the server is IPv%c",
-				 a, fam == AF_INET ? '4' : '6', family == AF_INET ? '4' : '6');
-			return -EINVAL;
-		}
-		if (cl->nsrc == QPG__MAX_SOURCES && end) {
-			snprintf(err, err_len, "more than %d source addresses", QPG__MAX_SOURCES);
-			return -EINVAL;
-		}
-		p = end ? end + 1 : p + n;
-	}
-	if (cl->nsrc == 0) {
-		snprintf(err, err_len, "source addresses: none given");
-		return -EINVAL;
-	}
-	return 0;
 }
 
 static struct qpg_client *of(struct qpg__conn *c)
@@ -187,7 +142,8 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	memcpy(&cl->addr, ai->ai_addr, ai->ai_addrlen);
 	cl->addr_len = ai->ai_addrlen;
 	freeaddrinfo(ai);
-	if (o->source && (rc = parse_sources(cl, o->source, cl->addr.ss_family, err, err_len))) {
+	if (o->source &&
+	    (rc = qpg__client_parse_sources(cl, o->source, cl->addr.ss_family, err, err_len))) {
 		free(cl);
 		return rc;
 	}
@@ -203,21 +159,21 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	if (t == &qpg__transport_rdma) {
 		/* The server checks HELLO's GID against the control connection's
 		 * address (reflection), so over rdma that is the address the GID
-		 * carries: one source address, or the one routed toward the server. */
+		 * carries: each source address's own GID (one device and port for
+		 * all), or the one routed toward the server. */
 		struct sockaddr_storage local = cl->src[0];
-		if (cl->nsrc > 1) {
-			snprintf(err, err_len,
-				 "over rdma, give one source address: the one the GID carries");
+		if (cl->nsrc > 1 && (rc = qpg__client_pick_source_gids(cl, o, err, err_len)) != 0) {
 			free(cl);
-			return -EINVAL;
+			return rc;
 		}
 		bool routed = cl->nsrc == 1 || qpg__local_addr_toward((struct sockaddr *)&cl->addr,
-								       cl->addr_len, &local) == 0;
+								      cl->addr_len, &local) == 0;
 		rc = qpg__rdma_dev_open_for(&cl->dev, routed ? (struct sockaddr *)&local : NULL,
 					    cl->nsrc ? "the source address"
 						     : "the source address toward the server",
-					    o->ib_dev,
-					    o->ib_port, o->gid_index, err, err_len);
+					    o->ib_dev, o->ib_port, o->gid_index, err, err_len);
+		if (rc == 0 && (rc = qpg__client_fill_source_gids(cl, err, err_len)) != 0)
+			qpg_rdma_dev_close(&cl->dev);
 		if (rc == 0) {
 			rc = qpg__memlock_check((uint64_t)pool_slots *
 							qpg__pool_slot_size(o->max_msg) +
@@ -253,7 +209,8 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 		free(cl);
 		return rc;
 	}
-	struct qpg__tls_files tf = {.cert = o->cert, .key = o->key, .ca = o->ca, .spki_pin = o->spki_sha256};
+	struct qpg__tls_files tf = {
+	    .cert = o->cert, .key = o->key, .ca = o->ca, .spki_pin = o->spki_sha256};
 	SSL_CTX *ctx = qpg__tls_client_ctx(&tf, err, err_len);
 	if (!ctx) {
 		qpg__endpoint_fini(&cl->ep);
@@ -479,7 +436,8 @@ int qpg_client_fd(const struct qpg_client *cl)
 int qpg_client_run(struct qpg_client *cl, int timeout_ms)
 {
 	qpg__client_retry_pump(cl);
-	int rc = qpg__loop_run_once(&cl->ep.loop, cl->waiting && timeout_ms > 100 ? 100 : timeout_ms);
+	int rc =
+	    qpg__loop_run_once(&cl->ep.loop, cl->waiting && timeout_ms > 100 ? 100 : timeout_ms);
 	qpg__client_retry_pump(cl);
 	return rc;
 }

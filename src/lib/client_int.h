@@ -26,11 +26,15 @@ struct qpg_client {
 	void (*wake_cb)(void *arg);
 	void *wake_arg;
 	struct qpg__tls_slot tls;
-	struct sockaddr_storage src[QPG__MAX_SOURCES]; /* opts.source, parsed */
+	struct sockaddr_storage src[QPG__MAX_SOURCES];	 /* opts.source, parsed */
 	struct qpg__port_cursor ports[QPG__MAX_SOURCES]; /* each source's local ports */
 	unsigned nsrc, next_src;
-	unsigned seed;			/* backoff jitter */
-	bool silent;			/* test hook: no keepalives at all */
+	/* rdma with several sources: the GID each carries, and its index. */
+	bool src_gids;
+	uint8_t src_gid_index[QPG__MAX_SOURCES];
+	uint8_t src_gid[QPG__MAX_SOURCES][16];
+	unsigned seed;			 /* backoff jitter */
+	bool silent;			 /* test hook: no keepalives at all */
 	struct qpg_client_conn *waiting; /* handles between two attempts */
 	size_t nwaiting;
 };
@@ -46,15 +50,15 @@ struct qpg_client_conn {
 	uint32_t outstanding;	/* requests sent, reply not yet received */
 	bool first_done;
 	/* Attempts. A session's are its leader's: its members follow it. */
-	struct qpg_client_conn *lead;	  /* a member's leader; NULL otherwise */
+	struct qpg_client_conn *lead;	 /* a member's leader; NULL otherwise */
 	struct qpg_client_conn *members; /* a leader's, linked by member_next */
 	struct qpg_client_conn *member_next;
-	unsigned attempts;	/* connects started (1: the first) */
-	uint64_t started_ns;	/* the first one's start */
-	uint64_t retry_ns;	/* waiting: when the next starts */
-	bool up;		/* a leader's: some QP of the session came up */
-	bool cancelled;		/* a leader's: closed by the caller while waiting */
-	uint8_t verdict;	/* a leader's, on this attempt: enum qpg__verdict */
+	unsigned attempts;   /* connects started (1: the first) */
+	uint64_t started_ns; /* the first one's start */
+	uint64_t retry_ns;   /* waiting: when the next starts */
+	bool up;	     /* a leader's: some QP of the session came up */
+	bool cancelled;	     /* a leader's: closed by the caller while waiting */
+	uint8_t verdict;     /* a leader's, on this attempt: enum qpg__verdict */
 	struct qpg_client_conn *wait_next;
 };
 
@@ -66,6 +70,16 @@ enum qpg__verdict {
 
 /* Start an attempt for H (a leader: its members too). */
 int qpg__client_attempt(struct qpg_client *cl, struct qpg_client_conn *h);
+
+/* client_sources.c. Parse LIST (comma-separated numeric addresses of
+ * FAMILY) into CL->src; over rdma with several, pick the GID each carries
+ * (one device and port for all), and read their bytes once the device is
+ * open. 0, or a negative errno with the reason in ERR. */
+int qpg__client_parse_sources(struct qpg_client *cl, const char *list, int family, char *err,
+			      size_t err_len);
+int qpg__client_pick_source_gids(struct qpg_client *cl, const struct qpg_client_opts *o, char *err,
+				 size_t err_len);
+int qpg__client_fill_source_gids(struct qpg_client *cl, char *err, size_t err_len);
 /* The endpoint's closed callback: another attempt, or the caller hears. */
 void qpg__client_conn_closed(struct qpg__conn *c);
 /* Start the attempts whose backoff has passed; report cancelled ones. */

@@ -19,7 +19,8 @@ bool qpg__client_transient(enum qpg_err_class err, uint16_t reject_code)
 	case QPG_ERR_PEER_CLOSED: /* a server's limit, or its deadline, before the HELLO */
 		return true;
 	case QPG_ERR_REJECTED:
-		return reject_code == QPG_REJECT_RESOURCES || reject_code == QPG_REJECT_SHUTTING_DOWN;
+		return reject_code == QPG_REJECT_RESOURCES ||
+		       reject_code == QPG_REJECT_SHUTTING_DOWN;
 	default: /* certificates, names, versions, auth, a full server: as they are */
 		return false;
 	}
@@ -45,6 +46,8 @@ int qpg__client_attempt(struct qpg_client *cl, struct qpg_client_conn *h)
 	    .src = cl->nsrc ? (struct sockaddr *)&cl->src[si] : NULL,
 	    .src_len = cl->addr_len, /* the same family as the server's */
 	    .ports = cl->nsrc ? &cl->ports[si] : NULL,
+	    .gid = cl->src_gids ? cl->src_gid[si] : NULL,
+	    .gid_index = cl->src_gids ? cl->src_gid_index[si] : 0,
 	    .servername = cl->servername,
 	    .service = cl->o.service,
 	    .auth = cl->o.auth,

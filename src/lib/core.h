@@ -32,7 +32,7 @@ struct qpg__conn;
 struct qpg__transport_ops {
 	const char *name;
 	uint8_t wire_id;
-	size_t conn_size; /* the transport's conn struct, which embeds qpg__conn first */
+	size_t conn_size;      /* the transport's conn struct, which embeds qpg__conn first */
 	uint32_t busy_poll_us; /* its busy-poll window when none is chosen */
 	int (*ep_init)(struct qpg__endpoint *ep);
 	void (*ep_fini)(struct qpg__endpoint *ep);
@@ -108,9 +108,9 @@ struct qpg__ep_stats {
 	atomic_ullong slots_abandoned; /* in flight when a stuck connection was freed */
 	atomic_llong pool_in_use;      /* copied from the loop's pool at every tick */
 	atomic_llong pool_slots;
-	atomic_llong regions_open;	       /* a service's regions opened here, not yet closed */
-	atomic_ullong reads_paused;	       /* tcp: input paused while the output was full */
-	atomic_ullong bringup_timeouts;	       /* QPs closed: no frame within the bring-up deadline */
+	atomic_llong regions_open;	/* a service's regions opened here, not yet closed */
+	atomic_ullong reads_paused;	/* tcp: input paused while the output was full */
+	atomic_ullong bringup_timeouts; /* QPs closed: no frame within the bring-up deadline */
 	atomic_ullong handshake_ns_bucket[24]; /* log2 buckets from 1 us */
 	atomic_ullong handshake_ns_sum;
 };
@@ -122,9 +122,9 @@ struct qpg__ep_opts {
 	uint32_t srq_depth;
 	uint32_t pool_max; /* slots; bounds everything in flight */
 	uint32_t qp_max_send_wr;
-	uint8_t qp_timeout; /* local ACK timeout exponent, 0: the verbs default */
-	uint8_t rd_atomic;  /* RDMA READs in flight per QP, 0: one */
-	uint8_t tclass, sl; /* RoCE traffic class and service level of our QPs */
+	uint8_t qp_timeout;    /* local ACK timeout exponent, 0: the verbs default */
+	uint8_t rd_atomic;     /* RDMA READs in flight per QP, 0: one */
+	uint8_t tclass, sl;    /* RoCE traffic class and service level of our QPs */
 	uint32_t busy_poll_us; /* spin this long for completions before sleeping */
 	uint32_t tick_ms;
 };
@@ -142,6 +142,11 @@ enum qpg__conn_state {
 struct qpg__conn {
 	const struct qpg__transport_ops *t;
 	struct qpg__endpoint *ep;
+	/* rdma client with several source addresses: the GID the source
+	 * carries, its index (own_gid false: the device's). */
+	bool own_gid;
+	uint8_t gid_index;
+	uint8_t gid[16];
 	struct qpg__io io; /* control socket */
 	SSL *ssl;
 	enum qpg__conn_state state;
@@ -150,7 +155,7 @@ struct qpg__conn {
 	bool counted_connected;
 	bool admitted;
 	bool handshake_done;
-	bool resumed; /* the TLS session was resumed from a ticket */
+	bool resumed;	       /* the TLS session was resumed from a ticket */
 	bool corrupt_next_tag; /* test hook */
 	bool oversize_next;    /* test hook: let the next frame exceed max_msg */
 	bool read_paused;      /* stop reading requests until our output drains */
@@ -158,9 +163,9 @@ struct qpg__conn {
 	uint64_t closing_since_ns;
 	struct qpg__conn *prev, *next; /* endpoint's handshaking or established list */
 	bool listed_established;
-	struct qpg__conn *next_dead;   /* on the endpoint's closing, then dead list */
-	uint64_t progress_ns;	       /* last send completion, or the first send after none */
-	uint64_t active_ns;	       /* last frame in or send completed (idle timeout) */
+	struct qpg__conn *next_dead; /* on the endpoint's closing, then dead list */
+	uint64_t progress_ns;	     /* last send completion, or the first send after none */
+	uint64_t active_ns;	     /* last frame in or send completed (idle timeout) */
 	uint64_t started_ns;
 	uint64_t deadline_ns; /* 0: none */
 	uint64_t phase_ns[QPG_PHASE_COUNT];
@@ -180,8 +185,8 @@ struct qpg__conn {
 	/* A session's extra QPs (rdma; docs/protocol.md). The leader owns the
 	 * control channel; its members have none, and the session shares one
 	 * fate: when any of its connections closes, all of them do. */
-	struct qpg__conn *leader;      /* a member's; NULL otherwise */
-	struct qpg__conn *members;     /* a leader's, linked by member_next */
+	struct qpg__conn *leader;  /* a member's; NULL otherwise */
+	struct qpg__conn *members; /* a leader's, linked by member_next */
 	struct qpg__conn *member_next;
 	uint16_t nmembers;
 	uint16_t member_index; /* 1, 2, ...: the context its keys are exported with */
@@ -235,8 +240,8 @@ struct qpg__endpoint {
 	uint32_t qp_max_send_wr;
 	uint8_t qp_timeout;
 	uint8_t tclass, sl;
-	uint8_t rd_atomic; /* RDMA READs in flight per QP (as reader and as target) */
-	bool grants_reads; /* peers may READ through windows granted to them */
+	uint8_t rd_atomic;	   /* RDMA READs in flight per QP (as reader and as target) */
+	bool grants_reads;	   /* peers may READ through windows granted to them */
 	struct qpg__tls_slot *tls; /* the owner's (server: one for all its threads) */
 	bool is_server;
 	bool auth_required; /* server: refuse HELLOs without the auth flag */

@@ -6,12 +6,12 @@
  * in rdma_windows.c. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <sys/socket.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 
 #include "common.h"
 #include "core.h"
@@ -320,7 +320,7 @@ static int rdma_conn_prepare(struct qpg__conn *c, struct qpg_wire_params *local)
 	local->lid = a.lid;
 	local->mtu = a.mtu;
 	local->port = ep->dev->port;
-	memcpy(local->gid, a.gid, 16);
+	memcpy(local->gid, c->own_gid ? c->gid : a.gid, 16);
 	return 0;
 }
 
@@ -374,6 +374,8 @@ static int rdma_conn_establish(struct qpg__conn *c, const struct qpg_wire_params
 		o.rd_atomic = ep->rd_atomic;
 	o.traffic_class = ep->tclass;
 	o.sl = ep->sl;
+	o.own_sgid = c->own_gid;
+	o.sgid_index = c->gid_index;
 	int err;
 	qpg__phase_begin(c);
 	if ((err = qpg_qp_to_rtr(ep->dev, rc->qp, &pa, &o)) != 0)
@@ -422,7 +424,8 @@ static void rdma_on_stream(struct qpg__conn *c)
 	if (!c->ssl) {
 		ssize_t n = recv(c->io.fd, buf, sizeof(buf), 0);
 		if (n > 0)
-			qpg__conn_close(c, QPG_ERR_PROTOCOL, "unexpected data on the control channel");
+			qpg__conn_close(c, QPG_ERR_PROTOCOL,
+					"unexpected data on the control channel");
 		else if (n == 0)
 			qpg__conn_close(c, QPG_ERR_PEER_CLOSED, "peer closed the connection");
 		else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)

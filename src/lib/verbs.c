@@ -212,7 +212,7 @@ int qpg_qp_to_rtr(struct qpg_rdma_dev *dev, struct ibv_qp *qp, const struct qpg_
 	a.ah_attr.dlid = peer->lid;
 	a.ah_attr.port_num = dev->port;
 	memcpy(a.ah_attr.grh.dgid.raw, peer->gid, 16);
-	a.ah_attr.grh.sgid_index = (uint8_t)dev->gid_index;
+	a.ah_attr.grh.sgid_index = o->own_sgid ? o->sgid_index : (uint8_t)dev->gid_index;
 	a.ah_attr.grh.hop_limit = 64;
 	a.ah_attr.grh.traffic_class = o->traffic_class;
 	a.ah_attr.sl = o->sl;

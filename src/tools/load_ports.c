@@ -25,24 +25,20 @@ bool load_ports_fit(const struct qpg_client_opts *co, const struct load_opts *o,
 	unsigned ns = count_sources(co->source);
 	if ((long)o->nconns <= per * (long)ns)
 		return true;
-	if (co->transport == QPG_KIND_RDMA)
-		fprintf(stderr,
-			"%s: -c %d: more clients than the %ld local ports one address has toward "
-			"one server port (net.ipv4.ip_local_port_range). Over rdma a client has one "
-			"source address, the one its GID carries: run the rest from another host or "
-			"network namespace, or widen the port range\n",
-			prog, o->nconns, per);
-	else
-		fprintf(stderr,
-			"%s: -c %d: more clients than %u local address(es) have ports toward one "
-			"server port (%ld each, net.ipv4.ip_local_port_range): give more with "
-			"--source A,B,... (each address has its own ports)\n",
-			prog, o->nconns, ns, per);
+	fprintf(stderr,
+		"%s: -c %d: more clients than %u local address(es) have ports toward one "
+		"server port (%ld each, net.ipv4.ip_local_port_range): give more with "
+		"--source A,B,... (each address has its own ports%s)\n",
+		prog, o->nconns, ns, per,
+		co->transport == QPG_KIND_RDMA
+		    ? "; over rdma each must be an address of the RDMA device's netdev, "
+		      "which gives it a GID of its own"
+		    : "");
 	return false;
 }
 
-void load_pick_source(struct qpg_client_opts *co, const struct load_opts *o, char *buf,
-		      size_t len, const char *prog)
+void load_pick_source(struct qpg_client_opts *co, const struct load_opts *o, char *buf, size_t len,
+		      const char *prog)
 {
 	if (co->source || o->nconns < LOAD_PICK_PORTS_FROM || !co->host)
 		return;
