@@ -44,6 +44,11 @@ struct qpg_client_opts {
 	 * turn (NULL: the kernel picks). Each address has its own range of ports
 	 * towards one server port, so N addresses hold N times the connections. */
 	const char *source;
+	/* With SOURCE, part PORT_SLICE of PORT_SLICES equal parts of each
+	 * address's port range is this client's (0 of 0: all of it): clients
+	 * of one process that share source addresses (qpgate-perf --threads)
+	 * then never walk into each other's ports. */
+	unsigned port_slice, port_slices;
 	/* Accept only a server whose certificate's public key (DER
 	 * SubjectPublicKeyInfo) has this SHA-256, on top of the CA chain and
 	 * the host name (a cluster's member entry names it); NULL: no pin. */

@@ -35,7 +35,8 @@ int qpg__client_parse_sources(struct qpg_client *cl, const char *list, int famil
 		}
 		int fam = ai->ai_family;
 		if (fam == family && cl->nsrc < QPG__MAX_SOURCES) {
-			qpg__port_cursor_init(&cl->ports[cl->nsrc]);
+			qpg__port_cursor_init(&cl->ports[cl->nsrc], cl->o.port_slice,
+					      cl->o.port_slices);
 			memcpy(&cl->src[cl->nsrc++], ai->ai_addr, ai->ai_addrlen);
 		}
 		freeaddrinfo(ai);

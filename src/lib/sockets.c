@@ -51,10 +51,16 @@ unsigned qpg_local_port_count(void)
 	return hi - lo + 1;
 }
 
-void qpg__port_cursor_init(struct qpg__port_cursor *cur)
+void qpg__port_cursor_init(struct qpg__port_cursor *cur, unsigned k, unsigned n)
 {
 	unsigned lo, hi;
 	port_range(&lo, &hi);
+	unsigned len = hi - lo + 1;
+	if (n > 1 && k < n && len >= n) {
+		unsigned from = lo + (unsigned)((uint64_t)len * k / n);
+		hi = lo + (unsigned)((uint64_t)len * (k + 1) / n) - 1;
+		lo = from;
+	}
 	uint32_t r = 0;
 	if (RAND_bytes((unsigned char *)&r, sizeof(r)) != 1)
 		r = (uint32_t)getpid();

@@ -14,9 +14,10 @@ void qpg__sock_tune(int fd);
 struct qpg__port_cursor {
 	uint16_t lo, hi, next;
 };
-/* CUR covers the kernel's ephemeral range (ip_local_port_range), starting
- * at a random port in it. */
-void qpg__port_cursor_init(struct qpg__port_cursor *cur);
+/* CUR covers part K of N equal parts of the kernel's ephemeral range
+ * (ip_local_port_range; N 0 or 1: all of it), starting at a random port in
+ * it. */
+void qpg__port_cursor_init(struct qpg__port_cursor *cur, unsigned k, unsigned n);
 /* Bind FD to SRC's address and CUR's next free port (a port held
  * elsewhere is skipped; the cursor wraps from hi to lo). After 64 ports in
  * use in a row, or with CUR NULL, the port is left to connect(). 0, or -1

@@ -207,6 +207,8 @@ int load_run_spread(const struct qpg_client_opts *co, const struct load_opts *o,
 			goto out;
 		struct qpg_client_opts one = *co;
 		load_size_client(&one, &e->o);
+		one.port_slice = (unsigned)i; /* each loop its own part of the ports */
+		one.port_slices = (unsigned)threads;
 		if (qpg_client_create(&e->cl, &one, &load_callbacks, err, err_len)) {
 			rc = -EIO;
 			goto out;

@@ -126,7 +126,8 @@ static void test_whole_range_taken(void **state)
 	close(h);
 }
 
-/* The cursor covers the kernel's ephemeral range and starts inside it. */
+/* The cursor covers the kernel's ephemeral range (or an equal part of it)
+ * and starts inside it. */
 static void test_init_uses_the_ephemeral_range(void **state)
 {
 	(void)state;
@@ -137,10 +138,21 @@ static void test_init_uses_the_ephemeral_range(void **state)
 		fclose(f);
 	}
 	struct qpg__port_cursor cur;
-	qpg__port_cursor_init(&cur);
+	qpg__port_cursor_init(&cur, 0, 0);
 	assert_int_equal(cur.lo, lo);
 	assert_int_equal(cur.hi, hi);
 	assert_true(cur.next >= cur.lo && cur.next <= cur.hi);
+	/* In 3 parts (qpgate-perf's loops): disjoint, in order, together the
+	 * whole range, each starting inside its own part. */
+	unsigned expect_lo = lo;
+	for (unsigned k = 0; k < 3; k++) {
+		qpg__port_cursor_init(&cur, k, 3);
+		assert_int_equal(cur.lo, expect_lo);
+		assert_true(cur.hi >= cur.lo);
+		assert_true(cur.next >= cur.lo && cur.next <= cur.hi);
+		expect_lo = cur.hi + 1u;
+	}
+	assert_int_equal(expect_lo, hi + 1u);
 }
 
 QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_skips_a_port_in_use),
