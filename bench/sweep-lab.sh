@@ -7,11 +7,14 @@
 #     -s  client counts (default 1000,10000,25000,50000)
 #     -m  keep doubling past the last step up to MAX (default: the last step)
 #     -i  runs per binary search once a step misses (default 2)
-#     -a  tcp: spread the control connections over N source addresses,
-#         127.0.0.1 .. 127.0.0.N (default 8). Over rdma the server checks
-#         HELLO's GID against the control address, so there is one source,
-#         127.0.0.1 (the lab's GID); the local port range is widened to
-#         1024-65535 instead, 64,512 ports towards the server's one port
+#     -a  spread the control connections over N source addresses (each has
+#         64,512 ports towards the server's one port; the local port range is
+#         widened to 1024-65535). tcp: 127.0.0.1 .. 127.0.0.N (default 8).
+#         rdma (default 1: 127.0.0.1 on the lab's lo-backed device): the
+#         server checks HELLO's GID against the control address, and over
+#         lo an added address gets no GID, so with N > 1 the sweep runs on
+#         Soft-RoCE over a dummy netdev with the server on 10.253.0.1 and
+#         the clients on 10.253.0.2 .. 10.253.0.(N+1), each with its own GID
 # It boots its own VM (QPG_LAB_MEM, default 20480 MiB; QPG_LAB_TIMEOUT,
 # default 10800 s) unless it already runs inside one.
 #   bench/sweep-lab.sh -t tcp -s 1000,10000,50000,100000
@@ -48,8 +51,21 @@ echo "1024 65535" >/proc/sys/net/ipv4/ip_local_port_range
 # probes that went missing aborted live connections with ETIMEDOUT (2,140
 # in the same 60 s). On a real network each end has its own NIC queues.
 echo 100000 >/proc/sys/net/core/netdev_max_backlog
-src=127.0.0.1
+src=127.0.0.1 host=127.0.0.1 dev_args=() srv_where=""
 for i in $(seq 2 "$naddr"); do src+=",127.0.0.$i"; done
+if [ "$transport" = rdma ] && [ "$naddr" -gt 1 ]; then
+	ip link add qpgsw0 type dummy
+	ip addr add 10.253.0.1/24 dev qpgsw0
+	src=""
+	for i in $(seq 2 $((naddr + 1))); do
+		ip addr add "10.253.0.$i/24" dev qpgsw0
+		src+="${src:+,}10.253.0.$i"
+	done
+	ip link set qpgsw0 up
+	rdma link add qpgswrx type rxe netdev qpgsw0
+	sleep 1
+	host=10.253.0.1 dev_args=(-d qpgswrx) srv_where="--bind 10.253.0.1 -d qpgswrx"
+fi
 report=$out/sweep-$transport
 rm -rf "$report"
 nproc
@@ -87,12 +103,12 @@ kmon >"$out/sweep-$transport.kernel.log" 2>&1 &
 kmon_pid=$!
 rc=0
 "$bin/qpgate-sweep" --steps "$steps" ${max:+--max "$max"} --search-iters "$iters" --out "$report" \
-	--settle-timeout 600 --title "qpgate capacity in the lab ($transport)" \
+	--settle-timeout 600 --title "qpgate capacity in the lab ($transport)" "${dev_args[@]}" \
 	--server-args "--transport $transport --cert $work/server.crt --key $work/server.key \
---handshake-timeout 120000 --max-pending 100000 --max-pending-per-peer 100000 --handshake-rate 0 $peer_limit" \
-	-- --transport "$transport" --ca "$work/ca.crt" --source "$src" -n 5 --timeout 3600000 \
+--handshake-timeout 120000 --max-pending 100000 --max-pending-per-peer 100000 --handshake-rate 0 $peer_limit $srv_where" \
+	-- --transport "$transport" --ca "$work/ca.crt" --source "$src" "${dev_args[@]}" -n 5 --timeout 3600000 \
 	--handshake-timeout 60000 "$@" \
-	127.0.0.1 localhost || rc=$?
+	"$host" localhost || rc=$?
 # What the kernel saw: keepalive probes, connections it aborted on a
 # timeout, drops at the listen queue, the socket backlog and the loopback
 # backlog.
@@ -103,4 +119,8 @@ echo "softnet backlog drops: $(softnet_dropped)"
 kill "$kmon_pid" 2>/dev/null || true
 echo "kernel counters every 30 s: $out/sweep-$transport.kernel.log"
 echo "report: $report/report.html"
+if [ -n "$srv_where" ]; then
+	rdma link delete qpgswrx || true
+	ip link delete qpgsw0 || true
+fi
 exit $rc
