@@ -29,13 +29,10 @@ struct qpg_client {
 	struct sockaddr_storage src[QPG__MAX_SOURCES];	 /* opts.source, parsed */
 	struct qpg__port_cursor ports[QPG__MAX_SOURCES]; /* each source's local ports */
 	unsigned nsrc, next_src;
-	/* rdma with several sources: the GID each carries, and its index. */
-	bool src_gids;
-	uint8_t src_gid_index[QPG__MAX_SOURCES];
-	uint8_t src_gid[QPG__MAX_SOURCES][16];
-	unsigned seed;			 /* backoff jitter */
-	bool silent;			 /* test hook: no keepalives at all */
-	struct qpg_client_conn *waiting; /* handles between two attempts */
+	struct qpg__src_gid src_gid[QPG__MAX_SOURCES]; /* rdma, several sources */
+	unsigned seed;				       /* backoff jitter */
+	bool silent;				       /* test hook: no keepalives at all */
+	struct qpg_client_conn *waiting;	       /* handles between two attempts */
 	size_t nwaiting;
 };
 

@@ -46,8 +46,7 @@ int qpg__client_attempt(struct qpg_client *cl, struct qpg_client_conn *h)
 	    .src = cl->nsrc ? (struct sockaddr *)&cl->src[si] : NULL,
 	    .src_len = cl->addr_len, /* the same family as the server's */
 	    .ports = cl->nsrc ? &cl->ports[si] : NULL,
-	    .gid = cl->src_gids ? cl->src_gid[si] : NULL,
-	    .gid_index = cl->src_gids ? cl->src_gid_index[si] : 0,
+	    .gid = cl->nsrc && cl->src_gid[si].own ? &cl->src_gid[si] : NULL,
 	    .servername = cl->servername,
 	    .service = cl->o.service,
 	    .auth = cl->o.auth,

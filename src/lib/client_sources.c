@@ -90,22 +90,22 @@ int qpg__client_pick_source_gids(struct qpg_client *cl, const struct qpg_client_
 				 i + 1, p.dev, p.port, first.dev, first.port);
 			return -EINVAL;
 		}
-		cl->src_gid_index[i] = (uint8_t)p.index;
+		cl->src_gid[i].index = (uint8_t)p.index;
+		cl->src_gid[i].own = true;
 	}
-	cl->src_gids = true;
 	return 0;
 }
 
 int qpg__client_fill_source_gids(struct qpg_client *cl, char *err, size_t err_len)
 {
-	for (unsigned i = 0; cl->src_gids && i < cl->nsrc; i++) {
+	for (unsigned i = 0; i < cl->nsrc && cl->src_gid[i].own; i++) {
 		union ibv_gid g;
-		if (ibv_query_gid(cl->dev.ctx, cl->dev.port, cl->src_gid_index[i], &g)) {
-			snprintf(err, err_len, "cannot read GID %u of %s: %s", cl->src_gid_index[i],
+		if (ibv_query_gid(cl->dev.ctx, cl->dev.port, cl->src_gid[i].index, &g)) {
+			snprintf(err, err_len, "cannot read GID %u of %s: %s", cl->src_gid[i].index,
 				 cl->dev.name, strerror(errno));
 			return -EIO;
 		}
-		memcpy(cl->src_gid[i], g.raw, 16);
+		memcpy(cl->src_gid[i].gid, g.raw, 16);
 	}
 	return 0;
 }

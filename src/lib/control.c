@@ -66,11 +66,8 @@ int qpg__conn_connect(struct qpg__endpoint *ep, const struct qpg__client_params 
 	c->credits = p->credits;
 	c->max_msg = p->max_msg;
 	c->test_mutation = p->test_mutation;
-	if (p->gid) {
-		c->own_gid = true;
-		c->gid_index = p->gid_index;
-		memcpy(c->gid, p->gid, sizeof(c->gid));
-	}
+	if (p->gid)
+		c->src_gid = *p->gid;
 	c->local.service = p->service;
 	c->local.flags = p->auth ? QPG_WIRE_FLAG_AUTH : 0;
 	c->state = QPG_CONN_CONNECTING;

@@ -25,8 +25,7 @@ struct qpg__client_params {
 	const struct sockaddr *src; /* bind to this first (NULL: the kernel picks) */
 	socklen_t src_len;
 	struct qpg__port_cursor *ports; /* SRC's ports (NULL: the kernel picks) */
-	const uint8_t *gid; /* rdma: the GID SRC carries, at GID_INDEX (NULL: the device's) */
-	uint8_t gid_index;
+	const struct qpg__src_gid *gid; /* rdma: the GID SRC carries (NULL: the device's) */
 	const char *servername;
 	uint8_t service;
 	bool auth;

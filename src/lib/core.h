@@ -139,15 +139,20 @@ enum qpg__conn_state {
 	QPG_CONN_DEAD,
 };
 
+/* An rdma client with several source addresses sends each connection from
+ * the GID its source carries (the server checks HELLO's GID against the
+ * control connection's address). OWN false: the device's GID. */
+struct qpg__src_gid {
+	bool own;
+	uint8_t index;
+	uint8_t gid[16];
+};
+
 struct qpg__conn {
 	const struct qpg__transport_ops *t;
 	struct qpg__endpoint *ep;
-	/* rdma client with several source addresses: the GID the source
-	 * carries, its index (own_gid false: the device's). */
-	bool own_gid;
-	uint8_t gid_index;
-	uint8_t gid[16];
-	struct qpg__io io; /* control socket */
+	struct qpg__src_gid src_gid; /* rdma client, several sources: its source's */
+	struct qpg__io io;	     /* control socket */
 	SSL *ssl;
 	enum qpg__conn_state state;
 	bool is_server;

@@ -72,9 +72,7 @@ struct qpg__conn *qpg__conn_new_member(struct qpg__conn *leader)
 	c->started_ns = leader->started_ns;
 	c->phase_start_ns = leader->phase_start_ns;
 	c->peer_addr = leader->peer_addr;
-	c->own_gid = leader->own_gid; /* the server checks the session's address */
-	c->gid_index = leader->gid_index;
-	memcpy(c->gid, leader->gid, sizeof(c->gid));
+	c->src_gid = leader->src_gid; /* the server checks the session's address */
 	c->credits = leader->credits;
 	c->max_msg = leader->max_msg;
 	c->local.service = leader->local.service;

@@ -320,7 +320,7 @@ static int rdma_conn_prepare(struct qpg__conn *c, struct qpg_wire_params *local)
 	local->lid = a.lid;
 	local->mtu = a.mtu;
 	local->port = ep->dev->port;
-	memcpy(local->gid, c->own_gid ? c->gid : a.gid, 16);
+	memcpy(local->gid, c->src_gid.own ? c->src_gid.gid : a.gid, 16);
 	return 0;
 }
 
@@ -374,8 +374,8 @@ static int rdma_conn_establish(struct qpg__conn *c, const struct qpg_wire_params
 		o.rd_atomic = ep->rd_atomic;
 	o.traffic_class = ep->tclass;
 	o.sl = ep->sl;
-	o.own_sgid = c->own_gid;
-	o.sgid_index = c->gid_index;
+	o.own_sgid = c->src_gid.own;
+	o.sgid_index = c->src_gid.index;
 	int err;
 	qpg__phase_begin(c);
 	if ((err = qpg_qp_to_rtr(ep->dev, rc->qp, &pa, &o)) != 0)

@@ -390,7 +390,7 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 	uint64_t t_up = now_ns();
 	r->connect_s = (double)(t_up - t0) / 1e9;
 	if (o->sync)
-		load_sync_connected(o->sync, cl); /* every engine's connects are over */
+		load_sync_connected(o->sync, cl, r); /* every engine's connects are over */
 	else
 		load_announce_connected(o, r);
 	/* Every connection stays up through the hold: concurrency is real. */

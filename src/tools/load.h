@@ -63,8 +63,8 @@ struct load_opts {
 struct load_result {
 	int nconns;
 	int started, established, failed;
-	int settled; /* handshakes that ended: established, or failed before that */
-	int resumed; /* established with a resumed TLS session */
+	int settled;   /* handshakes that ended: established, or failed before that */
+	int resumed;   /* established with a resumed TLS session */
 	long attempts; /* connects made, retries included (qpg_conn_info.attempts) */
 	int retried;   /* connections that took more than one */
 	long sent, verified, mismatches;
@@ -92,8 +92,8 @@ bool load_ports_fit(const struct qpg_client_opts *co, const struct load_opts *o,
 /* Without --source, for many clients: the local address toward CO's host,
  * written to BUF and set as CO's source, so that the library picks the
  * local ports (a cursor over the range) instead of connect()'s search. */
-void load_pick_source(struct qpg_client_opts *co, const struct load_opts *o, char *buf,
-		      size_t len, const char *prog);
+void load_pick_source(struct qpg_client_opts *co, const struct load_opts *o, char *buf, size_t len,
+		      const char *prog);
 
 /* Pass these to qpg_client_create for a client that load_run drives. */
 extern const struct qpg_client_cbs load_callbacks;
@@ -119,7 +119,7 @@ void load_announce_connected(const struct load_opts *o, const struct load_result
 uint64_t load_sync_t0(struct load_sync *s);
 /* At the end of an engine's connect phase: serves CL until every engine is
  * there, then the first announces the sum, then all go on. */
-void load_sync_connected(struct load_sync *s, struct qpg_client *cl);
+void load_sync_connected(struct load_sync *s, struct qpg_client *cl, const struct load_result *r);
 /* Every 250 ms: R is one engine's; the first engine reports the sum. */
 void load_sync_progress(struct load_sync *s, const struct load_result *r, const char *phase);
 /* perftest-style summary on stdout. */

@@ -12,8 +12,8 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <stdbool.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +29,7 @@ struct load_sync {
 	struct {
 		atomic_int established, failed;
 		atomic_long verified;
-	} *slots;
+	} * slots;
 	struct load_result *snap; /* counts only: for the ready file and progress */
 	/* The engines start once every thread exists (1), or end at once (-1). */
 	pthread_mutex_t lock;
@@ -67,40 +67,47 @@ static int slot_of(const struct load_sync *s, const struct load_result *r)
 	return 0;
 }
 
-void load_sync_progress(struct load_sync *s, const struct load_result *r, const char *phase)
+/* R's counts into its engine's slot, for whoever sums them. */
+static int publish(struct load_sync *s, const struct load_result *r)
 {
 	int i = slot_of(s, r);
 	atomic_store_explicit(&s->slots[i].established, r->established, memory_order_relaxed);
 	atomic_store_explicit(&s->slots[i].failed, r->failed, memory_order_relaxed);
 	atomic_store_explicit(&s->slots[i].verified, r->verified, memory_order_relaxed);
-	if (i != 0 || !s->o->progress)
-		return;
+	return i;
+}
+
+/* Every engine's published counts, summed in S->snap. */
+static struct load_result *sum_slots(struct load_sync *s)
+{
 	struct load_result *sum = s->snap;
 	sum->established = sum->failed = 0;
 	sum->verified = 0;
 	for (int k = 0; k < s->n; k++) {
-		sum->established += atomic_load_explicit(&s->slots[k].established, memory_order_relaxed);
+		sum->established +=
+		    atomic_load_explicit(&s->slots[k].established, memory_order_relaxed);
 		sum->failed += atomic_load_explicit(&s->slots[k].failed, memory_order_relaxed);
 		sum->verified += atomic_load_explicit(&s->slots[k].verified, memory_order_relaxed);
 	}
-	s->o->progress(sum, phase, s->o->progress_arg);
+	return sum;
 }
 
-void load_sync_connected(struct load_sync *s, struct qpg_client *cl)
+void load_sync_progress(struct load_sync *s, const struct load_result *r, const char *phase)
+{
+	if (publish(s, r) == 0 && s->o->progress)
+		s->o->progress(sum_slots(s), phase, s->o->progress_arg);
+}
+
+void load_sync_connected(struct load_sync *s, struct qpg_client *cl, const struct load_result *r)
 {
 	atomic_fetch_add(&s->arrived, 1);
 	while (atomic_load(&s->arrived) < s->n)
 		qpg_client_run(cl, 5); /* its connections stay served meanwhile */
-	/* Every engine stops here while one of them reads all the results. */
-	if (pthread_barrier_wait(&s->bar) == PTHREAD_BARRIER_SERIAL_THREAD) {
-		struct load_result *sum = s->snap;
-		sum->established = sum->failed = 0;
-		for (int k = 0; k < s->n; k++) {
-			sum->established += s->results[k]->established;
-			sum->failed += s->results[k]->failed;
-		}
-		load_announce_connected(s->o, sum);
-	}
+	/* Every engine stops here, its counts published, while one of them
+	 * announces the sum. */
+	publish(s, r);
+	if (pthread_barrier_wait(&s->bar) == PTHREAD_BARRIER_SERIAL_THREAD)
+		load_announce_connected(s->o, sum_slots(s));
 	pthread_barrier_wait(&s->bar);
 }
 
@@ -130,7 +137,8 @@ static void merge(struct load_result *dst, const struct load_result *src)
 		qpg_hist_merge(&dst->phase[p], &src->phase[p]);
 	for (int e = 0; e < QPG_ERR_COUNT; e++) {
 		if (src->fail_by_class[e] && !dst->fail_by_class[e])
-			memcpy(dst->fail_example[e], src->fail_example[e], sizeof(dst->fail_example[e]));
+			memcpy(dst->fail_example[e], src->fail_example[e],
+			       sizeof(dst->fail_example[e]));
 		dst->fail_by_class[e] += src->fail_by_class[e];
 	}
 	if (src->have_first && !dst->have_first) {
@@ -152,6 +160,18 @@ static void *engine_main(void *p)
 	return NULL;
 }
 
+/* A client for O, made from CO, with part SLICE of SLICES of its sources'
+ * ports: 0, or -EIO with the reason in ERR. */
+static int make_client(const struct qpg_client_opts *co, const struct load_opts *o, unsigned slice,
+		       unsigned slices, struct qpg_client **out, char *err, size_t err_len)
+{
+	struct qpg_client_opts one = *co;
+	load_size_client(&one, o);
+	one.port_slice = slice;
+	one.port_slices = slices;
+	return qpg_client_create(out, &one, &load_callbacks, err, err_len) ? -EIO : 0;
+}
+
 /* A share of TOTAL (at least 1 when TOTAL is), for engine I of N. */
 static long share(long total, int i, int n)
 {
@@ -165,10 +185,8 @@ int load_run_spread(const struct qpg_client_opts *co, const struct load_opts *o,
 	if (threads > o->nconns)
 		threads = o->nconns > 0 ? o->nconns : 1;
 	if (threads <= 1) {
-		struct qpg_client_opts one = *co;
 		struct qpg_client *cl;
-		load_size_client(&one, o);
-		if (qpg_client_create(&cl, &one, &load_callbacks, err, err_len))
+		if (make_client(co, o, 0, 0, &cl, err, err_len))
 			return -EIO;
 		int rc = load_run(cl, o, r);
 		qpg_client_destroy(cl);
@@ -205,11 +223,8 @@ int load_run_spread(const struct qpg_client_opts *co, const struct load_opts *o,
 		e->r = s.results[i] = malloc(sizeof(*e->r));
 		if (!e->r)
 			goto out;
-		struct qpg_client_opts one = *co;
-		load_size_client(&one, &e->o);
-		one.port_slice = (unsigned)i; /* each loop its own part of the ports */
-		one.port_slices = (unsigned)threads;
-		if (qpg_client_create(&e->cl, &one, &load_callbacks, err, err_len)) {
+		/* Each loop its own part of the ports. */
+		if (make_client(co, &e->o, (unsigned)i, (unsigned)threads, &e->cl, err, err_len)) {
 			rc = -EIO;
 			goto out;
 		}
