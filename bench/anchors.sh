@@ -90,7 +90,7 @@ floor_resumed=$(awk -v x="$x25519" 'BEGIN{printf "%.0f", 2 / (4/x)}')
 # Per run: the TLS library floor and cmtime, then qpgate's figures against
 # a server that stays up, each echo figure after its own perftest run (lat
 # or bw); arrays hold each run's value.
-lib_mfull=() lib_mres=() tag_ns=() lat_typ=() bw_rate=() cm_rate=() cm_wall=() lib_full=() lib_res=() lib_fc=() lib_fs=() lib_rc=() lib_rs=()
+lib_mfull=() lib_tfull=() lib_tres=() lib_mres=() tag_ns=() lat_typ=() bw_rate=() cm_rate=() cm_wall=() lib_full=() lib_res=() lib_fc=() lib_fs=() lib_rc=() lib_rs=()
 declare -A q # q[figure-auth] -> space-separated values, one per run
 add() { q[$1]="${q[$1]:-} $2"; }
 # Every figure starts on a quiet device: the QPs of the test before (a
@@ -171,6 +171,12 @@ for r in $(seq 1 "$runs"); do
 	lib_rc+=("${a:-null}") lib_rs+=("${b:-null}")
 	read -r a b <<<"$(sed -n 's/^floor mtls-full=\([0-9]*\) mtls-resumed=\([0-9]*\)$/\1 \2/p' <<<"$lib_out")"
 	lib_mfull+=("${a:-null}") lib_mres+=("${b:-null}")
+	# The same over TCP on loopback (--tcp): what the control connection's
+	# TCP adds to a connect, which the socketpair floor leaves out.
+	lib_out=$("$bin/qpg_tls_floor" --cert "$work/server.crt" --key "$work/server.key" --ca "$work/ca.crt" -n 300 --tcp)
+	echo "$lib_out" >&2
+	read -r a b <<<"$(sed -n 's/^floor full=\([0-9]*\) resumed=\([0-9]*\)$/\1 \2/p' <<<"$lib_out")"
+	lib_tfull+=("${a:-null}") lib_tres+=("${b:-null}")
 	# One message tag of the echo's frame (header and payload), as the echo
 	# path makes it (bench/tag_floor.c): an echo round trip makes four.
 	a=$("$bin/qpg_tag_floor" -l $((16 + size)) | sed -n 's/^tag len=[0-9]* ns=\([0-9]*\)$/\1/p')
@@ -305,6 +311,8 @@ printf ' %-48s %14s   (client %s us, server %s us of CPU each; runs: %s)\n' \
 	"TLS library floor, full handshakes/s (2 cores)" "$m_lf" "$m_lfc" "$m_lfs" "${lib_full[*]}"
 printf ' %-48s %14s   (client %s us, server %s us; runs: %s)\n' \
 	"TLS library floor, resumptions/s (2 cores)" "$m_lr" "$m_lrc" "$m_lrs" "${lib_res[*]}"
+printf ' %-48s %14s   (runs: %s)\n' "TLS library floor over TCP, full/s" "$(med "${lib_tfull[@]}")" "${lib_tfull[*]}"
+printf ' %-48s %14s   (runs: %s)\n' "TLS library floor over TCP, resumed/s" "$(med "${lib_tres[@]}")" "${lib_tres[*]}"
 printf '\n %-5s %-48s %12s %12s %8s %8s   %s\n' "auth" "qpgate figure / anchor (medians)" "qpgate" "anchor" "ratio" "target" "ratio in each run"
 row() { # AUTH LABEL FORMAT QPGATE-VALUES ANCHOR-VALUES TARGET [SCALE_ANCHOR] -> prints; sets $rr (median ratio)
 	local rs
@@ -349,6 +357,10 @@ row on "mTLS full-handshake connects/s / mTLS library floor" "%12.1f" "$(vals mc
 r12=$rr
 row on "mTLS resumed ($(med $(vals mresumed)) resumed) / mTLS library floor" "%12.1f" "$(vals mreconn)" "${lib_mres[*]}" ">= 0.9"
 r13=$rr
+row on "full-handshake connects/s / library floor over TCP" "%12.1f" "$(vals cps-on)" "${lib_tfull[*]}" ""
+r14=$rr
+row on "resumed reconnects/s / library floor over TCP" "%12.1f" "$(vals reconn)" "${lib_tres[*]}" ""
+r15=$rr
 row on "TLS library floor, full / cmtime" "%12.1f" "${lib_full[*]}" "${cm_rate[*]}" ""
 r9=$rr
 row on "TLS library floor, resumed / cmtime" "%12.1f" "${lib_res[*]}" "${cm_rate[*]}" ""
@@ -377,7 +389,8 @@ jq -n --arg version "$version" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg
 	--arg ia32cap "$qpg_ia32cap" --argjson r7 "$r7" --argjson r8 "$r8" --argjson r9 "$r9" --argjson r10 "$r10" \
 	--argjson r11 "$r11" --argjson tagns "$(med "${tag_ns[@]}")" --argjson rtag "$(jarr "${tag_ns[@]}")" \
 	--argjson rextra "$(jarr $auth_extra)" \
-	--argjson r12 "$r12" --argjson r13 "$r13" --argjson mconn "$(med $(vals mconn))" \
+	--argjson r12 "$r12" --argjson r13 "$r13" --argjson r14 "$r14" --argjson r15 "$r15" \
+	--argjson ltfull "$(med "${lib_tfull[@]}")" --argjson ltres "$(med "${lib_tres[@]}")" --argjson mconn "$(med $(vals mconn))" \
 	--argjson mreconn "$(med $(vals mreconn))" --argjson mresumed "$(med $(vals mresumed))" \
 	--argjson lmfull "$(med "${lib_mfull[@]}")" --argjson lmres "$(med "${lib_mres[@]}")" \
 	--argjson resumed "$(med $(vals resumed))" --argjson r5 "$r5" --argjson sess "[$srows]" --argjson sessn "$sess_clients" \
@@ -396,7 +409,9 @@ jq -n --arg version "$version" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg
 	                                full_client_us: $lfc, full_server_us: $lfs,
 	                                resumed_client_us: $lrc, resumed_server_us: $lrs,
 	                                full_connect_ratio: $r7, reconnect_ratio: $r8,
-	                                full_vs_cmtime: $r9, resumed_vs_cmtime: $r10},
+	                                full_vs_cmtime: $r9, resumed_vs_cmtime: $r10,
+	                                over_tcp: {full_handshakes_per_s: $ltfull, resumptions_per_s: $ltres,
+	                                            full_connect_ratio: $r14, reconnect_ratio: $r15}},
 	            auth_cost: {tag_ns: $tagns, four_tags_us: (if $tagns == null then null else 4 * $tagns / 1000 end),
 	                        extra_us_runs: $rextra, tag_ns_runs: $rtag, ratio: $r11},
 	            mtls: {connects_per_s: $mconn, reconnects_per_s: $mreconn, tls_resumed: $mresumed,

@@ -12,7 +12,13 @@
  * adds is the rest.
  *
  *   qpg_tls_floor --cert C --key K --ca CA [-n N] [--servername NAME]
- *                 [--client-cert CC --client-key CK] [--variant V]
+ *                 [--client-cert CC --client-key CK] [--variant V] [--tcp]
+ *
+ * --tcp: over a TCP connection on loopback instead (TCP_NODELAY, as
+ * qpgate's control connection), its connect() and accept() timed to the
+ * client and the server: what TCP adds to a connect, which a socketpair
+ * leaves out. On loopback the sender's CPU also carries the receiving
+ * end's TCP processing, as qpgate's processes do in one VM.
  *
  * --variant changes one setting of tls.c on every context, to measure what
  * it is worth (docs/performance.md): auto-chain (OpenSSL builds the
@@ -32,6 +38,8 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +84,69 @@ static void take_ticket(struct side *c)
 	c->cpu += cpu_now() - t0;
 }
 
+/* --tcp: the listener on 127.0.0.1 the pairs are made from; -1: socketpairs. */
+static int tcp_listener = -1;
+
+static int open_tcp_listener(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 16)) {
+		perror("qpg_tls_floor: --tcp: listener on 127.0.0.1");
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* A connected pair: fds[0] the client's, fds[1] the server's. Over TCP,
+ * the connect is client CPU and the accept server CPU. */
+static int make_pair(int fds[2], double *ccpu, double *scpu)
+{
+	if (tcp_listener < 0) {
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds)) {
+			perror("socketpair");
+			return -1;
+		}
+		return 0;
+	}
+	struct sockaddr_in a;
+	socklen_t alen = sizeof(a);
+	int one = 1;
+	getsockname(tcp_listener, (struct sockaddr *)&a, &alen);
+	double t0 = cpu_now();
+	fds[0] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fds[0] < 0 ||
+	    (connect(fds[0], (struct sockaddr *)&a, sizeof(a)) && errno != EINPROGRESS)) {
+		perror("qpg_tls_floor: --tcp: connect");
+		if (fds[0] >= 0)
+			close(fds[0]);
+		return -1;
+	}
+	setsockopt(fds[0], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	double t1 = cpu_now();
+	*ccpu += t1 - t0;
+	fds[1] = -1;
+	for (int i = 0; i < 1000 && fds[1] < 0; i++) {
+		t0 = cpu_now();
+		fds[1] = accept4(tcp_listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fds[1] >= 0)
+			setsockopt(fds[1], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		*scpu += cpu_now() - t0;
+		if (fds[1] < 0 && errno != EAGAIN)
+			break;
+		if (fds[1] < 0)
+			usleep(100); /* the handshake is on its way */
+	}
+	if (fds[1] < 0) {
+		perror("qpg_tls_floor: --tcp: accept");
+		close(fds[0]);
+		return -1;
+	}
+	return 0;
+}
+
 struct run {
 	int n, resumed;
 	double cli_cpu, srv_cpu, wall;
@@ -88,11 +159,9 @@ static int handshakes(struct qpg__tls_slot *cs, SSL_CTX *sctx, const char *name,
 	clock_gettime(CLOCK_MONOTONIC, &w0);
 	for (int i = 0; i < out->n; i++) {
 		int fds[2];
-		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds)) {
-			perror("socketpair");
-			return -1;
-		}
 		struct side c = {0}, s = {0};
+		if (make_pair(fds, &c.cpu, &s.cpu))
+			return -1;
 		double t0 = cpu_now();
 		c.ssl = qpg__tls_slot_session(cs, fds[0], 0, name);
 		double t1 = cpu_now();
@@ -161,7 +230,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: qpg_tls_floor --cert FILE --key FILE --ca FILE [-n N] "
 		   "[--servername NAME] [--client-cert FILE --client-key FILE]\n"
 		   "       [--variant base|auto-chain|two-tickets|server-cache|x25519-only|no-compat|\n"
-		   "                 mtls-tickets]\n");
+		   "                 mtls-tickets] [--tcp]\n");
 }
 
 /* --variant: one setting of tls.c changed, to measure what it is worth. */
@@ -260,6 +329,7 @@ int main(int argc, char **argv)
 		{"client-cert", required_argument, NULL, 'c'},
 		{"client-key", required_argument, NULL, 'k'},
 		{"variant", required_argument, NULL, 'v'},
+		{"tcp", no_argument, NULL, 't'},
 		{NULL, 0, NULL, 0}};
 	int o;
 	while ((o = getopt_long(argc, argv, "n:h", lo, NULL)) != -1) {
@@ -271,6 +341,10 @@ int main(int argc, char **argv)
 		case 'c': ccert = optarg; break;
 		case 'k': ckey = optarg; break;
 		case 'v': variant = optarg; break;
+		case 't':
+			if (tcp_listener < 0 && (tcp_listener = open_tcp_listener()) < 0)
+				return 1;
+			break;
 		case 'n': {
 			char *end;
 			errno = 0;
@@ -290,7 +364,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	printf(" TLS 1.3 handshakes in one thread, over a socketpair, as qpgate makes them\n");
+	printf(" TLS 1.3 handshakes in one thread, over %s, as qpgate makes them\n",
+	       tcp_listener < 0 ? "a socketpair" : "TCP on loopback");
 	printf(" %-13s %8s %8s %14s %14s %16s\n", "kind", "count", "resumed", "client [us]",
 	       "server [us]", "floor/s, 2 cores");
 	double plain[2], mtls[2];

@@ -13,6 +13,7 @@
 #include "common.h"
 #include "control.h"
 #include "server_int.h"
+#include "sockets.h"
 
 int qpg__srv_admit(struct qpg__conn *c, char *text, size_t text_len)
 {
@@ -163,6 +164,9 @@ int qpg__srv_open_listener(const struct qpg_server *s, uint16_t port, char *err,
 		return rc;
 	}
 	freeaddrinfo(ai);
+	/* Every accepted socket is a clone of this one: its TCP_NODELAY and
+	 * keepalive settings come with it, with no call per connection. */
+	qpg__sock_tune(fd);
 	return fd;
 }
 
