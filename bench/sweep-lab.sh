@@ -51,6 +51,10 @@ echo "1024 65535" >/proc/sys/net/ipv4/ip_local_port_range
 # probes that went missing aborted live connections with ETIMEDOUT (2,140
 # in the same 60 s). On a real network each end has its own NIC queues.
 echo 100000 >/proc/sys/net/core/netdev_max_backlog
+# Soft-RoCE maps every QP's send queue into its process: one mapping per
+# client at either end, past the default vm.max_map_count (65,530), where
+# ibv_create_qp fails (a 100,000-client run stopped at 65,000).
+echo 1048576 >/proc/sys/vm/max_map_count
 src=127.0.0.1 host=127.0.0.1 dev_args=() srv_where=""
 for i in $(seq 2 "$naddr"); do src+=",127.0.0.$i"; done
 if [ "$transport" = rdma ] && [ "$naddr" -gt 1 ]; then

@@ -63,7 +63,17 @@ enum qpg_transport_kind {
 int qpg_transport_parse(const char *s);
 
 /* Every qpg_ function that can fail returns 0 (or a count) on success and
- * a negative errno on failure; this names one for a person (thread-safe). */
+ * a negative errno on failure; this names one for a person (thread-safe),
+ * as it does qpgate's own codes below. */
 const char *qpg_strerror(int err);
+/* -QPG_EMAPCOUNT: a QP could not be made because this process is at
+ * vm.max_map_count memory mappings (the provider maps QP queues; the
+ * kernel's bare ENOMEM, told apart). Past the errno range. */
+#define QPG_EMAPCOUNT 4001
+
+/* vm.max_map_count, and this process's mappings now (/proc/self/maps: not
+ * for a fast path); -1 when unknown. */
+long qpg_map_count_limit(void);
+long qpg_map_count(void);
 
 #endif

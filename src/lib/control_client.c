@@ -15,7 +15,7 @@ void qpg__control_send_hello(struct qpg__conn *c)
 	c->local.transport = c->t->wire_id;
 	int rc = c->t->conn_prepare(c, &c->local);
 	if (rc) {
-		qpg__conn_close(c, QPG_ERR_LOCAL, "cannot create the data path: %s", strerror(-rc));
+		qpg__conn_close(c, QPG_ERR_LOCAL, "cannot create the data path: %s", qpg_strerror(rc));
 		return;
 	}
 	c->local.max_msg = c->max_msg;
@@ -26,7 +26,7 @@ void qpg__control_send_hello(struct qpg__conn *c)
 		rc = m->t->conn_prepare(m, &m->local);
 		if (rc) {
 			qpg__conn_close(m, QPG_ERR_LOCAL, "cannot create the data path: %s",
-					strerror(-rc));
+					qpg_strerror(rc));
 			return;
 		}
 		m->local.max_msg = m->max_msg;

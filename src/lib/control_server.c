@@ -125,7 +125,7 @@ void qpg__control_on_hello(struct qpg__conn *c)
 		if (rc) {
 			reject(c, QPG_REJECT_RESOURCES,
 			       "server could not create the data path%s: %s",
-			       m == c ? "" : " of an extra QP", strerror(-rc));
+			       m == c ? "" : " of an extra QP", qpg_strerror(rc));
 			return;
 		}
 		m->local.transport = m->t->wire_id;

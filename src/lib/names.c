@@ -66,6 +66,9 @@ const char *qpg_strerror(int err)
 {
 	if (err == 0)
 		return "success";
+	if (err == -QPG_EMAPCOUNT || err == QPG_EMAPCOUNT)
+		return "Cannot allocate memory: the process is at vm.max_map_count memory mappings "
+		       "(each QP maps its queues): raise it, e.g. sysctl -w vm.max_map_count=1048576";
 	const char *d = strerrordesc_np(err < 0 ? -err : err);
 	return d ? d : "unknown error";
 }

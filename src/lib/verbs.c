@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "common.h"
+#include "maps.h"
+#include "qpgate/qpgate.h"
 
 static int neg_errno_or(int fallback)
 {
@@ -180,8 +182,10 @@ int qpg_qp_create(struct qpg_rdma_dev *dev, const struct qpg_qp_opts *o, struct 
 	a.cap.max_inline_data = o->max_inline;
 	errno = 0;
 	*out = ibv_create_qp(dev->pd, &a);
-	if (!*out)
-		return neg_errno_or(ENOMEM);
+	if (!*out) {
+		int err = neg_errno_or(ENOMEM);
+		return err == -ENOMEM && qpg__maps_at_limit() ? -QPG_EMAPCOUNT : err;
+	}
 	return 0;
 }
 

@@ -82,3 +82,20 @@ long qpg_cli_raise_nofile(void)
 	}
 	return r.rlim_cur == RLIM_INFINITY ? -1 : (long)r.rlim_cur;
 }
+
+void qpg_cli_note_map_count(const char *prog, int transport, long clients, int per_client,
+			    const char *flag)
+{
+	long lim = qpg_map_count_limit(), now = qpg_map_count();
+	if (transport != QPG_KIND_RDMA || lim < 0 || now < 0 || now + clients * per_client <= lim)
+		return;
+	long want = 1;
+	while (want < 2 * (now + clients * per_client))
+		want *= 2;
+	fprintf(stderr,
+		"%s: note: %s %ld may need %ld memory mappings (Soft-RoCE maps %d per client's QP), "
+		"more than vm.max_map_count %ld: past about %ld clients, their QPs fail; raise it "
+		"(sysctl -w vm.max_map_count=%ld)\n",
+		prog, flag, clients, now + clients * per_client, per_client, lim,
+		(lim - now) / per_client, want);
+}

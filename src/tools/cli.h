@@ -16,5 +16,12 @@ int qpg_cli_transport(const char *arg);
 /* Raise the soft limit on open files to the hard one (a connection is one
  * fd, or two with its QP's channel); returns the limit now, -1: none. */
 long qpg_cli_raise_nofile(void);
+/* Over rdma, a note on stderr when CLIENTS (FLAG) may not fit under
+ * vm.max_map_count: Soft-RoCE maps each QP's queues into the process,
+ * PER_CLIENT mappings per client (in the lab one, at either end: 200
+ * clients took 202 more on the server and 199 more in qpgate-perf).
+ * Providers that map nothing per QP never meet the limit. */
+void qpg_cli_note_map_count(const char *prog, int transport, long clients, int per_client,
+			    const char *flag);
 
 #endif

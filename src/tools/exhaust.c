@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "exhaust.h"
 
+#include "qpgate/qpgate.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -11,6 +13,7 @@ static const char *const names[EXH_COUNT] = {
     [EXH_PORTS] = "port numbers",
     [EXH_MEMLOCK] = "memlock",
     [EXH_QPS] = "QPs",
+    [EXH_MAPS] = "memory mappings",
     [EXH_CQ] = "CQ entries",
     [EXH_RAM] = "RAM",
     [EXH_ADMISSION] = "server admission limit",
@@ -35,6 +38,7 @@ static const struct {
     {"memlock", NULL, EXH_MEMLOCK},
     {"CQ overrun", NULL, EXH_CQ},
     {"CQ is full", NULL, EXH_CQ},
+    {"vm.max_map_count", NULL, EXH_MAPS}, /* qpg_strerror(-QPG_EMAPCOUNT) */
     {"data path", "Cannot allocate memory", EXH_QPS}, /* creating the QP */
     {"data path", "No space left", EXH_QPS},
     {"Cannot allocate memory", NULL, EXH_RAM},
@@ -87,6 +91,9 @@ static void limit_value(enum exhausted_resource r, char *buf, size_t len)
 				 lo, hi, hi - lo + 1);
 		if (f)
 			fclose(f);
+		break;
+	case EXH_MAPS:
+		snprintf(buf, len, "vm.max_map_count %ld", qpg_map_count_limit());
 		break;
 	case EXH_RAM:
 		f = fopen("/proc/meminfo", "r");

@@ -2,7 +2,7 @@
 /* What ran out at a sweep's breaking point: from a failed run's failure
  * reasons (qpgate-perf's JSON), the server's log and the limits of this
  * host, the resource that failed first (fds, port numbers, locked memory,
- * QPs, CQ entries, RAM, the server's admission limits, CPU time) and its
+ * QPs, memory mappings, CQ entries, RAM, the server's admission limits, CPU time) and its
  * value. */
 #ifndef QPG_EXHAUST_H
 #define QPG_EXHAUST_H
@@ -16,6 +16,7 @@ enum exhausted_resource {
 	EXH_PORTS,
 	EXH_MEMLOCK,
 	EXH_QPS,
+	EXH_MAPS, /* vm.max_map_count: the provider maps each QP's queues */
 	EXH_CQ,
 	EXH_RAM,
 	EXH_ADMISSION, /* a server limit refused clients: --max-clients, pending, rate */

@@ -255,6 +255,7 @@ int main(int argc, char **argv)
 			"qpgate-server: note: open files are limited to %ld (ulimit -n), so fewer "
 			"than --max-clients %u clients fit; past that, accepts fail with EMFILE\n",
 			nofile, (unsigned)o.max_clients);
+	qpg_cli_note_map_count("qpgate-server", o.transport, (long)o.max_clients, 1, "--max-clients");
 	char err[512];
 	/* Before any thread exists, so that all of them inherit it. */
 	sigset_t hup;

@@ -195,6 +195,25 @@ if [ "$transport" = rdma ]; then
 	rdma link delete qpgsrx0
 	ip link delete qpgsrc0
 fi
+# A process at vm.max_map_count cannot map another QP's queues (Soft-RoCE
+# maps each QP's send queue): the QP fails with a bare ENOMEM, which the
+# server must tell apart and name, with what to do. The lab's limit is set
+# 20 mappings above the server's own, and put back.
+if [ "$transport" = rdma ]; then
+	qpg_serve "$work" --handshake-timeout 60000
+	maps_was=$(cat /proc/sys/vm/max_map_count)
+	echo $(($(grep -c . "/proc/$srv/maps") + 20)) >/proc/sys/vm/max_map_count
+	"$bin/qpgate-perf" --ca "$work/ca.crt" -p "$port" -c 60 -n 1 --threads 1 --json "$work/m.json" \
+		127.0.0.1 localhost >"$work/out" 2>&1
+	echo "$maps_was" >/proc/sys/vm/max_map_count
+	qpg_json_file=$work/m.json
+	check "at vm.max_map_count: some of 60 refused, the rest connected and verified" \
+		j '.results.connections.succeeded > 0 and .results.connections.succeeded < 60 and .results.data.mismatches == 0'
+	check "the client is told it is vm.max_map_count, and what to do" \
+		grep -q "server could not create the data path: .*vm.max_map_count.*sysctl -w vm.max_map_count=" "$work/out"
+	check "the server's log says so too" grep -q "closed (rejected): .*vm.max_map_count" "$work/server.log"
+	kill -TERM "$srv"; wait "$srv"; srv=""
+fi
 # More clients than one local address has ports toward one server port:
 # said up front (exit 2, naming what to do), not found part-way through.
 read -r plo phi </proc/sys/net/ipv4/ip_local_port_range
