@@ -28,11 +28,15 @@ bool load_ports_fit(const struct qpg_client_opts *co, const struct load_opts *o,
 	fprintf(stderr,
 		"%s: -c %d: more clients than %u local address(es) have ports toward one "
 		"server port (%ld each, net.ipv4.ip_local_port_range): give more with "
-		"--source A,B,... (each address has its own ports%s)\n",
+		"--source A,B,... (each address has its own ports%s)%s\n",
 		prog, o->nconns, ns, per,
 		co->transport == QPG_KIND_RDMA
 		    ? "; over rdma each must be an address of the RDMA device's netdev, "
 		      "which gives it a GID of its own"
+		    : "",
+		per < 64512 && (long)o->nconns <= 64512L * (long)ns
+		    ? ", or widen the range: sysctl -w net.ipv4.ip_local_port_range=\"1024 65535\" "
+		      "gives each address 64,512"
 		    : "");
 	return false;
 }
