@@ -94,6 +94,10 @@ bool load_ports_fit(const struct qpg_client_opts *co, const struct load_opts *o,
  * local ports (a cursor over the range) instead of connect()'s search. */
 void load_pick_source(struct qpg_client_opts *co, const struct load_opts *o, char *buf, size_t len,
 		      const char *prog);
+/* A note on stderr when many connections over loopback may outrun
+ * net.core.netdev_max_backlog (load_ports.c says why). */
+void load_note_loopback(const struct qpg_client_opts *co, const struct load_opts *o,
+			const char *prog);
 
 /* Pass these to qpg_client_create for a client that load_run drives. */
 extern const struct qpg_client_cbs load_callbacks;

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Local ports for a tool that opens many connections to one server: how
- * many one local address has, and the address to pick them from. */
+ * many one local address has, and the address to pick them from; and what
+ * many connections over loopback need of the kernel. */
+#include <arpa/inet.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "load.h"
 
@@ -10,6 +13,8 @@
  * address, the kernel's search walks the taken ports again for each new one
  * (in the lab, 50,000 clients fell from 133 to 28 connects/s). */
 #define LOAD_PICK_PORTS_FROM 1000
+/* Clients over loopback from which the backlog note may be due. */
+#define LOAD_LOOPBACK_NOTE_FROM 10000
 
 static unsigned count_sources(const char *list)
 {
@@ -53,4 +58,35 @@ void load_pick_source(struct qpg_client_opts *co, const struct load_opts *o, cha
 		"%s: %d clients: their local ports are picked from %s by the tool (as "
 		"--source does), not searched for by connect()\n",
 		prog, o->nconns, buf);
+}
+
+/* Loopback carries both ends' packets through one per-CPU backlog of
+ * net.core.netdev_max_backlog packets (1,000 by default), and keepalive
+ * probes come in batches: in the lab, 50,000 clients over lo with the
+ * default lost 69 live connections to "Connection timed out" (their
+ * probes dropped there). Say so before the run, with what to do. */
+void load_note_loopback(const struct qpg_client_opts *co, const struct load_opts *o,
+			const char *prog)
+{
+	unsigned char a[16];
+	bool lo = co->host && (strcmp(co->host, "localhost") == 0 ||
+			       (inet_pton(AF_INET, co->host, a) == 1 && a[0] == 127) ||
+			       (inet_pton(AF_INET6, co->host, a) == 1 &&
+				(memcmp(a, &in6addr_loopback, 16) == 0 ||
+				 (IN6_IS_ADDR_V4MAPPED((struct in6_addr *)a) && a[12] == 127))));
+	long backlog = -1;
+	FILE *f = fopen("/proc/sys/net/core/netdev_max_backlog", "r");
+	if (f) {
+		if (fscanf(f, "%ld", &backlog) != 1)
+			backlog = -1;
+		fclose(f);
+	}
+	if (!lo || o->nconns < LOAD_LOOPBACK_NOTE_FROM || backlog < 0 || backlog >= o->nconns)
+		return;
+	fprintf(stderr,
+		"%s: note: %d connections over loopback: their keepalive probes come in "
+		"batches, and lo drops what is past net.core.netdev_max_backlog (%ld), which can "
+		"end live connections with 'Connection timed out': raise it "
+		"(sysctl -w net.core.netdev_max_backlog=%d)\n",
+		prog, o->nconns, backlog, o->nconns < 100000 ? 100000 : o->nconns);
 }

@@ -297,6 +297,7 @@ int main(int argc, char **argv)
 		return 2;
 	char source[INET6_ADDRSTRLEN];
 	load_pick_source(&co, &lo, source, sizeof(source), "qpgate-perf");
+	load_note_loopback(&co, &lo, "qpgate-perf");
 	lo.prime = co.tls_resume;
 	if (!threads)
 		threads = load_default_threads(lo.nconns);
