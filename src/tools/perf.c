@@ -276,8 +276,7 @@ int main(int argc, char **argv)
 		    "qpgate-perf: warning: %ld clients need a file descriptor each, but open files "
 		    "are limited to %ld (ulimit -n): expect 'Too many open files'\n",
 		    (long)lo.nconns, nofile);
-	qpg_cli_note_map_count("qpgate-perf", co.transport, (long)lo.nconns, 1,
-			       "-c");
+	qpg_cli_note_map_count("qpgate-perf", co.transport, (long)lo.nconns, 1, "-c");
 	if (psn_log && !(s.psn_log = fopen(psn_log, "a"))) {
 		fprintf(stderr, "qpgate-perf: cannot open %s\n", psn_log);
 		return 2;
