@@ -14,8 +14,9 @@
  *   qpg_tls_floor --cert C --key K --ca CA [-n N] [--servername NAME]
  *                 [--client-cert CC --client-key CK] [--variant V] [--tcp]
  *
- * --tcp: over a TCP connection on loopback instead (TCP_NODELAY, as
- * qpgate's control connection), its connect() and accept() timed to the
+ * --tcp: over a TCP connection on loopback instead, with the options of
+ * qpgate's control connection (qpg__sock_tune, the accepted end's
+ * inherited from the listener), its connect() and accept() timed to the
  * client and the server: what TCP adds to a connect, which a socketpair
  * leaves out. On loopback the sender's CPU also carries the receiving
  * end's TCP processing, as qpgate's processes do in one VM.
@@ -34,12 +35,12 @@
  * mtls-resumed, and a line "floor mtls-full=F mtls-resumed=R". The resumed run
  * starts after one untimed full handshake (the first ticket). Exits 1 if
  * any handshake fails, or a resumption did not resume. */
+#include "sockets.h"
 #include "tls.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,19 +85,26 @@ static void take_ticket(struct side *c)
 	c->cpu += cpu_now() - t0;
 }
 
-/* --tcp: the listener on 127.0.0.1 the pairs are made from; -1: socketpairs. */
+/* --tcp: the listener on 127.0.0.1 the pairs are made from (-1:
+ * socketpairs), and its address. Its TCP options are qpgate's control
+ * connection's (qpg__sock_tune), which the accepted end inherits, as a
+ * qpgate server's does. */
 static int tcp_listener = -1;
+static struct sockaddr_in tcp_addr;
 
 static int open_tcp_listener(void)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t alen = sizeof(tcp_addr);
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 16)) {
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 16) ||
+	    getsockname(fd, (struct sockaddr *)&tcp_addr, &alen)) {
 		perror("qpg_tls_floor: --tcp: listener on 127.0.0.1");
 		if (fd >= 0)
 			close(fd);
 		return -1;
 	}
+	qpg__sock_tune(fd);
 	return fd;
 }
 
@@ -111,28 +119,21 @@ static int make_pair(int fds[2], double *ccpu, double *scpu)
 		}
 		return 0;
 	}
-	struct sockaddr_in a;
-	socklen_t alen = sizeof(a);
-	int one = 1;
-	getsockname(tcp_listener, (struct sockaddr *)&a, &alen);
 	double t0 = cpu_now();
 	fds[0] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fds[0] < 0 ||
-	    (connect(fds[0], (struct sockaddr *)&a, sizeof(a)) && errno != EINPROGRESS)) {
+	if (fds[0] < 0 || (connect(fds[0], (struct sockaddr *)&tcp_addr, sizeof(tcp_addr)) &&
+			   errno != EINPROGRESS)) {
 		perror("qpg_tls_floor: --tcp: connect");
 		if (fds[0] >= 0)
 			close(fds[0]);
 		return -1;
 	}
-	setsockopt(fds[0], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	double t1 = cpu_now();
-	*ccpu += t1 - t0;
+	qpg__sock_tune(fds[0]);
+	*ccpu += cpu_now() - t0;
 	fds[1] = -1;
 	for (int i = 0; i < 1000 && fds[1] < 0; i++) {
 		t0 = cpu_now();
 		fds[1] = accept4(tcp_listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fds[1] >= 0)
-			setsockopt(fds[1], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		*scpu += cpu_now() - t0;
 		if (fds[1] < 0 && errno != EAGAIN)
 			break;
