@@ -68,12 +68,14 @@ void load_pick_source(struct qpg_client_opts *co, const struct load_opts *o, cha
 void load_note_loopback(const struct qpg_client_opts *co, const struct load_opts *o,
 			const char *prog)
 {
-	unsigned char a[16];
+	struct in_addr a4;
+	struct in6_addr a6;
 	bool lo = co->host && (strcmp(co->host, "localhost") == 0 ||
-			       (inet_pton(AF_INET, co->host, a) == 1 && a[0] == 127) ||
-			       (inet_pton(AF_INET6, co->host, a) == 1 &&
-				(memcmp(a, &in6addr_loopback, 16) == 0 ||
-				 (IN6_IS_ADDR_V4MAPPED((struct in6_addr *)a) && a[12] == 127))));
+			       (inet_pton(AF_INET, co->host, &a4) == 1 &&
+				((const uint8_t *)&a4)[0] == 127) ||
+			       (inet_pton(AF_INET6, co->host, &a6) == 1 &&
+				(IN6_IS_ADDR_LOOPBACK(&a6) ||
+				 (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127))));
 	long backlog = -1;
 	FILE *f = fopen("/proc/sys/net/core/netdev_max_backlog", "r");
 	if (f) {
