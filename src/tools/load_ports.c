@@ -60,6 +60,20 @@ void load_pick_source(struct qpg_client_opts *co, const struct load_opts *o, cha
 		prog, o->nconns, buf);
 }
 
+/* HOST names this host's loopback: localhost, 127/8, ::1 or ::ffff:127/8. */
+static bool is_loopback(const char *host)
+{
+	struct in_addr a4;
+	struct in6_addr a6;
+	if (strcmp(host, "localhost") == 0)
+		return true;
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	if (inet_pton(AF_INET6, host, &a6) != 1)
+		return false;
+	return IN6_IS_ADDR_LOOPBACK(&a6) || (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
+}
+
 /* Loopback carries both ends' packets through one per-CPU backlog of
  * net.core.netdev_max_backlog packets (1,000 by default), and keepalive
  * probes come in batches: in the lab, 50,000 clients over lo with the
@@ -68,14 +82,7 @@ void load_pick_source(struct qpg_client_opts *co, const struct load_opts *o, cha
 void load_note_loopback(const struct qpg_client_opts *co, const struct load_opts *o,
 			const char *prog)
 {
-	struct in_addr a4;
-	struct in6_addr a6;
-	bool lo = co->host && (strcmp(co->host, "localhost") == 0 ||
-			       (inet_pton(AF_INET, co->host, &a4) == 1 &&
-				((const uint8_t *)&a4)[0] == 127) ||
-			       (inet_pton(AF_INET6, co->host, &a6) == 1 &&
-				(IN6_IS_ADDR_LOOPBACK(&a6) ||
-				 (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127))));
+	bool lo = co->host && is_loopback(co->host);
 	long backlog = -1;
 	FILE *f = fopen("/proc/sys/net/core/netdev_max_backlog", "r");
 	if (f) {
