@@ -82,7 +82,8 @@ static bool is_loopback(const char *host)
 void load_note_loopback(const struct qpg_client_opts *co, const struct load_opts *o,
 			const char *prog)
 {
-	bool lo = co->host && is_loopback(co->host);
+	if (!co->host || o->nconns < LOAD_LOOPBACK_NOTE_FROM || !is_loopback(co->host))
+		return;
 	long backlog = -1;
 	FILE *f = fopen("/proc/sys/net/core/netdev_max_backlog", "r");
 	if (f) {
@@ -90,7 +91,7 @@ void load_note_loopback(const struct qpg_client_opts *co, const struct load_opts
 			backlog = -1;
 		fclose(f);
 	}
-	if (!lo || o->nconns < LOAD_LOOPBACK_NOTE_FROM || backlog < 0 || backlog >= o->nconns)
+	if (backlog < 0 || backlog >= o->nconns)
 		return;
 	fprintf(stderr,
 		"%s: note: %d connections over loopback: their keepalive probes come in "
