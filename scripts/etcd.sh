@@ -1,5 +1,29 @@
 # Sourced by the cluster tests and bench/cluster.sh: an etcd of the run's
 # own on loopback, with a temporary data directory, stopped at exit.
+# qpg_free_port: prints a loopback TCP port that nothing listens on and that
+# the kernel never hands out by itself: below (or above) the ephemeral range
+# (net.ipv4.ip_local_port_range), which the servers' -p 0 and every outgoing
+# connection draw from. A port picked inside that range may be taken by a
+# connection between the pick and the bind. Returns 1 if none is found.
+qpg_free_port() {
+	local lo hi base span p _
+	read -r lo hi </proc/sys/net/ipv4/ip_local_port_range
+	if [ "$lo" -gt 12000 ]; then
+		base=10000 span=$((lo - 10000))
+	elif [ "$hi" -lt 63000 ]; then
+		base=$((hi + 1)) span=$((65535 - hi))
+	else
+		base=20000 span=20000 # the whole range is ephemeral: the bind may race
+	fi
+	for _ in $(seq 1 50); do
+		p=$((base + (RANDOM * 32768 + RANDOM) % span))
+		if ! ss -Hltn "sport = :$p" 2>/dev/null | grep -q .; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
 # qpg_etcd_start DIR [tls]: starts etcd with its data in DIR/etcd; sets
 # $etcd_pid, $etcd_url (http://127.0.0.1:PORT) and $etcd_args (to restart
 # it on the same data). With "tls": https, and client certificates
@@ -20,8 +44,8 @@ qpg_etcd_start() {
 	fi
 	command -v etcd >/dev/null || { echo "etcd not found: make deps installs etcd-server" >&2; return 1; }
 	for try in 1 2 3 4 5; do
-		local cport=$((20000 + RANDOM % 20000)) pport
-		pport=$((cport + 1))
+		local cport pport
+		cport=$(qpg_free_port) && pport=$(qpg_free_port) || return 1
 		etcd_url=$scheme://127.0.0.1:$cport
 		etcd_args=(--name default --data-dir "$dir/etcd" --listen-client-urls "$etcd_url"
 			--advertise-client-urls "$etcd_url" --listen-peer-urls "http://127.0.0.1:$pport"

@@ -220,11 +220,23 @@ for round in 1 2; do
 done
 
 echo "== stale reads: an owner cut off from etcd until its lease ends"
-proxy_port=$((20000 + RANDOM % 20000))
+proxy_port=$(qpg_free_port)
 etcd_port=${etcd_url##*:}
-python3 "$here/tests/integration/tcp_proxy.py" "$proxy_port" "$etcd_port" &
-proxy=$!
-sleep 0.5
+# proxy_up: (re)starts the proxy on $proxy_port and waits until it listens.
+proxy_up() {
+	rm -f "$work/proxy.ready"
+	python3 "$here/tests/integration/tcp_proxy.py" "$proxy_port" "$etcd_port" "$work/proxy.ready" &
+	proxy=$!
+	local i
+	for i in $(seq 1 150); do
+		[ -e "$work/proxy.ready" ] && return 0
+		kill -0 $proxy 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "   the proxy to etcd did not come up on port $proxy_port"
+	return 1
+}
+check "the proxy to etcd listens (port $proxy_port)" proxy_up
 start m5 "http://127.0.0.1:$proxy_port" --cluster-ttl 10
 check "m5 joins through the proxy" wait_active 5 10
 
@@ -268,8 +280,7 @@ kill -9 $proxy
 wait $proxy 2>/dev/null
 check "m5's lease ends (4 active)" wait_active 4 20
 check "v2 written through the new owner" ckv put "$key" 512 2
-python3 "$here/tests/integration/tcp_proxy.py" "$proxy_port" "$etcd_port" &
-proxy=$!
+check "the proxy to etcd listens again" proxy_up
 check "m5 registers again once it reaches etcd" wait_active 5 15
 ans=$(direct "$port5" "$r5" get "$key" 512 1)
 echo "   a reader with the old view asks m5: $ans"

@@ -1,9 +1,14 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-2-Clause
 # A TCP forwarder on loopback, for cutting one server off from etcd in a
-# test: tcp_proxy.py LISTEN_PORT TARGET_PORT. Killing it cuts every
-# connection through it; starting it again on the same port restores them.
+# test: tcp_proxy.py LISTEN_PORT TARGET_PORT [READY_FILE]. Killing it cuts
+# every connection through it; starting it again on the same port restores
+# them. It writes READY_FILE once it listens. A port still held (a connection
+# of the proxy killed a moment ago) is tried again for up to 10 s; then it
+# exits 1 with the reason.
 import asyncio
+import errno
+import os
 import sys
 
 
@@ -27,8 +32,23 @@ async def handle(cr, cw):
     await asyncio.gather(pipe(cr, sw), pipe(sr, cw))
 
 
+async def listen(port):
+    for _ in range(100):
+        try:
+            return await asyncio.start_server(handle, "127.0.0.1", port, reuse_address=True)
+        except OSError as e:
+            if e.errno != errno.EADDRINUSE:
+                raise
+            await asyncio.sleep(0.1)
+    sys.exit(f"tcp_proxy: port {port} stayed in use for 10 s: pick another")
+
+
 async def main():
-    server = await asyncio.start_server(handle, "127.0.0.1", int(sys.argv[1]), reuse_address=True)
+    server = await listen(int(sys.argv[1]))
+    if len(sys.argv) > 3:
+        with open(sys.argv[3] + ".tmp", "w") as f:
+            f.write(f"{sys.argv[1]}\n")
+        os.rename(sys.argv[3] + ".tmp", sys.argv[3])
     async with server:
         await server.serve_forever()
 
