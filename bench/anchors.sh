@@ -153,6 +153,12 @@ cmtime_once() { # -> the run's connects/s and wall seconds in cm_rate[], cm_wall
 	rdma link delete qpgrxe1 || true
 	ip link delete qpgdummy0 || true
 }
+# ceiling RATE_A RATE_B: the rate of two costs paid one after the other on
+# the same 2 vCPUs, 1 / (1/A + 1/B); null if either is missing.
+ceiling() {
+	awk -v a="$1" -v b="$2" 'BEGIN{if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && a > 0 && b > 0) printf "%.1f", 1 / (1/a + 1/b); else print "null"}'
+}
+qp_up=() qp_ceil_full=() qp_ceil_res=()
 modprobe rdma_ucm # /dev/infiniband/rdma_cm for librdmacm
 for r in $(seq 1 "$runs"); do
 	log "---- run $r of $runs"
@@ -177,6 +183,16 @@ for r in $(seq 1 "$runs"); do
 	echo "$lib_out" >&2
 	read -r a b <<<"$(sed -n 's/^floor full=\([0-9]*\) resumed=\([0-9]*\)$/\1 \2/p' <<<"$lib_out")"
 	lib_tfull+=("${a:-null}") lib_tres+=("${b:-null}")
+	# The verbs floor of a connect (bench/qp_floor.c): a pair of QPs
+	# created, moved to RTS and destroyed in one thread, on the device
+	# qpgate runs on. With the floor over TCP it makes the ceiling of a
+	# connect: TLS over TCP and both ends' QPs, nothing of qpgate's own.
+	lib_out=$("$bin/qpg_qp_floor" -d "$dev" -n 300)
+	echo "$lib_out" >&2
+	a=$(sed -n 's/^floor qp_pairs=[0-9]* per_s=[0-9]* bringup_per_s=\([0-9]*\)$/\1/p' <<<"$lib_out")
+	qp_up+=("${a:-null}")
+	qp_ceil_full+=("$(ceiling "${lib_tfull[-1]}" "${a:-null}")")
+	qp_ceil_res+=("$(ceiling "${lib_tres[-1]}" "${a:-null}")")
 	# One message tag of the echo's frame (header and payload), as the echo
 	# path makes it (bench/tag_floor.c): an echo round trip makes four.
 	a=$("$bin/qpg_tag_floor" -l $((16 + size)) | sed -n 's/^tag len=[0-9]* ns=\([0-9]*\)$/\1/p')
@@ -313,6 +329,9 @@ printf ' %-48s %14s   (client %s us, server %s us; runs: %s)\n' \
 	"TLS library floor, resumptions/s (2 cores)" "$m_lr" "$m_lrc" "$m_lrs" "${lib_res[*]}"
 printf ' %-48s %14s   (runs: %s)\n' "TLS library floor over TCP, full/s" "$(med "${lib_tfull[@]}")" "${lib_tfull[*]}"
 printf ' %-48s %14s   (runs: %s)\n' "TLS library floor over TCP, resumed/s" "$(med "${lib_tres[@]}")" "${lib_tres[*]}"
+printf ' %-48s %14s   (create to RTS, both ends; runs: %s)\n' "QP pair floor, bring-ups/s (2 cores)" "$(med "${qp_up[@]}")" "${qp_up[*]}"
+printf ' %-48s %14s   (runs: %s)\n' "ceiling: floor over TCP + QP pair, full/s" "$(med "${qp_ceil_full[@]}")" "${qp_ceil_full[*]}"
+printf ' %-48s %14s   (runs: %s)\n' "ceiling: floor over TCP + QP pair, resumed/s" "$(med "${qp_ceil_res[@]}")" "${qp_ceil_res[*]}"
 printf '\n %-5s %-48s %12s %12s %8s %8s   %s\n' "auth" "qpgate figure / anchor (medians)" "qpgate" "anchor" "ratio" "target" "ratio in each run"
 row() { # AUTH LABEL FORMAT QPGATE-VALUES ANCHOR-VALUES TARGET [SCALE_ANCHOR] -> prints; sets $rr (median ratio)
 	local rs
@@ -365,6 +384,19 @@ row on "TLS library floor, full / cmtime" "%12.1f" "${lib_full[*]}" "${cm_rate[*
 r9=$rr
 row on "TLS library floor, resumed / cmtime" "%12.1f" "${lib_res[*]}" "${cm_rate[*]}" ""
 r10=$rr
+# The ceiling of a connect (TLS over TCP and both ends' QPs, nothing of
+# qpgate's own): how far qpgate is from it, and how far it is itself from
+# the socketpair floor that the >= 0.9 targets are set against.
+row on "full-handshake connects/s / ceiling (TCP + QPs)" "%12.1f" "$(vals cps-on)" "${qp_ceil_full[*]}" ""
+r16=$rr
+row on "resumed reconnects/s / ceiling (TCP + QPs)" "%12.1f" "$(vals reconn)" "${qp_ceil_res[*]}" ""
+r17=$rr
+row on "ceiling, full / TLS library floor" "%12.1f" "${qp_ceil_full[*]}" "${lib_full[*]}" ""
+r18=$rr
+row on "ceiling, resumed / TLS library floor" "%12.1f" "${qp_ceil_res[*]}" "${lib_res[*]}" ""
+r19=$rr
+row on "QP pair floor, bring-ups/s / cmtime" "%12.1f" "${qp_up[*]}" "${cm_rate[*]}" ""
+r20=$rr
 sess_rows=()
 for q in 64 256; do
 	qps=$(j "sess-$q" '.results.connections.succeeded / .results.connections.connect_phase_s')
@@ -394,6 +426,9 @@ jq -n --arg version "$version" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg
 	--argjson mreconn "$(med $(vals mreconn))" --argjson mresumed "$(med $(vals mresumed))" \
 	--argjson lmfull "$(med "${lib_mfull[@]}")" --argjson lmres "$(med "${lib_mres[@]}")" \
 	--argjson resumed "$(med $(vals resumed))" --argjson r5 "$r5" --argjson sess "[$srows]" --argjson sessn "$sess_clients" \
+	--argjson qpup "$(med "${qp_up[@]}")" --argjson cfull "$(med "${qp_ceil_full[@]}")" --argjson cres "$(med "${qp_ceil_res[@]}")" \
+	--argjson r16 "$r16" --argjson r17 "$r17" --argjson r18 "$r18" --argjson r19 "$r19" --argjson r20 "$r20" \
+	--argjson rqpup "$(jarr "${qp_up[@]}")" \
 	--argjson rlat "$(jarr "${lat_typ[@]}")" --argjson rbw "$(jarr "${bw_rate[@]}")" --argjson rcm "$(jarr "${cm_rate[@]}")" \
 	--argjson rlf "$(jarr "${lib_full[@]}")" --argjson rlr "$(jarr "${lib_res[@]}")" \
 	--argjson rrc "$(jarr $(vals reconn))" --argjson rtsp "$(jarr "${tcp_sp[@]}")" --argjson rtq "$(jarr "${tcp_q[@]}")" \
@@ -412,6 +447,11 @@ jq -n --arg version "$version" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg
 	                                full_vs_cmtime: $r9, resumed_vs_cmtime: $r10,
 	                                over_tcp: {full_handshakes_per_s: $ltfull, resumptions_per_s: $ltres,
 	                                            full_connect_ratio: $r14, reconnect_ratio: $r15}},
+	            connect_ceiling: {qp_pair_bringups_per_s: $qpup, qp_pair_bringups_runs: $rqpup,
+	                              qp_pair_vs_cmtime: $r20,
+	                              full_per_s: $cfull, resumed_per_s: $cres,
+	                              full_vs_library_floor: $r18, resumed_vs_library_floor: $r19,
+	                              full_connect_ratio: $r16, reconnect_ratio: $r17},
 	            auth_cost: {tag_ns: $tagns, four_tags_us: (if $tagns == null then null else 4 * $tagns / 1000 end),
 	                        extra_us_runs: $rextra, tag_ns_runs: $rtag, ratio: $r11},
 	            mtls: {connects_per_s: $mconn, reconnects_per_s: $mreconn, tls_resumed: $mresumed,

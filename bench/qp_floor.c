@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The verbs floor of a connect: what the two QPs of one RC connection cost
+ * to bring up and tear down, and nothing else. Each round creates a pair of
+ * QPs as qpgate's two ends make them (a shared CQ, a shared receive queue,
+ * 3 send WRs), moves each to INIT, RTR (towards the other) and RTS, and
+ * destroys both. One thread, one device: no TLS, no socket, no bootstrap, no
+ * loop. What is left is the device's and the kernel's work that any RC
+ * connection pays, qpgate's or rdma_cm's.
+ *   qpg_qp_floor [-d DEV] [-g GID_INDEX] [-n PAIRS]
+ * Prints a table (µs of CPU per pair, and per step) and, last,
+ * "floor qp_pairs=P per_s=R bringup_per_s=B": R = 2 / (CPU seconds per
+ * pair, every step), B = the same for the bring-up alone (create to RTS,
+ * which a connect waits for; the destroy comes after it). Pairs/s with both
+ * vCPUs at work, the unit of qpg_tls_floor's figures. Exits 1 if any step
+ * failed. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "qpgate/verbs.h"
+
+enum { S_CREATE, S_INIT, S_RTR, S_RTS, S_DESTROY, S_N };
+static const char *const step_name[S_N] = {"create", "INIT", "RTR", "RTS", "destroy"};
+
+static double cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double wall_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static long num(const char *s, long lo, long hi)
+{
+	char *e;
+	errno = 0;
+	long v = strtol(s, &e, 10);
+	if (errno || *e || v < lo || v > hi) {
+		fprintf(stderr, "qpg_qp_floor: '%s' is not a number in %ld..%ld\n", s, lo, hi);
+		exit(2);
+	}
+	return v;
+}
+
+/* One round: a pair up and down. Adds each step's CPU seconds to step[]. */
+static int pair_round(struct qpg_rdma_dev *dev, const struct qpg_qp_opts *qo, double step[S_N],
+		      const char **what)
+{
+	struct ibv_qp *q[2] = {NULL, NULL};
+	struct qpg_qp_addr addr[2];
+	uint32_t psn[2];
+	int rc = 0;
+	double t = cpu_s(), u;
+	for (int i = 0; i < 2 && !rc; i++)
+		if ((rc = qpg_psn_random(&psn[i])) == 0)
+			rc = qpg_qp_create(dev, qo, &q[i]);
+	if (rc) {
+		*what = "QP create";
+		goto out;
+	}
+	u = cpu_s(), step[S_CREATE] += u - t, t = u;
+	for (int i = 0; i < 2; i++)
+		qpg_qp_local_addr(dev, q[i], psn[i], &addr[i]);
+	for (int i = 0; i < 2 && !rc; i++)
+		rc = qpg_qp_to_init(dev, q[i], 0);
+	if (rc) {
+		*what = "INIT";
+		goto out;
+	}
+	u = cpu_s(), step[S_INIT] += u - t, t = u;
+	for (int i = 0; i < 2 && !rc; i++)
+		rc = qpg_qp_to_rtr(dev, q[i], &addr[!i], qo);
+	if (rc) {
+		*what = "RTR";
+		goto out;
+	}
+	u = cpu_s(), step[S_RTR] += u - t, t = u;
+	for (int i = 0; i < 2 && !rc; i++)
+		rc = qpg_qp_to_rts(dev, q[i], psn[i], qo);
+	if (rc) {
+		*what = "RTS";
+		goto out;
+	}
+	u = cpu_s(), step[S_RTS] += u - t, t = u;
+out:
+	for (int i = 0; i < 2; i++)
+		if (q[i])
+			qpg_qp_destroy(&q[i]);
+	if (!rc)
+		step[S_DESTROY] += cpu_s() - t;
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	const char *devname = NULL;
+	int gid_index = -1;
+	long pairs = 500;
+	int c;
+	while ((c = getopt(argc, argv, "d:g:n:")) != -1) {
+		switch (c) {
+		case 'd':
+			devname = optarg;
+			break;
+		case 'g':
+			gid_index = (int)num(optarg, 0, 255);
+			break;
+		case 'n':
+			pairs = num(optarg, 1, 1000000);
+			break;
+		default:
+			fprintf(stderr, "usage: qpg_qp_floor [-d DEV] [-g GID_INDEX] [-n PAIRS]\n");
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "usage: qpg_qp_floor [-d DEV] [-g GID_INDEX] [-n PAIRS]\n");
+		return 2;
+	}
+	struct qpg_rdma_dev dev;
+	int rc = qpg_rdma_dev_open(&dev, devname, 1, gid_index);
+	if (rc) {
+		fprintf(stderr, "qpg_qp_floor: cannot open an RDMA device: %s (is rxe up? see docs/lab.md)\n",
+			strerror(-rc));
+		return 1;
+	}
+	int ret = 1;
+	struct ibv_cq *cq = ibv_create_cq(dev.ctx, 64, NULL, NULL, 0);
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 64, .max_sge = 1}};
+	struct ibv_srq *srq = ibv_create_srq(dev.pd, &sa);
+	if (!cq || !srq) {
+		fprintf(stderr, "qpg_qp_floor: cannot make the shared CQ and receive queue: %s\n",
+			strerror(errno));
+		goto out;
+	}
+	/* As qpgate's endpoints make their QPs (transport_rdma.c). */
+	struct qpg_qp_opts qo;
+	qpg_qp_opts_default(&qo);
+	qo.send_cq = qo.recv_cq = cq;
+	qo.srq = srq;
+	qo.max_send_wr = 3;
+	double step[S_N] = {0}, t0 = cpu_s(), w0 = wall_s();
+	const char *what = NULL;
+	long done = 0;
+	for (; done < pairs; done++)
+		if ((rc = pair_round(&dev, &qo, step, &what)) != 0) {
+			fprintf(stderr, "qpg_qp_floor: pair %ld: %s: %s\n", done, what, strerror(-rc));
+			break;
+		}
+	double cpu = cpu_s() - t0, wall = wall_s() - w0;
+	if (done == 0)
+		goto out;
+	printf(" QP pairs brought up and torn down in one thread (both ends of a connection)\n");
+	printf(" %-10s %8s %16s %12s\n", "step", "pairs", "CPU/pair [us]", "share");
+	for (int s = 0; s < S_N; s++)
+		printf(" %-10s %8ld %16.1f %11.1f%%\n", step_name[s], done, step[s] / (double)done * 1e6,
+		       100 * step[s] / cpu);
+	printf(" %-10s %8ld %16.1f %12s   (wall %.1f us/pair)\n", "all", done,
+	       cpu / (double)done * 1e6, "", wall / (double)done * 1e6);
+	double up = step[S_CREATE] + step[S_INIT] + step[S_RTR] + step[S_RTS];
+	printf("floor qp_pairs=%ld per_s=%.0f bringup_per_s=%.0f\n", done, 2 / (cpu / (double)done),
+	       up > 0 ? 2 / (up / (double)done) : 0);
+	ret = done == pairs ? 0 : 1;
+out:
+	if (srq)
+		ibv_destroy_srq(srq);
+	if (cq)
+		ibv_destroy_cq(cq);
+	qpg_rdma_dev_close(&dev);
+	return ret;
+}
