@@ -62,6 +62,10 @@ enum qpg_reject_code {
 	QPG_REJECT_AUTH_REQUIRED = 7,
 	QPG_REJECT_RESOURCES = 8,
 	QPG_REJECT_SHUTTING_DOWN = 9,
+	/* The client's address holds its share of the server's QPs
+	 * (--max-qps-per-peer). Not tried again: the QPs that fill it are
+	 * often the client's own. */
+	QPG_REJECT_ADDRESS_LIMIT = 10,
 };
 
 struct qpg_wire_params {

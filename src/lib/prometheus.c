@@ -32,6 +32,8 @@ static const char *reject_reason(int code)
 		return "resources";
 	case QPG_REJECT_SHUTTING_DOWN:
 		return "shutting_down";
+	case QPG_REJECT_ADDRESS_LIMIT:
+		return "address_limit";
 	default:
 		return NULL;
 	}

@@ -27,7 +27,7 @@ int qpg__srv_admit(struct qpg__conn *c, char *text, size_t text_len)
 			 "this address holds %u QPs, its limit (--max-qps-per-peer): close some, "
 			 "or connect from another address",
 			 held);
-		return QPG_REJECT_RESOURCES;
+		return QPG_REJECT_ADDRESS_LIMIT;
 	}
 	int n = atomic_fetch_add(&s->clients, 1);
 	if ((unsigned)n >= s->o.max_clients) {

@@ -237,6 +237,8 @@ const char *qpg_reject_code_name(uint16_t code)
 		return "server out of resources";
 	case QPG_REJECT_SHUTTING_DOWN:
 		return "server shutting down";
+	case QPG_REJECT_ADDRESS_LIMIT:
+		return "address limit";
 	default:
 		return "unknown";
 	}

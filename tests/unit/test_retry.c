@@ -8,6 +8,8 @@
  * - refused while nobody listens, then a server starts on that port: the
  *   same handle comes up, and says how many attempts it took;
  * - a host name the certificate does not carry: one attempt only;
+ * - an address at its --max-qps-per-peer (its own QPs fill it): one
+ *   attempt, the server's reason, and the first connection unharmed;
  * - closed by the caller between two attempts: reported once, later,
  *   never under the caller, with no error;
  * - the classes: which ones are transient. */
@@ -159,6 +161,36 @@ static void wrong_host_name_is_not_tried_again(void **state)
 	qpg_client_destroy(cl);
 }
 
+/* A server that lets one address hold 1 QP: the client's second
+ * connection is refused for the limit its first one fills, once, however
+ * many attempts it may make (each would cost the server a handshake). */
+static void full_address_is_not_tried_again(void **state)
+{
+	struct qpg_loopback one;
+	assert_int_equal(qpg_loopback_init(&one), 0);
+	one.o.max_qps_per_peer = 1;
+	assert_int_equal(qpg_loopback_start(&one), 0);
+	struct qpg_client *cl = client_of(&one, one.port, NULL, 5);
+	struct conn a = {0}, b = {0};
+	assert_int_equal(qpg_client_connect(cl, &a, &a.c), 0);
+	RUN_UNTIL(cl, a.up || a.closed);
+	assert_int_equal(a.up, 1);
+	assert_int_equal(qpg_client_connect(cl, &b, &b.c), 0);
+	RUN_UNTIL(cl, b.closed);
+	assert_int_equal(b.closed, 1);
+	assert_int_equal(b.up, 0);
+	assert_int_equal(b.attempts, 1);
+	assert_int_equal(b.err, QPG_ERR_REJECTED);
+	assert_non_null(strstr(b.why, "address limit"));
+	assert_non_null(strstr(b.why, "--max-qps-per-peer"));
+	assert_int_equal(a.closed, 0); /* the first is untouched */
+	qpg_client_close(a.c);
+	RUN_UNTIL(cl, qpg_client_conn_count(cl) == 0);
+	assert_int_equal(qpg_client_conn_count(cl), 0);
+	qpg_client_destroy(cl);
+	qpg_loopback_fini(&one);
+}
+
 static void close_between_attempts_is_reported_once(void **state)
 {
 	struct qpg_client *cl = client_of(&lb, free_port(), NULL, 5);
@@ -187,6 +219,7 @@ static void transient_classes(void **state)
 	assert_true(qpg__client_transient(QPG_ERR_PEER_CLOSED, 0));
 	assert_true(qpg__client_transient(QPG_ERR_REJECTED, QPG_REJECT_RESOURCES));
 	assert_true(qpg__client_transient(QPG_ERR_REJECTED, QPG_REJECT_SHUTTING_DOWN));
+	assert_false(qpg__client_transient(QPG_ERR_REJECTED, QPG_REJECT_ADDRESS_LIMIT));
 	assert_false(qpg__client_transient(QPG_ERR_REJECTED, QPG_REJECT_AUTH_REQUIRED));
 	assert_false(qpg__client_transient(QPG_ERR_REJECTED, QPG_REJECT_SERVICE));
 	assert_false(qpg__client_transient(QPG_ERR_SERVER_FULL, QPG_REJECT_SERVER_FULL));
@@ -202,4 +235,5 @@ QPG_UNIT_MAIN(start, stop, cmocka_unit_test(transient_classes),
 	      cmocka_unit_test(refused_is_tried_up_to_the_attempts),
 	      cmocka_unit_test(server_that_starts_late_is_reached),
 	      cmocka_unit_test(wrong_host_name_is_not_tried_again),
+	      cmocka_unit_test(full_address_is_not_tried_again),
 	      cmocka_unit_test(close_between_attempts_is_reported_once))
