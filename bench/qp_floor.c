@@ -6,7 +6,11 @@
  * destroys both. One thread, one device: no TLS, no socket, no bootstrap, no
  * loop. What is left is the device's and the kernel's work that any RC
  * connection pays, qpgate's or rdma_cm's.
- *   qpg_qp_floor [-d DEV] [-g GID_INDEX] [-n PAIRS]
+ *   qpg_qp_floor [-d DEV] [-g GID_INDEX] [-n PAIRS] [--reuse]
+ * --reuse: the pair is created once and each round moves it back to RESET
+ * instead of destroying it (what a spare QP costs to take again), and
+ * sends one message from A to B through the shared receive queue, checked,
+ * so that a QP brought back from RESET is shown to carry data.
  * Prints a table (µs of CPU per pair, and per step) and, last,
  * "floor qp_pairs=P per_s=R bringup_per_s=B": R = 2 / (CPU seconds per
  * pair, every step), B = the same for the bring-up alone (create to RTS,
@@ -24,6 +28,15 @@
 
 enum { S_CREATE, S_INIT, S_RTR, S_RTS, S_DESTROY, S_N };
 static const char *const step_name[S_N] = {"create", "INIT", "RTR", "RTS", "destroy"};
+static const char *const reuse_name[S_N] = {"create", "INIT", "RTR", "RTS", "RESET"};
+
+/* --reuse: A sends one message to B, which must land intact. */
+struct probe {
+	struct ibv_cq *cq;
+	struct ibv_srq *srq;
+	struct ibv_mr *mr;
+	uint8_t *buf; /* [0, 64): what A sends; [64, 128): where B receives */
+};
 
 static double cpu_s(void)
 {
@@ -51,17 +64,46 @@ static long num(const char *s, long lo, long hi)
 	return v;
 }
 
-/* One round: a pair up and down. Adds each step's CPU seconds to step[]. */
-static int pair_round(struct qpg_rdma_dev *dev, const struct qpg_qp_opts *qo, double step[S_N],
-		      const char **what)
+static int probe_send(struct ibv_qp *a, const struct probe *p, unsigned round)
 {
-	struct ibv_qp *q[2] = {NULL, NULL};
+	struct ibv_sge rs = {(uintptr_t)p->buf + 64, 64, p->mr->lkey};
+	struct ibv_recv_wr rw = {.wr_id = 2, .sg_list = &rs, .num_sge = 1}, *rbad;
+	memset(p->buf, 0, 128);
+	for (unsigned i = 0; i < 64; i++)
+		p->buf[i] = (uint8_t)(round * 31 + i);
+	struct ibv_sge ss = {(uintptr_t)p->buf, 64, p->mr->lkey};
+	struct ibv_send_wr sw = {.wr_id = 1,
+				 .sg_list = &ss,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *sbad;
+	if (ibv_post_srq_recv(p->srq, &rw, &rbad) || ibv_post_send(a, &sw, &sbad))
+		return -EIO;
+	int got = 0;
+	for (long spins = 0; got < 2 && spins < 100000000; spins++) {
+		struct ibv_wc wc;
+		int n = ibv_poll_cq(p->cq, 1, &wc);
+		if (n < 0 || (n == 1 && wc.status != IBV_WC_SUCCESS))
+			return -EIO;
+		got += n;
+	}
+	return got == 2 && memcmp(p->buf, p->buf + 64, 64) == 0 ? 0 : -EBADMSG;
+}
+
+/* One round: a pair up and down. Adds each step's CPU seconds to step[].
+ * With PROBE (--reuse), q[] lives on: up, one message, back to RESET. */
+static int pair_round(struct qpg_rdma_dev *dev, const struct qpg_qp_opts *qo, double step[S_N],
+		      const char **what, struct ibv_qp **keep, const struct probe *probe,
+		      unsigned round)
+{
+	struct ibv_qp *own[2] = {NULL, NULL}, **q = keep ? keep : own;
 	struct qpg_qp_addr addr[2];
 	uint32_t psn[2];
 	int rc = 0;
 	double t = cpu_s(), u;
 	for (int i = 0; i < 2 && !rc; i++)
-		if ((rc = qpg_psn_random(&psn[i])) == 0)
+		if ((rc = qpg_psn_random(&psn[i])) == 0 && !q[i])
 			rc = qpg_qp_create(dev, qo, &q[i]);
 	if (rc) {
 		*what = "QP create";
@@ -91,11 +133,26 @@ static int pair_round(struct qpg_rdma_dev *dev, const struct qpg_qp_opts *qo, do
 		goto out;
 	}
 	u = cpu_s(), step[S_RTS] += u - t, t = u;
+	if (keep) {
+		if ((rc = probe_send(q[0], probe, round)) != 0) {
+			*what = "a message through the pair";
+			goto out;
+		}
+		t = cpu_s(); /* the message is not a step of the bring-up */
+		struct ibv_qp_attr reset = {.qp_state = IBV_QPS_RESET};
+		for (int i = 0; i < 2 && !rc; i++)
+			rc = -ibv_modify_qp(q[i], &reset, IBV_QP_STATE);
+		if (rc)
+			*what = "RESET";
+		else
+			step[S_DESTROY] += cpu_s() - t;
+		return rc;
+	}
 out:
 	for (int i = 0; i < 2; i++)
-		if (q[i])
-			qpg_qp_destroy(&q[i]);
-	if (!rc)
+		if (own[i])
+			qpg_qp_destroy(&own[i]);
+	if (!rc && !keep)
 		step[S_DESTROY] += cpu_s() - t;
 	return rc;
 }
@@ -105,9 +162,13 @@ int main(int argc, char **argv)
 	const char *devname = NULL;
 	int gid_index = -1;
 	long pairs = 500;
-	int c;
-	while ((c = getopt(argc, argv, "d:g:n:")) != -1) {
+	int c, reuse = 0;
+	static const struct option lo[] = {{"reuse", no_argument, NULL, 'R'}, {0}};
+	while ((c = getopt_long(argc, argv, "d:g:n:", lo, NULL)) != -1) {
 		switch (c) {
+		case 'R':
+			reuse = 1;
+			break;
 		case 'd':
 			devname = optarg;
 			break;
@@ -118,12 +179,12 @@ int main(int argc, char **argv)
 			pairs = num(optarg, 1, 1000000);
 			break;
 		default:
-			fprintf(stderr, "usage: qpg_qp_floor [-d DEV] [-g GID_INDEX] [-n PAIRS]\n");
+			fprintf(stderr, "usage: qpg_qp_floor [-d DEV] [-g GID_INDEX] [-n PAIRS] [--reuse]\n");
 			return 2;
 		}
 	}
 	if (optind != argc) {
-		fprintf(stderr, "usage: qpg_qp_floor [-d DEV] [-g GID_INDEX] [-n PAIRS]\n");
+		fprintf(stderr, "usage: qpg_qp_floor [-d DEV] [-g GID_INDEX] [-n PAIRS] [--reuse]\n");
 		return 2;
 	}
 	struct qpg_rdma_dev dev;
@@ -134,6 +195,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	int ret = 1;
+	struct probe probe = {0};
 	struct ibv_cq *cq = ibv_create_cq(dev.ctx, 64, NULL, NULL, 0);
 	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 64, .max_sge = 1}};
 	struct ibv_srq *srq = ibv_create_srq(dev.pd, &sa);
@@ -148,21 +210,41 @@ int main(int argc, char **argv)
 	qo.send_cq = qo.recv_cq = cq;
 	qo.srq = srq;
 	qo.max_send_wr = 3;
+	struct ibv_qp *kept[2] = {NULL, NULL};
+	probe.cq = cq;
+	probe.srq = srq;
+	if (reuse) {
+		probe.buf = calloc(1, 128);
+		probe.mr = probe.buf ? ibv_reg_mr(dev.pd, probe.buf, 128, IBV_ACCESS_LOCAL_WRITE)
+				     : NULL;
+		if (!probe.mr) {
+			fprintf(stderr, "qpg_qp_floor: cannot register the probe's buffer\n");
+			goto out;
+		}
+	}
 	double step[S_N] = {0}, t0 = cpu_s(), w0 = wall_s();
 	const char *what = NULL;
 	long done = 0;
 	for (; done < pairs; done++)
-		if ((rc = pair_round(&dev, &qo, step, &what)) != 0) {
+		if ((rc = pair_round(&dev, &qo, step, &what, reuse ? kept : NULL, &probe,
+				     (unsigned)done)) != 0) {
 			fprintf(stderr, "qpg_qp_floor: pair %ld: %s: %s\n", done, what, strerror(-rc));
 			break;
 		}
 	double cpu = cpu_s() - t0, wall = wall_s() - w0;
+	for (int i = 0; i < 2; i++)
+		if (kept[i])
+			qpg_qp_destroy(&kept[i]);
 	if (done == 0)
 		goto out;
-	printf(" QP pairs brought up and torn down in one thread (both ends of a connection)\n");
+	if (reuse)
+		printf(" One QP pair brought up again and again from RESET, a message each time\n");
+	else
+		printf(" QP pairs brought up and torn down in one thread (both ends of a connection)\n");
 	printf(" %-10s %8s %16s %12s\n", "step", "pairs", "CPU/pair [us]", "share");
 	for (int s = 0; s < S_N; s++)
-		printf(" %-10s %8ld %16.1f %11.1f%%\n", step_name[s], done, step[s] / (double)done * 1e6,
+		printf(" %-10s %8ld %16.1f %11.1f%%\n", (reuse ? reuse_name : step_name)[s], done,
+		       step[s] / (double)done * 1e6,
 		       100 * step[s] / cpu);
 	printf(" %-10s %8ld %16.1f %12s   (wall %.1f us/pair)\n", "all", done,
 	       cpu / (double)done * 1e6, "", wall / (double)done * 1e6);
@@ -171,6 +253,9 @@ int main(int argc, char **argv)
 	       up > 0 ? 2 / (up / (double)done) : 0);
 	ret = done == pairs ? 0 : 1;
 out:
+	if (probe.mr)
+		ibv_dereg_mr(probe.mr);
+	free(probe.buf);
 	if (srq)
 		ibv_destroy_srq(srq);
 	if (cq)

@@ -71,6 +71,9 @@ struct qpg_client_opts {
 	 * a server's idle timeout (default 60000; 0: only the first). Sent
 	 * while the caller runs the loop (qpg_client_run). */
 	unsigned keepalive_ms;
+	/* rdma: as qpg_server_opts.spare_qps, for the client's own QPs (a
+	 * pool reconnecting, sessions coming and going). Default 64. */
+	unsigned spare_qps;
 };
 void qpg_client_opts_default(struct qpg_client_opts *o);
 

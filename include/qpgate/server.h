@@ -80,6 +80,12 @@ struct qpg_server_opts {
 	 * certificate OpenSSL would decode again on every resumption. Same
 	 * bounds as tickets. 0: stateless tickets for mTLS too. Default 8192. */
 	unsigned tls_cache_max;
+	/* rdma: a closed client's QP, every work request of it back, is kept
+	 * in RESET for the next client of the same thread, at most this many
+	 * per thread, each for at most 10 s unused; taking it again costs three
+	 * state changes where a new QP costs a create and, later, a destroy.
+	 * 0: none kept. Default 64. */
+	unsigned spare_qps;
 };
 #define QPG_QPS_PER_PEER_AUTO 0xffffffffu
 
@@ -126,6 +132,11 @@ struct qpg_server_stats {
 	unsigned long long refused_prefix;	 /* over max_pending_per_prefix */
 	unsigned long long pending_evicted;	 /* handshakes closed to make room (max_pending full) */
 	unsigned long long tls_cache_sessions;	 /* mTLS sessions held for resumption now */
+	/* rdma: QPs given to clients from the spares (qpg_server_opts.spare_qps;
+	 * qps_created counts only new ones), and spares held now (created and
+	 * not destroyed, but no client's). */
+	unsigned long long qps_reused;
+	long long qps_spare;
 };
 void qpg_server_stats(struct qpg_server *s, struct qpg_server_stats *out);
 /* The stats as Prometheus text (format 0.0.4) in a malloc'd *OUT; 0 or a

@@ -35,6 +35,7 @@ void qpg_client_opts_default(struct qpg_client_opts *o)
 	o->service = QPG_SERVICE_ECHO;
 	o->handshake_timeout_ms = 10000;
 	o->srq_depth = 4096;
+	o->spare_qps = 64;
 	o->tls_resume = true;
 	o->connect_attempts = 5;
 	o->connect_deadline_ms = 60000;
@@ -201,6 +202,7 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	    .busy_poll_us = o->busy_poll_us,
 	    .sl = o->sl,
 	    .rd_atomic = o->rd_atomic,
+	    .spare_qps = o->spare_qps,
 	};
 	rc = qpg__endpoint_init(&cl->ep, &eo);
 	if (rc) {

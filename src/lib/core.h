@@ -36,6 +36,10 @@ struct qpg__transport_ops {
 	uint32_t busy_poll_us; /* its busy-poll window when none is chosen */
 	int (*ep_init)(struct qpg__endpoint *ep);
 	void (*ep_fini)(struct qpg__endpoint *ep);
+	/* Every tick (100 ms), NULL if nothing to do: the transport's own
+	 * deadlines (rdma: spare QPs unused too long). NOW_NS UINT64_MAX: the
+	 * loop stops, every deadline is due (qpg__endpoint_stopping). */
+	void (*ep_tick)(struct qpg__endpoint *ep, uint64_t now_ns);
 	/* Server: may PEER's data path be reached at the address the control
 	 * connection came from? 0, or -EPERM with a reason in WHY. NULL: no
 	 * data-path address of its own (tcp). */
@@ -101,7 +105,9 @@ struct qpg__ep_stats {
 	atomic_ullong auth_failures; /* bad tag */
 	atomic_ullong seq_failures;  /* out-of-order sequence */
 	atomic_ullong msgs_in, msgs_out, bytes_in, bytes_out;
-	atomic_ullong qps_created, qps_destroyed;
+	atomic_ullong qps_created, qps_destroyed; /* on the device: spares are neither */
+	atomic_ullong qps_reused;		  /* connections given a spare QP */
+	atomic_llong qps_spare;			  /* spares held now */
 	atomic_llong connected;
 	atomic_llong handshaking;
 	atomic_llong cq_depth_max;
@@ -126,6 +132,7 @@ struct qpg__ep_opts {
 	uint8_t rd_atomic;     /* RDMA READs in flight per QP, 0: one */
 	uint8_t tclass, sl;    /* RoCE traffic class and service level of our QPs */
 	uint32_t busy_poll_us; /* spin this long for completions before sleeping */
+	uint32_t spare_qps;    /* rdma: QPs kept in RESET for the next connections */
 	uint32_t tick_ms;
 };
 
@@ -243,6 +250,7 @@ struct qpg__endpoint {
 	uint32_t max_msg;
 	uint32_t srq_depth;
 	uint32_t qp_max_send_wr;
+	uint32_t spare_qps;
 	uint8_t qp_timeout;
 	uint8_t tclass, sl;
 	uint8_t rd_atomic;	   /* RDMA READs in flight per QP (as reader and as target) */
@@ -294,6 +302,9 @@ int qpg__endpoint_init(struct qpg__endpoint *ep, const struct qpg__ep_opts *o);
 void qpg__endpoint_fini(struct qpg__endpoint *ep);
 /* Enforce deadlines (closes are deferred; nothing is freed here). */
 void qpg__endpoint_tick(struct qpg__endpoint *ep);
+/* The owner's loop has stopped for good: what the endpoint kept only for
+ * later connections goes now (so the owner's final stats show it gone). */
+void qpg__endpoint_stopping(struct qpg__endpoint *ep);
 /* Free closed connections whose data path has drained (all of them with
  * FORCE, after making sure nothing in flight can still name them). */
 void qpg__endpoint_reap(struct qpg__endpoint *ep, bool force);

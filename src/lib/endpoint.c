@@ -44,6 +44,8 @@ void qpg__endpoint_tick(struct qpg__endpoint *ep)
 			      memory_order_relaxed);
 	atomic_store_explicit(&ep->stats.pool_slots, (long long)ep->pool.nslots,
 			      memory_order_relaxed);
+	if (ep->t->ep_tick)
+		ep->t->ep_tick(ep, now);
 	struct qpg__conn *c, *next;
 	for (c = ep->handshaking.head; c; c = next) {
 		next = c->next;
@@ -89,6 +91,12 @@ void qpg__endpoint_tick(struct qpg__endpoint *ep)
 	}
 }
 
+void qpg__endpoint_stopping(struct qpg__endpoint *ep)
+{
+	if (ep->t->ep_tick)
+		ep->t->ep_tick(ep, UINT64_MAX);
+}
+
 int qpg__endpoint_init(struct qpg__endpoint *ep, const struct qpg__ep_opts *o)
 {
 	int rc;
@@ -98,6 +106,7 @@ int qpg__endpoint_init(struct qpg__endpoint *ep, const struct qpg__ep_opts *o)
 	ep->max_msg = o->max_msg;
 	ep->srq_depth = o->srq_depth;
 	ep->qp_max_send_wr = o->qp_max_send_wr;
+	ep->spare_qps = o->spare_qps;
 	ep->qp_timeout = o->qp_timeout;
 	ep->tclass = o->tclass;
 	ep->sl = o->sl;

@@ -12,6 +12,27 @@
 #include "map.h"
 #include "qpgate/client.h"
 
+/* What a QP is asked for: a spare is taken only by a connection that asks
+ * for the same (rdma_spare.c). */
+struct rdma_qp_caps {
+	uint32_t max_send_wr, max_inline, max_send_sge;
+};
+
+struct rdma_spare {
+	struct ibv_qp *qp;
+	struct rdma_qp_caps caps; /* asked for */
+	uint32_t max_inline;	  /* got (a device without inline data gives 0) */
+	uint32_t max_send_sge;
+	uint64_t since_ns; /* put back */
+};
+
+/* Spare QPs in RESET, oldest first: [0, ready) may be taken, [ready, n) wait
+ * until the CQ is seen empty. */
+struct rdma_spares {
+	struct rdma_spare *slot;
+	uint32_t n, ready, max;
+};
+
 struct rdma_ep {
 	struct ibv_comp_channel *channel;
 	struct ibv_cq *cq;
@@ -24,6 +45,7 @@ struct rdma_ep {
 	uint32_t unacked_events;
 	bool armed; /* an event was asked for and has not come yet */
 	int cq_size;
+	struct rdma_spares spares;
 	struct qpg__endpoint *ep;
 };
 
@@ -41,6 +63,7 @@ struct rdma_conn {
 	struct rdma_window *windows, *free_windows;
 	uint32_t credits; /* this connection's share of rdma_ep.credits */
 	uint32_t max_inline; /* sends up to this long go inline (0: none) */
+	struct rdma_qp_caps caps; /* what its QP was asked for */
 };
 
 /* Small frames (an echo of up to 96 bytes with its header and tag) are
@@ -69,6 +92,21 @@ static inline struct rdma_conn *to_rdma(struct qpg__conn *c)
 {
 	return qpg__container_of(c, struct rdma_conn, base);
 }
+
+/* rdma_spare.c: spare QPs (see there). MAX 0: none are kept. */
+int qpg__rdma_spare_init(struct rdma_spares *s, uint32_t max);
+/* A spare asked for with CAPS, in RESET, and what it got; false if none. */
+bool qpg__rdma_spare_take(struct rdma_spares *s, const struct rdma_qp_caps *caps,
+			  struct rdma_spare *out);
+/* Moves QP (every work request of it back) to RESET and keeps it; false
+ * (the caller destroys it) when full or the move fails. */
+bool qpg__rdma_spare_put(struct rdma_spares *s, const struct rdma_spare *qp);
+/* The CQ was seen empty: every spare may be taken. */
+void qpg__rdma_spare_cq_empty(struct rdma_spares *s);
+/* Destroys spares unused for QPG__SPARE_TTL_MS. */
+void qpg__rdma_spare_trim(struct rdma_spares *s, uint64_t now_ns, struct qpg__ep_stats *st);
+void qpg__rdma_spare_drop_all(struct rdma_spares *s, struct qpg__ep_stats *st);
+void qpg__rdma_spare_fini(struct rdma_spares *s, struct qpg__ep_stats *st);
 
 /* rdma_windows.c */
 void qpg__rdma_window_done(struct rdma_window *w, const struct ibv_wc *wc);

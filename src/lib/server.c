@@ -39,6 +39,7 @@ void qpg_server_opts_default(struct qpg_server_opts *o)
 	o->gid_index = -1;
 	o->busy_poll_us = QPG_BUSY_POLL_US_DEFAULT;
 	o->handshake_timeout_ms = 5000;
+	o->spare_qps = 64;
 	/* Longer than a dead peer takes to fail a QP (7 ACK timeouts of
 	 * 1.07 s), so this catches the peer that is alive but does not read. */
 	o->progress_timeout_ms = 15000;
@@ -185,6 +186,7 @@ static void *worker_main(void *arg)
 			qpg__loop_mod(&w->ep.loop, &w->listen_io, EPOLLIN);
 		}
 	}
+	qpg__endpoint_stopping(&w->ep);
 	return NULL;
 }
 
@@ -317,6 +319,7 @@ int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, 
 		    .tclass = s->o.tclass,
 		    .busy_poll_us = s->o.busy_poll_us,
 		    .sl = s->o.sl,
+		    .spare_qps = s->o.spare_qps,
 		};
 		rc = qpg__endpoint_init(&w->ep, &eo);
 		if (rc) {
@@ -506,6 +509,8 @@ void qpg_server_stats(struct qpg_server *s, struct qpg_server_stats *out)
 		out->bytes_out += ld(&st->bytes_out);
 		out->qps_created += ld(&st->qps_created);
 		out->qps_destroyed += ld(&st->qps_destroyed);
+		out->qps_reused += ld(&st->qps_reused);
+		out->qps_spare += atomic_load_explicit(&st->qps_spare, memory_order_relaxed);
 		long long d = atomic_load_explicit(&st->cq_depth_max, memory_order_relaxed);
 		if (d > out->cq_depth_max)
 			out->cq_depth_max = d;

@@ -135,6 +135,10 @@ static int drain_cq(struct rdma_ep *r)
 		 * an SRQ refilled only at the end runs dry (RNR NAKs). */
 		srq_refill(r);
 	}
+	/* Empty now, after every spare went to RESET: none of them has a
+	 * completion left to be misread as its next owner's. */
+	if (n == 0 && r->spares.ready < r->spares.n)
+		qpg__rdma_spare_cq_empty(&r->spares);
 	long long prev = atomic_load_explicit(&r->ep->stats.cq_depth_max, memory_order_relaxed);
 	if (total > prev)
 		atomic_store_explicit(&r->ep->stats.cq_depth_max, total, memory_order_relaxed);
@@ -195,7 +199,11 @@ static int rdma_ep_init(struct qpg__endpoint *ep)
 	r->ep = ep;
 	r->channel_io.fd = -1;
 	ep->tep = r;
-	int rc;
+	int rc = qpg__rdma_spare_init(&r->spares, ep->spare_qps);
+	if (rc) {
+		errno = -rc;
+		goto err;
+	}
 	/* Everything in flight holds a pool slot, so a CQ with one entry per
 	 * slot can never overflow. */
 	if (ep->pool.max_slots == 0 || ep->pool.max_slots >= (size_t)ep->dev->max_cqe)
@@ -252,6 +260,8 @@ static void rdma_ep_fini(struct qpg__endpoint *ep)
 		qpg__loop_del(&ep->loop, &r->channel_io);
 	ep->loop.poll = NULL;
 	ep->loop.arm = NULL;
+	/* Spares use the SRQ and the CQ: they go first. */
+	qpg__rdma_spare_fini(&r->spares, &ep->stats);
 	/* Receives still posted are freed with the pool; destroying the SRQ
 	 * first means no completion can point at them afterwards. */
 	if (r->srq)
@@ -266,6 +276,26 @@ static void rdma_ep_fini(struct qpg__endpoint *ep)
 	qpg__map_free(&r->qpn_to_conn);
 	free(r);
 	ep->tep = NULL;
+}
+
+/* A new QP for O. A device without inline data gets one without it (O
+ * says what it got). At the device's or the process's limit, the spares
+ * are given back first. */
+static int create_qp(struct qpg__endpoint *ep, struct rdma_ep *r, struct qpg_qp_opts *o,
+		     struct ibv_qp **qp)
+{
+	int err;
+	for (int tries = 0;; tries++) {
+		if ((err = qpg_qp_create(ep->dev, o, qp)) == -EINVAL) {
+			o->max_inline = 0;
+			o->max_send_sge = 1;
+			err = qpg_qp_create(ep->dev, o, qp);
+		}
+		if (tries || r->spares.n == 0 || (err != -ENOMEM && err != -QPG_EMAPCOUNT))
+			return err;
+		qpg__rdma_spare_drop_all(&r->spares, &ep->stats);
+		atomic_store_explicit(&ep->stats.qps_spare, 0, memory_order_relaxed);
+	}
 }
 
 static int rdma_conn_prepare(struct qpg__conn *c, struct qpg_wire_params *local)
@@ -292,16 +322,21 @@ static int rdma_conn_prepare(struct qpg__conn *c, struct qpg_wire_params *local)
 	if (!c->is_server)
 		o.max_send_sge =
 		    (uint32_t)QPG_MAX(1, QPG_MIN(QPG__RDMA_READ_SGE, ep->dev->max_sge_rd));
-	if ((err = qpg_qp_create(ep->dev, &o, &rc->qp)) == -EINVAL) {
-		o.max_inline = 0;
-		o.max_send_sge = 1;
-		err = qpg_qp_create(ep->dev, &o, &rc->qp);
+	rc->caps = (struct rdma_qp_caps){o.max_send_wr, o.max_inline, o.max_send_sge};
+	struct rdma_spare sp;
+	if (qpg__rdma_spare_take(&r->spares, &rc->caps, &sp)) {
+		rc->qp = sp.qp;
+		o.max_inline = sp.max_inline;
+		o.max_send_sge = sp.max_send_sge;
+		atomic_fetch_add_explicit(&ep->stats.qps_reused, 1, memory_order_relaxed);
+		atomic_store_explicit(&ep->stats.qps_spare, r->spares.n, memory_order_relaxed);
+	} else {
+		if ((err = create_qp(ep, r, &o, &rc->qp)) != 0)
+			return err;
+		atomic_fetch_add_explicit(&ep->stats.qps_created, 1, memory_order_relaxed);
 	}
-	if (err)
-		return err;
 	rc->max_inline = o.max_inline;
 	c->read_slots = (uint8_t)QPG_MAX(1, o.max_send_sge);
-	atomic_fetch_add_explicit(&ep->stats.qps_created, 1, memory_order_relaxed);
 	qpg__phase_end(c, QPG_PHASE_QP_CREATE);
 	/* Remote access on the QP only lets peers use windows granted to it;
 	 * no region is registered with remote access of its own. */
@@ -478,14 +513,40 @@ static void rdma_conn_abandon(struct qpg__conn *c)
 		;
 }
 
+/* Every work request of C is back (or C never got as far as posting one):
+ * its QP becomes a spare if there is room, else it is destroyed. */
 static void rdma_conn_release(struct qpg__conn *c)
 {
 	struct rdma_conn *rc = to_rdma(c);
+	struct rdma_ep *r = c->ep->tep;
 	if (rc->qp) {
-		qpg_qp_destroy(&rc->qp);
-		atomic_fetch_add_explicit(&c->ep->stats.qps_destroyed, 1, memory_order_relaxed);
+		if (qpg__map_get(&r->qpn_to_conn, rc->qp->qp_num) == c)
+			qpg__map_del(&r->qpn_to_conn, rc->qp->qp_num);
+		struct rdma_spare sp = {.qp = rc->qp,
+					.caps = rc->caps,
+					.max_inline = rc->max_inline,
+					.max_send_sge = c->read_slots,
+					.since_ns = qpg__now_ns()};
+		if (qpg__rdma_spare_put(&r->spares, &sp)) {
+			rc->qp = NULL;
+			atomic_store_explicit(&c->ep->stats.qps_spare, r->spares.n,
+					      memory_order_relaxed);
+		} else {
+			qpg_qp_destroy(&rc->qp);
+			atomic_fetch_add_explicit(&c->ep->stats.qps_destroyed, 1,
+						  memory_order_relaxed);
+		}
 	}
 	qpg__rdma_windows_free(rc); /* after the QP: no window is usable without it */
+}
+
+static void rdma_ep_tick(struct qpg__endpoint *ep, uint64_t now_ns)
+{
+	struct rdma_ep *r = ep->tep;
+	if (!r->spares.n)
+		return;
+	qpg__rdma_spare_trim(&r->spares, now_ns, &ep->stats);
+	atomic_store_explicit(&ep->stats.qps_spare, r->spares.n, memory_order_relaxed);
 }
 
 const struct qpg__transport_ops qpg__transport_rdma = {
@@ -495,6 +556,7 @@ const struct qpg__transport_ops qpg__transport_rdma = {
     .busy_poll_us = QPG_BUSY_POLL_US_RDMA,
     .ep_init = rdma_ep_init,
     .ep_fini = rdma_ep_fini,
+    .ep_tick = rdma_ep_tick,
     .check_peer = rdma_check_peer,
     .conn_prepare = rdma_conn_prepare,
     .conn_establish = rdma_conn_establish,

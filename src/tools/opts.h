@@ -102,6 +102,15 @@ void qpg_opts_usage(FILE *f, const struct qpg_opt *const *tables, const char *sy
 	     3600000,                                                                                \
 	     "MS",                                                                                   \
 	     "per connection (default 10000)"},                                                      \
+	    {"spare-qps",                                                                            \
+	     0,                                                                                      \
+	     OPT_UINT,                                                                               \
+	     &(o)->spare_qps,                                                                        \
+	     0,                                                                                      \
+	     65536,                                                                                  \
+	     "N",                                                                                    \
+	     "rdma: QPs of closed connections kept in RESET for the next ones (0: none; "          \
+	     "default 64)"},                                                                         \
 	    {"connect-attempts",                                                                     \
 	     0,                                                                                      \
 	     OPT_UINT,                                                                               \

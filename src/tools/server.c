@@ -123,14 +123,14 @@ static void print_stats(struct qpg_server *s)
 		"rejected=%llu server_full=%llu refused_pending=%llu refused_per_peer=%llu "
 		"refused_rate=%llu "
 		"timeouts=%llu auth_failures=%llu seq_failures=%llu msgs_in=%llu msgs_out=%llu "
-		"qps_created=%llu qps_destroyed=%llu cq_depth_max=%lld pool_in_use=%lld "
+		"qps_created=%llu qps_destroyed=%llu qps_reused=%llu cq_depth_max=%lld pool_in_use=%lld "
 		"reads_paused=%llu accept_backoffs=%llu refused_qps_per_peer=%llu "
 		"bringup_timeouts=%llu refused_prefix=%llu pending_evicted=%llu\n",
 		st.connected, st.handshakes_ok, st.handshakes_failed, rej,
 		st.rejected[QPG_REJECT_SERVER_FULL], st.refused_pending, st.refused_per_peer,
 		st.refused_rate, st.closed_by_reason[QPG_ERR_TIMEOUT], st.auth_failures,
 		st.seq_failures, st.msgs_in, st.msgs_out, st.qps_created, st.qps_destroyed,
-		st.cq_depth_max, st.pool_in_use, st.reads_paused, st.accept_backoffs,
+		st.qps_reused, st.cq_depth_max, st.pool_in_use, st.reads_paused, st.accept_backoffs,
 		st.refused_qps_per_peer, st.bringup_timeouts, st.refused_prefix,
 		st.pending_evicted);
 }
@@ -230,6 +230,9 @@ int main(int argc, char **argv)
 	    {"tclass", 0, OPT_U8, &o.tclass, 0, 255, "N",
 	     "RoCE traffic class of our packets (DSCP << 2; default 0)"},
 	    {"sl", 0, OPT_U8, &o.sl, 0, 15, "N", "service level (default 0)"},
+	    {"spare-qps", 0, OPT_U32, &o.spare_qps, 0, 65536, "N",
+	     "rdma: QPs of closed clients kept in RESET per thread for the next ones, each "
+	     "for at most 10 s unused (0: none; default 64)"},
 	    {"busy-poll", 0, OPT_U32, &o.busy_poll_us, 0, 1000000, "US",
 	     "each thread polls for completions (rdma) or on its sockets (tcp) US before sleeping "
 	     "(0: never; default 200)"},

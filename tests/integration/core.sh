@@ -132,6 +132,41 @@ concurrent)
 	[ "$transport" = rdma ] && check "server created one QP per client" [ "$(stat qps_created)" -ge "$n" ]
 	check "server echoed $((n * 10)) messages" [ "$(stat msgs_out)" = $((n * 10)) ]
 	;;
+spares)
+	# rdma: a closed client's QP goes back to RESET and a later client of
+	# the same server thread takes it (--spare-qps), every echo still
+	# verified; with --spare-qps 0 every client gets a new one. One server
+	# thread, so both rounds meet the same spares.
+	for spares in 64 0; do
+		start_server --threads 1 --max-qps-per-peer 0 --spare-qps "$spares"
+		ok=0
+		for round in 1 2; do
+			out=$(client -c 20 -n 10 -s 512 2>&1) && ok=$((ok + 1))
+			echo "$out" | tail -1
+			wait_left
+		done
+		check "--spare-qps $spares: 2 rounds of 20 clients, every echo verified ($ok of 2)" [ $ok -eq 2 ]
+		if [ "$spares" = 0 ]; then
+			check "--spare-qps 0: the server's device QPs back to baseline at once" \
+				[ "$(qp_count)" -le "$baseline" ]
+		else
+			check "--spare-qps $spares: the spares go within their 10 s: device QPs back to baseline" \
+				wait_qps "$baseline"
+		fi
+		stop_server
+		created=$(stat qps_created) reused=$(stat qps_reused)
+		check "--spare-qps $spares: a QP for each of the 40 clients ($created created + $reused reused)" \
+			[ $((created + reused)) -eq 40 ]
+		check "--spare-qps $spares: created ($created) == destroyed ($(stat qps_destroyed))" \
+			[ "$created" = "$(stat qps_destroyed)" ]
+		if [ "$spares" = 0 ]; then
+			check "--spare-qps 0: no QP reused" [ "$reused" -eq 0 ]
+		else
+			check "--spare-qps $spares: the second round took the first's QPs (reused $reused of 20)" \
+				[ "$reused" -ge 1 ]
+		fi
+	done
+	;;
 max_clients)
 	start_server --max-clients 100 --max-qps-per-peer 0 --handshake-timeout 60000
 	client -c 100 -n 20 --hold 300000 --ready-file "$work/ready" --release-file "$work/release" \
