@@ -72,7 +72,7 @@ struct qpg_client_opts {
 	 * while the caller runs the loop (qpg_client_run). */
 	unsigned keepalive_ms;
 	/* rdma: as qpg_server_opts.spare_qps, for the client's own QPs (a
-	 * pool reconnecting, sessions coming and going). Default 64. */
+	 * pool reconnecting, sessions coming and going). Default 0: none. */
 	unsigned spare_qps;
 };
 void qpg_client_opts_default(struct qpg_client_opts *o);

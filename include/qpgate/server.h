@@ -84,7 +84,9 @@ struct qpg_server_opts {
 	 * in RESET for the next client of the same thread, at most this many
 	 * per thread, each for at most 10 s unused; taking it again costs three
 	 * state changes where a new QP costs a create and, later, a destroy.
-	 * 0: none kept. Default 64. */
+	 * Default 0: none kept, so that the device's QP count (rdma res show),
+	 * which leak checks read, is what the clients hold; 64 is a good size
+	 * where clients come and go (docs/operations.md). */
 	unsigned spare_qps;
 };
 #define QPG_QPS_PER_PEER_AUTO 0xffffffffu

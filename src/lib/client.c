@@ -35,7 +35,7 @@ void qpg_client_opts_default(struct qpg_client_opts *o)
 	o->service = QPG_SERVICE_ECHO;
 	o->handshake_timeout_ms = 10000;
 	o->srq_depth = 4096;
-	o->spare_qps = 64;
+	o->spare_qps = 0; /* see qpg_server_opts.spare_qps */
 	o->tls_resume = true;
 	o->connect_attempts = 5;
 	o->connect_deadline_ms = 60000;

@@ -39,7 +39,7 @@ void qpg_server_opts_default(struct qpg_server_opts *o)
 	o->gid_index = -1;
 	o->busy_poll_us = QPG_BUSY_POLL_US_DEFAULT;
 	o->handshake_timeout_ms = 5000;
-	o->spare_qps = 64;
+	o->spare_qps = 0; /* opt-in: spares show in the device's QP count */
 	/* Longer than a dead peer takes to fail a QP (7 ACK timeouts of
 	 * 1.07 s), so this catches the peer that is alive but does not read. */
 	o->progress_timeout_ms = 15000;

@@ -109,8 +109,8 @@ void qpg_opts_usage(FILE *f, const struct qpg_opt *const *tables, const char *sy
 	     0,                                                                                      \
 	     65536,                                                                                  \
 	     "N",                                                                                    \
-	     "rdma: QPs of closed connections kept in RESET for the next ones (0: none; "          \
-	     "default 64)"},                                                                         \
+	     "rdma: QPs of closed connections kept in RESET for the next ones (default 0: "        \
+	     "none)"},                                                                               \
 	    {"connect-attempts",                                                                     \
 	     0,                                                                                      \
 	     OPT_UINT,                                                                               \
