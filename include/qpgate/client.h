@@ -58,7 +58,7 @@ struct qpg_client_opts {
 	 * deadline, its rate or pending limit, a refused TCP connect while it
 	 * restarts, a REJECT for resources or shutdown) is tried again after
 	 * a jittered, doubling backoff (100 ms, 200 ms, ... at most 3 s), up
-	 * to CONNECT_ATTEMPTS tries in all (default 5; 1: never again) and
+	 * to CONNECT_ATTEMPTS tries in all (default 10; 1: never again) and
 	 * while CONNECT_DEADLINE_MS have not passed since the first (default
 	 * 60000). A certificate, a host name, a version, auth or a full server
 	 * are reported at once. The handle stays the same across attempts;

@@ -37,7 +37,7 @@ void qpg_client_opts_default(struct qpg_client_opts *o)
 	o->srq_depth = 4096;
 	o->spare_qps = 0; /* see qpg_server_opts.spare_qps */
 	o->tls_resume = true;
-	o->connect_attempts = 5;
+	o->connect_attempts = 10;
 	o->connect_deadline_ms = 60000;
 	o->keepalive_ms = 60000;
 }

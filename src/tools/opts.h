@@ -119,7 +119,7 @@ void qpg_opts_usage(FILE *f, const struct qpg_opt *const *tables, const char *sy
 	     100,                                                                                    \
 	     "N",                                                                                    \
 	     "tries per connection when the reason may pass (server busy, restarting; default "     \
-	     "5)"},                                                                                  \
+	     "10)"},                                                                                 \
 	    {"connect-deadline",                                                                     \
 	     0,                                                                                      \
 	     OPT_UINT,                                                                               \
