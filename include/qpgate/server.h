@@ -88,6 +88,9 @@ struct qpg_server_opts {
 	 * which leak checks read, is what the clients hold; 64 is a good size
 	 * where clients come and go (docs/operations.md). */
 	unsigned spare_qps;
+	/* How long a spare may wait unused before it is destroyed (default
+	 * 10000; a client's wait 10 s). */
+	unsigned spare_idle_ms;
 };
 #define QPG_QPS_PER_PEER_AUTO 0xffffffffu
 

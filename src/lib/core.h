@@ -133,6 +133,7 @@ struct qpg__ep_opts {
 	uint8_t tclass, sl;    /* RoCE traffic class and service level of our QPs */
 	uint32_t busy_poll_us; /* spin this long for completions before sleeping */
 	uint32_t spare_qps;    /* rdma: QPs kept in RESET for the next connections */
+	uint32_t spare_idle_ms; /* ...each for at most this long unused (0: 10 s) */
 	uint32_t tick_ms;
 };
 
@@ -250,7 +251,7 @@ struct qpg__endpoint {
 	uint32_t max_msg;
 	uint32_t srq_depth;
 	uint32_t qp_max_send_wr;
-	uint32_t spare_qps;
+	uint32_t spare_qps, spare_idle_ms;
 	uint8_t qp_timeout;
 	uint8_t tclass, sl;
 	uint8_t rd_atomic;	   /* RDMA READs in flight per QP (as reader and as target) */

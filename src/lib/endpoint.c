@@ -107,6 +107,7 @@ int qpg__endpoint_init(struct qpg__endpoint *ep, const struct qpg__ep_opts *o)
 	ep->srq_depth = o->srq_depth;
 	ep->qp_max_send_wr = o->qp_max_send_wr;
 	ep->spare_qps = o->spare_qps;
+	ep->spare_idle_ms = o->spare_idle_ms;
 	ep->qp_timeout = o->qp_timeout;
 	ep->tclass = o->tclass;
 	ep->sl = o->sl;

@@ -31,6 +31,7 @@ struct rdma_spare {
 struct rdma_spares {
 	struct rdma_spare *slot;
 	uint32_t n, ready, max;
+	uint64_t idle_ns; /* a spare unused this long is destroyed */
 };
 
 struct rdma_ep {
@@ -93,8 +94,9 @@ static inline struct rdma_conn *to_rdma(struct qpg__conn *c)
 	return qpg__container_of(c, struct rdma_conn, base);
 }
 
-/* rdma_spare.c: spare QPs (see there). MAX 0: none are kept. */
-int qpg__rdma_spare_init(struct rdma_spares *s, uint32_t max);
+/* rdma_spare.c: spare QPs (see there). MAX 0: none are kept; IDLE_MS 0:
+ * QPG__SPARE_IDLE_MS. */
+int qpg__rdma_spare_init(struct rdma_spares *s, uint32_t max, uint32_t idle_ms);
 /* A spare asked for with CAPS, in RESET, and what it got; false if none. */
 bool qpg__rdma_spare_take(struct rdma_spares *s, const struct rdma_qp_caps *caps,
 			  struct rdma_spare *out);
@@ -103,7 +105,7 @@ bool qpg__rdma_spare_take(struct rdma_spares *s, const struct rdma_qp_caps *caps
 bool qpg__rdma_spare_put(struct rdma_spares *s, const struct rdma_spare *qp);
 /* The CQ was seen empty: every spare may be taken. */
 void qpg__rdma_spare_cq_empty(struct rdma_spares *s);
-/* Destroys spares unused for QPG__SPARE_TTL_MS. */
+/* Destroys spares unused for their idle time. */
 void qpg__rdma_spare_trim(struct rdma_spares *s, uint64_t now_ns, struct qpg__ep_stats *st);
 void qpg__rdma_spare_drop_all(struct rdma_spares *s, struct qpg__ep_stats *st);
 void qpg__rdma_spare_fini(struct rdma_spares *s, struct qpg__ep_stats *st);

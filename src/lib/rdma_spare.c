@@ -17,7 +17,8 @@
  * - its windows: they are unbound before the QP leaves its connection.
  *
  * Bounded (--spare-qps per endpoint) and short-lived: a spare unused for
- * QPG__SPARE_TTL_MS is destroyed by the tick, so an idle server holds none
+ * its idle time (--spare-idle, default 10 s) is destroyed by the tick, so
+ * an idle server holds none
  * and the device's QP count returns to what its connections hold. */
 #include <errno.h>
 #include <stdlib.h>
@@ -25,11 +26,12 @@
 
 #include "rdma.h"
 
-#define QPG__SPARE_TTL_MS 10000
+#define QPG__SPARE_IDLE_MS 10000
 
-int qpg__rdma_spare_init(struct rdma_spares *s, uint32_t max)
+int qpg__rdma_spare_init(struct rdma_spares *s, uint32_t max, uint32_t idle_ms)
 {
 	memset(s, 0, sizeof(*s));
+	s->idle_ns = (uint64_t)(idle_ms ? idle_ms : QPG__SPARE_IDLE_MS) * 1000000;
 	if (max == 0)
 		return 0;
 	s->slot = calloc(max, sizeof(*s->slot));
@@ -83,11 +85,10 @@ void qpg__rdma_spare_cq_empty(struct rdma_spares *s)
 
 void qpg__rdma_spare_trim(struct rdma_spares *s, uint64_t now_ns, struct qpg__ep_stats *st)
 {
-	uint64_t ttl = (uint64_t)QPG__SPARE_TTL_MS * 1000000;
 	/* Oldest first in each part: the quarantine's may be as old as the
 	 * ready ones, so both are walked. */
 	for (uint32_t i = 0; i < s->n;)
-		if (now_ns - s->slot[i].since_ns > ttl)
+		if (now_ns - s->slot[i].since_ns > s->idle_ns)
 			destroy_at(s, i, st);
 		else
 			i++;

@@ -40,6 +40,7 @@ void qpg_server_opts_default(struct qpg_server_opts *o)
 	o->busy_poll_us = QPG_BUSY_POLL_US_DEFAULT;
 	o->handshake_timeout_ms = 5000;
 	o->spare_qps = 0; /* opt-in: spares show in the device's QP count */
+	o->spare_idle_ms = 10000;
 	/* Longer than a dead peer takes to fail a QP (7 ACK timeouts of
 	 * 1.07 s), so this catches the peer that is alive but does not read. */
 	o->progress_timeout_ms = 15000;
@@ -320,6 +321,7 @@ int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, 
 		    .busy_poll_us = s->o.busy_poll_us,
 		    .sl = s->o.sl,
 		    .spare_qps = s->o.spare_qps,
+		    .spare_idle_ms = s->o.spare_idle_ms,
 		};
 		rc = qpg__endpoint_init(&w->ep, &eo);
 		if (rc) {

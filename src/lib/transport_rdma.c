@@ -199,7 +199,7 @@ static int rdma_ep_init(struct qpg__endpoint *ep)
 	r->ep = ep;
 	r->channel_io.fd = -1;
 	ep->tep = r;
-	int rc = qpg__rdma_spare_init(&r->spares, ep->spare_qps);
+	int rc = qpg__rdma_spare_init(&r->spares, ep->spare_qps, ep->spare_idle_ms);
 	if (rc) {
 		errno = -rc;
 		goto err;

@@ -232,7 +232,9 @@ int main(int argc, char **argv)
 	    {"sl", 0, OPT_U8, &o.sl, 0, 15, "N", "service level (default 0)"},
 	    {"spare-qps", 0, OPT_U32, &o.spare_qps, 0, 65536, "N",
 	     "rdma: QPs of closed clients kept in RESET per thread for the next ones, each "
-	     "for at most 10 s unused, where clients come and go (default 0: none)"},
+	     "for at most --spare-idle unused, where clients come and go (default 0: none)"},
+	    {"spare-idle", 0, OPT_U32, &o.spare_idle_ms, 1, 3600000, "MS",
+	     "rdma: a spare QP unused this long is destroyed (default 10000)"},
 	    {"busy-poll", 0, OPT_U32, &o.busy_poll_us, 0, 1000000, "US",
 	     "each thread polls for completions (rdma) or on its sockets (tcp) US before sleeping "
 	     "(0: never; default 200)"},
