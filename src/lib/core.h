@@ -105,7 +105,8 @@ struct qpg__ep_stats {
 	atomic_ullong auth_failures; /* bad tag */
 	atomic_ullong seq_failures;  /* out-of-order sequence */
 	atomic_ullong msgs_in, msgs_out, bytes_in, bytes_out;
-	atomic_ullong qps_created, qps_destroyed; /* on the device: spares are neither */
+	atomic_ullong qps_created, qps_destroyed; /* on the device (taking or keeping a
+						   * spare is neither) */
 	atomic_ullong qps_reused;		  /* connections given a spare QP */
 	atomic_llong qps_spare;			  /* spares held now */
 	atomic_llong connected;

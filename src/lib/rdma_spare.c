@@ -3,8 +3,8 @@
  * moved to RESET and kept for the next connection of its endpoint instead
  * of being destroyed. Taking it again costs INIT, RTR and RTS, where a new
  * one costs a create (on rxe a queue mapped into the process and a kernel
- * socket) and, at its end, a destroy: 2.1 of 2.6 ms of CPU per pair of QPs
- * in the lab (bench/qp_floor.c).
+ * socket) and, at its end, a destroy: about 80% of a pair of QPs' CPU in
+ * the lab (bench/qp_floor.c).
  *
  * What a connection may not inherit from its QP's last owner:
  * - completions: a QP is taken again only after the CQ was seen empty
@@ -18,8 +18,8 @@
  *
  * Bounded (--spare-qps per endpoint) and short-lived: a spare unused for
  * its idle time (--spare-idle, default 10 s) is destroyed by the tick, so
- * an idle server holds none
- * and the device's QP count returns to what its connections hold. */
+ * an idle server holds none and the device's QP count returns to what its
+ * connections hold. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
