@@ -179,19 +179,24 @@ int main(int argc, char **argv)
 			pairs = num(optarg, 1, 1000000);
 			break;
 		default:
-			fprintf(stderr, "usage: qpg_qp_floor [-d DEV] [-g GID_INDEX] [-n PAIRS] [--reuse]\n");
+			fprintf(
+			    stderr,
+			    "usage: qpg_qp_floor [-d DEV] [-g GID_INDEX] [-n PAIRS] [--reuse]\n");
 			return 2;
 		}
 	}
 	if (optind != argc) {
-		fprintf(stderr, "usage: qpg_qp_floor [-d DEV] [-g GID_INDEX] [-n PAIRS] [--reuse]\n");
+		fprintf(stderr,
+			"usage: qpg_qp_floor [-d DEV] [-g GID_INDEX] [-n PAIRS] [--reuse]\n");
 		return 2;
 	}
 	struct qpg_rdma_dev dev;
 	int rc = qpg_rdma_dev_open(&dev, devname, 1, gid_index);
 	if (rc) {
-		fprintf(stderr, "qpg_qp_floor: cannot open an RDMA device: %s (is rxe up? see docs/lab.md)\n",
-			strerror(-rc));
+		fprintf(
+		    stderr,
+		    "qpg_qp_floor: cannot open an RDMA device: %s (is rxe up? see docs/lab.md)\n",
+		    strerror(-rc));
 		return 1;
 	}
 	int ret = 1;
@@ -215,8 +220,8 @@ int main(int argc, char **argv)
 	probe.srq = srq;
 	if (reuse) {
 		probe.buf = calloc(1, 128);
-		probe.mr = probe.buf ? ibv_reg_mr(dev.pd, probe.buf, 128, IBV_ACCESS_LOCAL_WRITE)
-				     : NULL;
+		probe.mr =
+		    probe.buf ? ibv_reg_mr(dev.pd, probe.buf, 128, IBV_ACCESS_LOCAL_WRITE) : NULL;
 		if (!probe.mr) {
 			fprintf(stderr, "qpg_qp_floor: cannot register the probe's buffer\n");
 			goto out;
@@ -228,7 +233,8 @@ int main(int argc, char **argv)
 	for (; done < pairs; done++)
 		if ((rc = pair_round(&dev, &qo, step, &what, reuse ? kept : NULL, &probe,
 				     (unsigned)done)) != 0) {
-			fprintf(stderr, "qpg_qp_floor: pair %ld: %s: %s\n", done, what, strerror(-rc));
+			fprintf(stderr, "qpg_qp_floor: pair %ld: %s: %s\n", done, what,
+				strerror(-rc));
 			break;
 		}
 	double cpu = cpu_s() - t0, wall = wall_s() - w0;
@@ -240,12 +246,12 @@ int main(int argc, char **argv)
 	if (reuse)
 		printf(" One QP pair brought up again and again from RESET, a message each time\n");
 	else
-		printf(" QP pairs brought up and torn down in one thread (both ends of a connection)\n");
+		printf(" QP pairs brought up and torn down in one thread (both ends of a "
+		       "connection)\n");
 	printf(" %-10s %8s %16s %12s\n", "step", "pairs", "CPU/pair [us]", "share");
 	for (int s = 0; s < S_N; s++)
 		printf(" %-10s %8ld %16.1f %11.1f%%\n", (reuse ? reuse_name : step_name)[s], done,
-		       step[s] / (double)done * 1e6,
-		       100 * step[s] / cpu);
+		       step[s] / (double)done * 1e6, 100 * step[s] / cpu);
 	printf(" %-10s %8ld %16.1f %12s   (wall %.1f us/pair)\n", "all", done,
 	       cpu / (double)done * 1e6, "", wall / (double)done * 1e6);
 	double up = step[S_CREATE] + step[S_INIT] + step[S_RTR] + step[S_RTS];

@@ -129,11 +129,11 @@ struct qpg__ep_opts {
 	uint32_t srq_depth;
 	uint32_t pool_max; /* slots; bounds everything in flight */
 	uint32_t qp_max_send_wr;
-	uint8_t qp_timeout;    /* local ACK timeout exponent, 0: the verbs default */
-	uint8_t rd_atomic;     /* RDMA READs in flight per QP, 0: one */
-	uint8_t tclass, sl;    /* RoCE traffic class and service level of our QPs */
-	uint32_t busy_poll_us; /* spin this long for completions before sleeping */
-	uint32_t spare_qps;    /* rdma: QPs kept in RESET for the next connections */
+	uint8_t qp_timeout;	/* local ACK timeout exponent, 0: the verbs default */
+	uint8_t rd_atomic;	/* RDMA READs in flight per QP, 0: one */
+	uint8_t tclass, sl;	/* RoCE traffic class and service level of our QPs */
+	uint32_t busy_poll_us;	/* spin this long for completions before sleeping */
+	uint32_t spare_qps;	/* rdma: QPs kept in RESET for the next connections */
 	uint32_t spare_idle_ms; /* ...each for at most this long unused (0: 10 s) */
 	uint32_t tick_ms;
 };

@@ -62,8 +62,8 @@ struct rdma_conn {
 	struct qpg__conn base;
 	struct ibv_qp *qp;
 	struct rdma_window *windows, *free_windows;
-	uint32_t credits; /* this connection's share of rdma_ep.credits */
-	uint32_t max_inline; /* sends up to this long go inline (0: none) */
+	uint32_t credits;	  /* this connection's share of rdma_ep.credits */
+	uint32_t max_inline;	  /* sends up to this long go inline (0: none) */
 	struct rdma_qp_caps caps; /* what its QP was asked for */
 };
 

@@ -109,7 +109,7 @@ void qpg_opts_usage(FILE *f, const struct qpg_opt *const *tables, const char *sy
 	     0,                                                                                      \
 	     65536,                                                                                  \
 	     "N",                                                                                    \
-	     "rdma: QPs of closed connections kept in RESET for the next ones (default 0: "        \
+	     "rdma: QPs of closed connections kept in RESET for the next ones (default 0: "          \
 	     "none)"},                                                                               \
 	    {"connect-attempts",                                                                     \
 	     0,                                                                                      \
@@ -118,7 +118,7 @@ void qpg_opts_usage(FILE *f, const struct qpg_opt *const *tables, const char *sy
 	     1,                                                                                      \
 	     100,                                                                                    \
 	     "N",                                                                                    \
-	     "tries per connection when the reason may pass (server busy, restarting; default "     \
+	     "tries per connection when the reason may pass (server busy, restarting; default "      \
 	     "10)"},                                                                                 \
 	    {"connect-deadline",                                                                     \
 	     0,                                                                                      \

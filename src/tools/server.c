@@ -123,7 +123,8 @@ static void print_stats(struct qpg_server *s)
 		"rejected=%llu server_full=%llu refused_pending=%llu refused_per_peer=%llu "
 		"refused_rate=%llu "
 		"timeouts=%llu auth_failures=%llu seq_failures=%llu msgs_in=%llu msgs_out=%llu "
-		"qps_created=%llu qps_destroyed=%llu qps_reused=%llu cq_depth_max=%lld pool_in_use=%lld "
+		"qps_created=%llu qps_destroyed=%llu qps_reused=%llu cq_depth_max=%lld "
+		"pool_in_use=%lld "
 		"reads_paused=%llu accept_backoffs=%llu refused_qps_per_peer=%llu "
 		"bringup_timeouts=%llu refused_prefix=%llu pending_evicted=%llu\n",
 		st.connected, st.handshakes_ok, st.handshakes_failed, rej,
@@ -260,7 +261,8 @@ int main(int argc, char **argv)
 			"qpgate-server: note: open files are limited to %ld (ulimit -n), so fewer "
 			"than --max-clients %u clients fit; past that, accepts fail with EMFILE\n",
 			nofile, (unsigned)o.max_clients);
-	qpg_cli_note_map_count("qpgate-server", o.transport, (long)o.max_clients, 1, "--max-clients");
+	qpg_cli_note_map_count("qpgate-server", o.transport, (long)o.max_clients, 1,
+			       "--max-clients");
 	char err[512];
 	/* Before any thread exists, so that all of them inherit it. */
 	sigset_t hup;
