@@ -292,6 +292,11 @@ int main(int argc, char **argv)
 	}
 	if (!lo.timeout_ms)
 		lo.timeout_ms = 600000 + 10L * lo.nconns;
+	/* No new try after half the run: one that cannot connect ends with its
+	 * failures, not at its timeout (10 tries of a 3 s handshake deadline
+	 * and their backoff outlast a 30 s run). */
+	if ((long)co.connect_deadline_ms > lo.timeout_ms / 2)
+		co.connect_deadline_ms = (unsigned)(lo.timeout_ms / 2);
 	if (!load_ports_fit(&co, &lo, "qpgate-perf"))
 		return 2;
 	char source[INET6_ADDRSTRLEN];
