@@ -519,9 +519,7 @@ static void rdma_conn_release(struct qpg__conn *c)
 {
 	struct rdma_conn *rc = to_rdma(c);
 	struct rdma_ep *r = c->ep->tep;
-	if (rc->qp) {
-		if (qpg__map_get(&r->qpn_to_conn, rc->qp->qp_num) == c)
-			qpg__map_del(&r->qpn_to_conn, rc->qp->qp_num);
+	if (rc->qp) { /* (conn_shutdown took its QP number out of the map) */
 		struct rdma_spare sp = {.qp = rc->qp,
 					.caps = rc->caps,
 					.max_inline = rc->max_inline,
