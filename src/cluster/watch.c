@@ -1,60 +1,32 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* A watched view of the members, as etcd's clientv3 keeps one: read the
- * prefix, then watch it from the next revision, with progress
- * notifications; a stream silent for 3 s is reopened from where it was
+ * prefix, then watch it from the next revision; a stream that fails, or
+ * is silent for 5 s, is reopened from the first revision not applied
  * (jittered backoff), so no change is missed; a compacted revision means
- * read the prefix again, and that is a gap. Each change is published as a
- * new immutable view behind an atomic pointer, in etcd's order.
+ * read the prefix again, and that is a gap. What etcd sends is applied in
+ * watch_apply.c, one revision at a time.
  *
- * Catching up: a caller that must know every change up to revision R (a
- * server asked by a client whose view is at R) writes a key of its own
- * under the watched prefix; etcd delivers events in order, so once that
- * write's event is here, so is everything before it. */
+ * Nothing here writes to etcd: a client needs read access only. A server
+ * keeps its watch known current with writes of its own under the watched
+ * prefix (fresh.c), whose events come in order with every other. The
+ * watch never depends on etcd's progress notifications: it asks for them
+ * (they keep a quiet stream from looking dead) but takes no revision from
+ * them. */
 #include <curl/curl.h>
 #include <errno.h>
-#include <openssl/rand.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "etcd.h"
 #include "pace.h"
 #include "view.h"
+#include "watch_int.h"
 
-struct qpg_cluster_watch {
-	struct qpg__etcd e;    /* the watch thread's */
-	struct qpg__etcd sync; /* catch-up writes, under lock */
-	char root[96];	       /* /qpgate/NAME/ : members/ and sync/ */
-	char sync_key[128];
-	pthread_t thread;
-	atomic_bool stop;
-	_Atomic(struct qpg_cluster_view *) cur;
-	atomic_long readers;
-	atomic_llong complete_rev;
-	pthread_mutex_t lock;
-	pthread_cond_t cv;
-	qpg_cluster_view_cb cb;
-	void *user;
-	/* The watch thread's working set. */
-	struct qpg_cluster_member *work;
-	unsigned nwork, cap;
-	int64_t next_rev;
-	bool need_read, gap, changed;
-	char *buf;
-	size_t blen;
-	int64_t hrev;
-	atomic_ullong views, reopens, rereads, bad_entries;
-	atomic_bool etcd_ok;
-	bool said_down; /* the log said the stream was lost; say when it is back */
-	uint64_t sync_ns; /* the last catch-up write (under lock) */
-};
-
-/* At most one catch-up write per this many ns: whatever the requests, a
- * member writes to etcd at most 10 times a second for them. */
-#define SYNC_EVERY_NS 100000000ull
+/* A stream silent this long is taken for dead. Servers write under the
+ * prefix several times a second (fresh.c), so a live cluster's stream is
+ * never that quiet; an idle one is reopened, which loses nothing. */
+#define SILENT_S 5L
 
 uint64_t qpg_cluster_now_ns(void)
 {
@@ -63,161 +35,16 @@ uint64_t qpg_cluster_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-const struct qpg_cluster_view *qpg_cluster_view_get(struct qpg_cluster_watch *w)
+static int read_prefix(struct qpg_cluster_watch *w, bool gap, char *err, size_t len)
 {
-	/* The publisher waits for readers to be 0 before it lets go of a view
-	 * it swapped out, so the view read here lives until it is ref'd. */
-	atomic_fetch_add(&w->readers, 1);
-	const struct qpg_cluster_view *v = qpg__view_ref(atomic_load(&w->cur));
-	atomic_fetch_sub(&w->readers, 1);
-	return v;
-}
-
-int64_t qpg_cluster_watch_revision(const struct qpg_cluster_watch *w)
-{
-	return atomic_load(&w->complete_rev);
-}
-
-static void publish(struct qpg_cluster_watch *w, int64_t rev)
-{
-	struct qpg_cluster_view *v = qpg__view_new(w->nwork);
-	if (!v)
-		return; /* the old view stays; the next change tries again */
-	if (w->nwork) /* an empty prefix has no working set at all */
-		memcpy(v->m, w->work, w->nwork * sizeof(w->work[0]));
-	v->n = w->nwork;
-	v->revision = rev;
-	qpg__view_sort(v);
-	struct qpg_cluster_view *old = atomic_exchange(&w->cur, v);
-	while (atomic_load(&w->readers))
-		sched_yield();
-	atomic_fetch_add(&w->views, 1);
-	if (w->cb)
-		w->cb(w->user, old, v, w->gap);
-	w->gap = false;
-	qpg_cluster_view_put(old);
-}
-
-static void advance(struct qpg_cluster_watch *w, int64_t rev)
-{
-	pthread_mutex_lock(&w->lock);
-	if (rev > atomic_load(&w->complete_rev))
-		atomic_store(&w->complete_rev, rev);
-	pthread_cond_broadcast(&w->cv);
-	pthread_mutex_unlock(&w->lock);
-}
-
-static void work_remove(struct qpg_cluster_watch *w, const char *id)
-{
-	for (unsigned i = 0; i < w->nwork; i++)
-		if (strcmp(w->work[i].id, id) == 0) {
-			w->work[i] = w->work[--w->nwork];
-			w->changed = true;
-			return;
-		}
-}
-
-/* A members/ key's event: PUT with VALUE, or DELETE. */
-static void apply(struct qpg_cluster_watch *w, const char *id, const json_t *kv, bool del)
-{
-	work_remove(w, id);
-	if (del)
-		return;
-	char val[QPG_CLUSTER_ENTRY_MAX];
-	long n = qpg__etcd_unb64(kv, "value", val, sizeof(val));
-	struct qpg_cluster_member m;
-	char why[128];
-	if (n <= 0 || qpg_cluster_member_from_json(&m, val, (size_t)n, why, sizeof(why)) ||
-	    strcmp(m.id, id) != 0) {
-		atomic_fetch_add(&w->bad_entries, 1);
-		fprintf(stderr, "qpgate: cluster: member entry '%s' left out: %s\n", id,
-			n <= 0	 ? "not base64 or too long"
-			: why[0] ? why
-				 : "its id is another");
-		return;
-	}
-	m.mod_revision = qpg__etcd_i64(kv, "mod_revision", 0);
-	if (w->nwork == w->cap) {
-		unsigned cap = w->cap ? 2 * w->cap : 16;
-		void *p = realloc(w->work, cap * sizeof(w->work[0]));
-		if (!p)
-			return;
-		w->work = p;
-		w->cap = cap;
-	}
-	w->work[w->nwork++] = m;
-	w->changed = true;
-}
-
-/* A key under the root: members/ID is applied, sync/ only moves the
- * revision on. */
-static void on_key(struct qpg_cluster_watch *w, const json_t *kv, bool del)
-{
-	char key[256];
-	long n = qpg__etcd_unb64(kv, "key", key, sizeof(key) - 1);
-	if (n <= 0)
-		return;
-	key[n] = 0;
-	size_t pl = strlen(w->e.prefix);
-	if (strncmp(key, w->e.prefix, pl) == 0)
-		apply(w, key + pl, kv, del);
-}
-
-static int read_prefix(struct qpg_cluster_watch *w, char *err, size_t len)
-{
-	json_t *req =
-	    json_pack("{s:o, s:o*}", "key", qpg__etcd_b64(w->e.prefix, strlen(w->e.prefix)),
-		      "range_end", qpg__etcd_prefix_end(w->e.prefix));
+	json_t *req = json_pack("{s:o, s:o*}", "key", qpg__etcd_b64(w->members, strlen(w->members)),
+				"range_end", qpg__etcd_prefix_end(w->members));
 	json_t *resp;
 	int rc = qpg__etcd_call(&w->e, "/v3/kv/range", req, &resp, err, len);
 	if (rc)
 		return rc;
-	w->nwork = 0;
-	json_t *kvs = json_object_get(resp, "kvs"), *kv;
-	size_t i;
-	json_array_foreach(kvs, i, kv) on_key(w, kv, false);
-	int64_t rev = qpg__etcd_i64(json_object_get(resp, "header"), "revision", 0);
+	qpg__watch_apply_read(w, resp, gap);
 	json_decref(resp);
-	w->next_rev = rev + 1;
-	w->need_read = false;
-	publish(w, rev);
-	advance(w, rev);
-	return 0;
-}
-
-/* One object of the stream. -1 stops the stream (a compaction). */
-static int on_result(struct qpg_cluster_watch *w, json_t *obj)
-{
-	json_t *r = json_object_get(obj, "result");
-	if (!json_is_object(r))
-		return json_object_get(obj, "error") ? -1 : 0;
-	int64_t compact = qpg__etcd_i64(r, "compact_revision", 0);
-	if (compact > 0 || json_is_true(json_object_get(r, "canceled"))) {
-		w->need_read = true;
-		w->gap = true;
-		atomic_fetch_add(&w->rereads, 1);
-		return -1;
-	}
-	int64_t rev = qpg__etcd_i64(json_object_get(r, "header"), "revision", 0);
-	json_t *events = json_object_get(r, "events"), *ev;
-	size_t i;
-	w->changed = false;
-	json_array_foreach(events, i, ev)
-	{
-		const char *type = json_string_value(json_object_get(ev, "type"));
-		on_key(w, json_object_get(ev, "kv"), type && strcmp(type, "DELETE") == 0);
-	}
-	atomic_store(&w->etcd_ok, true);
-	if (w->said_down) {
-		w->said_down = false;
-		fprintf(stderr, "qpgate: cluster: etcd watch back at revision %lld\n",
-			(long long)rev);
-	}
-	if (w->changed)
-		publish(w, rev);
-	if (rev >= w->next_rev)
-		w->next_rev = rev + 1;
-	advance(w, rev);
 	return 0;
 }
 
@@ -249,7 +76,7 @@ static size_t on_stream(char *data, size_t size, size_t nmemb, void *arg)
 			return 0;
 		}
 		off += je.position;
-		int rc = on_result(w, obj);
+		int rc = qpg__watch_on_result(w, obj);
 		json_decref(obj);
 		if (rc)
 			return 0;
@@ -282,9 +109,8 @@ static void stream(struct qpg_cluster_watch *w)
 	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
 	curl_easy_setopt(c, CURLOPT_XFERINFODATA, w);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
-	/* Silent for 3 s (progress notifications come every second): gone. */
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 3L);
+	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, SILENT_S);
 	w->blen = 0;
 	curl_easy_perform(c);
 	curl_slist_free_all(h);
@@ -297,7 +123,7 @@ static void *watch_main(void *arg)
 	unsigned backoff = 100;
 	while (!atomic_load(&w->stop)) {
 		char err[256];
-		if (w->need_read && read_prefix(w, err, sizeof(err))) {
+		if (w->need_read && read_prefix(w, true, err, sizeof(err))) {
 			atomic_store(&w->etcd_ok, false);
 			qpg__nap(&w->stop, qpg__jitter(backoff));
 			backoff = qpg__backoff_next(backoff, 2000);
@@ -317,8 +143,8 @@ static void *watch_main(void *arg)
 			w->said_down = true;
 			fprintf(
 			    stderr,
-			    "qpgate: cluster: etcd watch stream lost; keeping the view of revision "
-			    "%lld, reopening from %lld with backoff\n",
+			    "qpgate: cluster: etcd watch stream lost; keeping the view complete "
+			    "at revision %lld, reopening from %lld with backoff\n",
 			    (long long)(w->next_rev - 1), (long long)w->next_rev);
 		}
 		qpg__nap(&w->stop, qpg__jitter(backoff));
@@ -330,42 +156,26 @@ static void *watch_main(void *arg)
 int qpg_cluster_watch_start(struct qpg_cluster_watch **out, const struct qpg_cluster_opts *o,
 			    qpg_cluster_view_cb cb, void *user, char *err, size_t err_len)
 {
-	struct qpg_cluster_watch *w = calloc(1, sizeof(*w));
+	if (!qpg_cluster_name_ok(o->name)) {
+		snprintf(err, err_len, "the cluster name is not 1 to %d of A-Z a-z 0-9 . _ -",
+			 QPG_CLUSTER_NAME_MAX);
+		return -EINVAL;
+	}
+	struct qpg_cluster_watch *w = qpg__watch_new(o->name, cb, user);
 	if (!w)
 		return -ENOMEM;
 	int rc = qpg__etcd_init(&w->e, o, err, err_len);
 	if (rc) {
-		free(w);
+		qpg__watch_free(w);
 		return rc;
 	}
-	struct qpg_cluster_opts quiet = *o;
-	quiet.quiet = true;
-	if ((rc = qpg__etcd_init(&w->sync, &quiet, err, err_len))) {
-		qpg__etcd_fini(&w->e);
-		free(w);
-		return rc;
-	}
-	snprintf(w->root, sizeof(w->root), "/qpgate/%s/", o->name);
-	uint64_t r = 0;
-	RAND_bytes((unsigned char *)&r, sizeof(r));
-	snprintf(w->sync_key, sizeof(w->sync_key), "/qpgate/%s/sync/%016llx", o->name,
-		 (unsigned long long)r);
-	pthread_mutex_init(&w->lock, NULL);
-	pthread_cond_init(&w->cv, NULL);
-	w->cb = cb;
-	w->user = user;
-	atomic_init(&w->cur, qpg__view_new(0));
-	if (!atomic_load(&w->cur) || (rc = read_prefix(w, err, err_len)) != 0 ||
+	if ((rc = read_prefix(w, false, err, err_len)) != 0 ||
 	    (rc = -pthread_create(&w->thread, NULL, watch_main, w)) != 0) {
-		if (rc == 0)
-			rc = -ENOMEM;
 		qpg__etcd_fini(&w->e);
-		qpg__etcd_fini(&w->sync);
-		qpg_cluster_view_put(atomic_load(&w->cur));
-		free(w->work);
-		free(w);
+		qpg__watch_free(w);
 		return rc;
 	}
+	w->started = true;
 	atomic_store(&w->etcd_ok, true);
 	*out = w;
 	return 0;
@@ -384,26 +194,6 @@ int qpg_cluster_watch_catch_up(struct qpg_cluster_watch *w, int64_t rev, unsigne
 		until.tv_nsec -= 1000000000;
 	}
 	pthread_mutex_lock(&w->lock);
-	uint64_t now_ns = qpg_cluster_now_ns();
-	/* No write due yet: the wait below still sees the stream's events. */
-	if (atomic_load(&w->complete_rev) < rev && now_ns - w->sync_ns >= SYNC_EVERY_NS) {
-		w->sync_ns = now_ns;
-		/* A write of our own: its event comes after every earlier one. */
-		json_t *req =
-		    json_pack("{s:o, s:o}", "key", qpg__etcd_b64(w->sync_key, strlen(w->sync_key)),
-			      "value", qpg__etcd_b64("1", 1));
-		json_t *resp = NULL;
-		char err[256];
-		if (qpg__etcd_call(&w->sync, "/v3/kv/put", req, &resp, err, sizeof(err)) == 0) {
-			int64_t now = qpg__etcd_i64(json_object_get(resp, "header"), "revision", 0);
-			json_decref(resp);
-			if (now > 0 && rev > now) {
-				/* Newer than etcd itself: no view can be that new. */
-				pthread_mutex_unlock(&w->lock);
-				return -ERANGE;
-			}
-		}
-	}
 	int rc = 0;
 	while (atomic_load(&w->complete_rev) < rev && rc == 0)
 		rc = pthread_cond_timedwait(&w->cv, &w->lock, &until);
@@ -425,19 +215,8 @@ void qpg_cluster_watch_stop(struct qpg_cluster_watch *w)
 	if (!w)
 		return;
 	atomic_store(&w->stop, true);
-	pthread_join(w->thread, NULL);
-	/* The sync key is ours: leave nothing behind (best effort). */
-	json_t *req = json_pack("{s:o}", "key", qpg__etcd_b64(w->sync_key, strlen(w->sync_key)));
-	json_t *resp = NULL;
-	char err[256];
-	if (qpg__etcd_call(&w->sync, "/v3/kv/deleterange", req, &resp, err, sizeof(err)) == 0)
-		json_decref(resp);
+	if (w->started)
+		pthread_join(w->thread, NULL);
 	qpg__etcd_fini(&w->e);
-	qpg__etcd_fini(&w->sync);
-	qpg_cluster_view_put(atomic_load(&w->cur));
-	pthread_mutex_destroy(&w->lock);
-	pthread_cond_destroy(&w->cv);
-	free(w->work);
-	free(w->buf);
-	free(w);
+	qpg__watch_free(w);
 }
