@@ -52,7 +52,9 @@ struct qpg_service {
 	/* Optional: append the service's own metrics (Prometheus text format
 	 * 0.0.4, names qpgate_<service>_...) to F, for a scrape; any thread. */
 	void (*metrics)(void *ctx, FILE *f);
-	/* Optional: every tick (100 ms) for an established C: deadlines. */
+	/* Optional: about once a second for an established C (each tick, every
+	 * 100 ms, looks at a tenth of them), and at the next tick after
+	 * qpg_conn_tick_soon: deadlines, and work that waits. */
 	void (*on_tick)(struct qpg_conn *c, uint64_t now_ns);
 	/* Optional: a window granted on C with USER is invalid again. */
 	void (*on_revoked)(struct qpg_conn *c, void *user);
@@ -75,6 +77,10 @@ void *qpg_conn_service_ctx(const struct qpg_conn *c);
 
 /* What was agreed in the bootstrap, and where the send queue stands. */
 bool qpg_conn_is_open(const struct qpg_conn *c);
+/* Ask for C's on_tick at the next tick (within 100 ms) rather than within
+ * a second: for a service that holds a request until something changes.
+ * Once per call; ask again from on_tick to keep waiting. */
+void qpg_conn_tick_soon(struct qpg_conn *c);
 uint16_t qpg_conn_credits(const struct qpg_conn *c);
 uint32_t qpg_conn_max_msg(const struct qpg_conn *c);
 uint32_t qpg_conn_in_flight(const struct qpg_conn *c);

@@ -177,6 +177,7 @@ struct qpg__conn {
 	uint64_t closing_since_ns;
 	struct qpg__conn *prev, *next; /* endpoint's handshaking or established list */
 	bool listed_established;
+	bool tick_soon; /* the service asked for its tick at the next one (ep->nsoon) */
 	struct qpg__conn *next_dead; /* on the endpoint's closing, then dead list */
 	uint64_t progress_ns;	     /* last send completion, or the first send after none */
 	uint64_t active_ns;	     /* last frame in or send completed (idle timeout) */
@@ -271,6 +272,10 @@ struct qpg__endpoint {
 	 * second: walking 100,000 connections every tick would cost a core. */
 	struct qpg__conn_list handshaking, established;
 	struct qpg__conn *scan;
+	/* Established connections whose service asked for a tick at the next
+	 * one (qpg_conn_tick_soon): while any does, each tick walks the list
+	 * for them. Rare and short (a KV request waiting for a view). */
+	size_t nsoon;
 	/* Closed, their closed callback not yet called: that happens after the
 	 * batch, never under the caller of qpg__conn_close (as uv_close). */
 	struct qpg__conn *closing, *closing_tail;

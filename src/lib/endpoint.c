@@ -58,6 +58,17 @@ void qpg__endpoint_tick(struct qpg__endpoint *ep)
 	}
 	if (!ep->progress_ns_max && !ep->idle_ns_max && !ep->bringup_ns_max && !ep->cbs.tick)
 		return;
+	/* Those that asked for this tick (qpg_conn_tick_soon): each is told
+	 * once, and asks again if it still waits. */
+	for (c = ep->established.head; c && ep->nsoon && ep->cbs.tick; c = next) {
+		next = c->next;
+		if (!c->tick_soon)
+			continue;
+		c->tick_soon = false;
+		ep->nsoon--;
+		if (c->state == QPG_CONN_ESTABLISHED)
+			ep->cbs.tick(c, now);
+	}
 	/* A tenth of the established connections, so each once a second (a
 	 * deadline of S seconds holds within S + 1). Closing one moves SCAN on. */
 	size_t quota = ep->established.n / QPG__SCAN_TICKS + 1;
@@ -77,7 +88,7 @@ void qpg__endpoint_tick(struct qpg__endpoint *ep)
 					"deadline)",
 					(unsigned long long)(ep->bringup_ns_max / 1000000));
 		} else if (ep->progress_ns_max && c->in_flight && /* a paused reader's too */
-		    now - c->progress_ns > ep->progress_ns_max)
+			   now - c->progress_ns > ep->progress_ns_max)
 			qpg__conn_close(c, QPG_ERR_TIMEOUT,
 					"no progress: %u sends not completed for %llu ms (peer not "
 					"reading?)",

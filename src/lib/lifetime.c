@@ -99,6 +99,10 @@ struct qpg__conn *qpg__conn_new_member(struct qpg__conn *leader)
 static void list_remove(struct qpg__endpoint *ep, struct qpg__conn *c)
 {
 	struct qpg__conn_list *l = c->listed_established ? &ep->established : &ep->handshaking;
+	if (c->tick_soon) {
+		c->tick_soon = false;
+		ep->nsoon--;
+	}
 	if (ep->scan == c)
 		ep->scan = c->next;
 	if (c->prev)

@@ -38,6 +38,15 @@ void *qpg_conn_service_ctx(const struct qpg_conn *c)
 	return core(c)->ep->service_ctx;
 }
 
+void qpg_conn_tick_soon(struct qpg_conn *c)
+{
+	struct qpg__conn *k = core(c);
+	if (k->tick_soon || k->state != QPG_CONN_ESTABLISHED || !k->listed_established)
+		return;
+	k->tick_soon = true;
+	k->ep->nsoon++;
+}
+
 bool qpg_conn_is_open(const struct qpg_conn *c)
 {
 	return core(c)->state == QPG_CONN_ESTABLISHED;
