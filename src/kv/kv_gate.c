@@ -38,7 +38,10 @@ int qpg__kv_gated_commit(struct qpg_kv_service *k, struct qpg__kv_value *v, uint
 		return QPG_KV_OK;
 	}
 	uint64_t epoch = atomic_load(&k->drops);
+	/* A commit never waits: a gate that says wait now refuses. */
 	int st = k->gate(k->gate_user, v->key, v->key_len, view_rev, rev);
+	if (st == QPG_KV_GATE_WAIT)
+		st = QPG_KV_UNAVAILABLE;
 	if (st != QPG_KV_OK) {
 		qpg__kv_release(&k->store, v);
 		return st;
@@ -52,7 +55,7 @@ int qpg__kv_gated_commit(struct qpg_kv_service *k, struct qpg__kv_value *v, uint
 	if (atomic_load(&k->drops) != epoch &&
 	    (st = k->gate(k->gate_user, key, key_len, view_rev, rev)) != QPG_KV_OK) {
 		qpg__kv_del(&k->store, key, key_len);
-		return st;
+		return st == QPG_KV_GATE_WAIT ? QPG_KV_UNAVAILABLE : st;
 	}
 	return QPG_KV_OK;
 }

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "kv_park.h"
 #include "kv_service.h"
 #include "kv_store.h"
 #include "qpgate/kv.h"
@@ -69,6 +70,7 @@ struct kv_conn {
 	bool pumping; /* a transport may complete a send inside the send call */
 	struct kv_grant *grants;
 	unsigned ngrants;
+	struct qpg__kv_park_q park; /* requests the gate said to wait with, in order */
 	struct qpg_kv_service *service;
 };
 
@@ -462,35 +464,28 @@ static void handle_release(struct qpg_conn *c, struct kv_conn *kc, const struct 
 		queue(kc, QPG_KV_RELEASE, QPG_KV_MALFORMED, r->req_id, 0, 0, NULL);
 }
 
-void qpg__kv_message(struct qpg_conn *c, uint8_t type, uint16_t flags, struct qpg_buf *b,
-		     uint32_t len)
+/* Serve the request in P. False, with nothing done, when the gate says
+ * wait and LAST is not set; at its last chance a request that would wait
+ * is refused UNAVAILABLE. */
+static bool serve(struct qpg_conn *c, struct kv_conn *kc, const uint8_t *p, uint32_t len, bool last)
 {
-	struct kv_conn *kc = kv_conn_of(c);
-	if (!kc) {
-		qpg_conn_buf_put(c, b);
-		qpg_conn_close(c, QPG_ERR_LOCAL, "out of memory");
-		return;
-	}
-	/* Every request is answered, so a client within its credits never has
-	 * more than that many replies queued here. */
-	/* (Twice that again: expiries of up to 2 x credits grants queue too.) */
-	if (kc->queued >= 4u * qpg_conn_credits(c) + 4) {
-		qpg_conn_buf_put(c, b);
-		qpg_conn_close(c, QPG_ERR_PROTOCOL, "client exceeded its %u credits",
-			       qpg_conn_credits(c));
-		return;
-	}
 	struct qpg_kv_req r;
 	char why[96];
 	uint64_t rev = 0;
-	int status = qpg_kv_decode_req(qpg_buf_payload(b), len, &r, why, sizeof(why));
+	int status = qpg_kv_decode_req(p, len, &r, why, sizeof(why));
 	if (status != 0) {
 		/* Refuse the request, keep the connection: the frame itself was
 		 * authentic, only its content is wrong. */
 		uint8_t op = r.op >= QPG_KV_PUT && r.op <= QPG_KV_RELEASE ? r.op : 0;
 		queue(kc, op, (uint8_t)status, r.req_id, 0, 0, NULL);
-	} else if (r.op != QPG_KV_RELEASE && !(r.op == QPG_KV_PUT && r.offset) &&
-		   (status = qpg__kv_gate(kc->service, &r, &rev)) != QPG_KV_OK) {
+		return true;
+	}
+	if (r.op != QPG_KV_RELEASE && !(r.op == QPG_KV_PUT && r.offset) &&
+	    (status = qpg__kv_gate(kc->service, &r, &rev)) != QPG_KV_OK) {
+		if (status == QPG_KV_GATE_WAIT && !last)
+			return false;
+		if (status == QPG_KV_GATE_WAIT)
+			status = QPG_KV_UNAVAILABLE;
 		/* In a cluster, not ours to serve (now): a PUT's later chunks
 		 * are refused the same way. */
 		if (r.op == QPG_KV_PUT) {
@@ -510,6 +505,62 @@ void qpg__kv_message(struct qpg_conn *c, uint8_t type, uint16_t flags, struct qp
 		queue(kc, QPG_KV_DEL, wire_status(qpg__kv_del(store_of(c), r.key, r.key_len)),
 		      r.req_id, 0, 0, NULL);
 	}
+	return true;
+}
+
+/* Serve what is parked, in order, while the gate lets it through (or its
+ * deadline has come); ask for the next tick if any is left. */
+static void unpark(struct qpg_conn *c, struct kv_conn *kc, uint64_t now)
+{
+	while (kc->park.head) {
+		struct qpg__kv_parked *p = kc->park.head;
+		if (!serve(c, kc, p->data, p->len, now - p->since_ns >= QPG__KV_PARK_NS))
+			break;
+		qpg__kv_park_pop(&kc->park, &kc->service->parked_bytes);
+	}
+	if (kc->park.head)
+		qpg_conn_tick_soon(c);
+}
+
+/* Hold the request in B until the gate lets it through. A service out of
+ * room for parked requests refuses it at once. */
+static void park(struct qpg_conn *c, struct kv_conn *kc, struct qpg_buf *b, uint32_t len,
+		 uint64_t now)
+{
+	if (qpg__kv_park(&kc->park, &kc->service->parked_bytes, qpg_buf_payload(b), len, now)) {
+		serve(c, kc, qpg_buf_payload(b), len, true);
+		return;
+	}
+	add(&kc->service->m.parked, 1);
+	qpg_conn_tick_soon(c);
+}
+
+void qpg__kv_message(struct qpg_conn *c, uint8_t type, uint16_t flags, struct qpg_buf *b,
+		     uint32_t len)
+{
+	(void)type, (void)flags;
+	struct kv_conn *kc = kv_conn_of(c);
+	if (!kc) {
+		qpg_conn_buf_put(c, b);
+		qpg_conn_close(c, QPG_ERR_LOCAL, "out of memory");
+		return;
+	}
+	/* Every request is answered, so a client within its credits never has
+	 * more than that many replies queued and requests parked here. */
+	/* (Twice that again: expiries of up to 2 x credits grants queue too.) */
+	if (kc->queued + kc->park.n >= 4u * qpg_conn_credits(c) + 4) {
+		qpg_conn_buf_put(c, b);
+		qpg_conn_close(c, QPG_ERR_PROTOCOL, "client exceeded its %u credits",
+			       qpg_conn_credits(c));
+		return;
+	}
+	uint64_t now = qpg__now_ns();
+	if (kc->park.head)
+		unpark(c, kc, now);
+	/* Behind a parked request, every later one waits too: a PUT's chunks
+	 * follow their first, and replies keep the requests' order. */
+	if (kc->park.head || !serve(c, kc, qpg_buf_payload(b), len, false))
+		park(c, kc, b, len, now);
 	qpg_conn_buf_put(c, b);
 	pump(c);
 }
@@ -533,6 +584,10 @@ void qpg__kv_tick(struct qpg_conn *c, uint64_t now)
 	struct qpg_kv_service *k = service_of(c);
 	if (!kc)
 		return;
+	if (kc->park.head) {
+		unpark(c, kc, now);
+		pump(c);
+	}
 	if (kc->put && k->put_timeout_ns && now - kc->put_last_ns > k->put_timeout_ns) {
 		qpg__kv_release(store_of(c), kc->put);
 		kc->put = NULL;
@@ -567,6 +622,7 @@ void qpg__kv_closed(struct qpg_conn *c)
 		if (kc->grants[i].state != GRANT_FREE)
 			grant_drop(c, &kc->grants[i]);
 	free(kc->grants);
+	qpg__kv_park_clear(&kc->park, &kc->service->parked_bytes);
 	qpg__kv_release(store_of(c), kc->put); /* an unfinished PUT is dropped */
 	free(kc);
 	qpg_conn_set_data(c, NULL);

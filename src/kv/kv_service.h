@@ -22,6 +22,7 @@ struct qpg__kv_metrics {
 	atomic_ullong grants, grants_expired; /* windows granted; revoked at their deadline */
 	atomic_ullong releases[2];	      /* grants released: [0] by RELEASE, [1] with a GET */
 	atomic_llong grants_live;	      /* windows bound now */
+	atomic_ullong parked;		      /* requests held until the gate let them by */
 };
 
 struct qpg_kv_service {
@@ -37,6 +38,7 @@ struct qpg_kv_service {
 	void *gate_user;
 	atomic_ullong drops;   /* passes of qpg_kv_service_drop begun (kv_gate.c) */
 	atomic_ullong dropped; /* keys they dropped */
+	atomic_ullong parked_bytes; /* requests parked now (kv_park.h) */
 	struct qpg__kv_metrics m;
 };
 
