@@ -82,21 +82,31 @@ struct qpg_cluster_opts {
 	const char *key;
 	unsigned timeout_ms; /* one request (default 2000) */
 	bool quiet;	     /* no warning on stderr for a plain http:// endpoint */
+	/* Servers: the staleness bound S (default QPG_CLUSTER_STALENESS_MS). A
+	 * member answers only while its view is known current within S, and
+	 * serves a key it gained only S after it learned of the change. Every
+	 * member of a cluster must use the same S. */
+	unsigned staleness_ms;
 };
+#define QPG_CLUSTER_STALENESS_MS 1000
 
 /* ---- A watched view (clients, and servers of their own cluster) ---- */
 
 struct qpg_cluster_watch;
-/* Called on the watch's thread after each new view is published, in order.
- * GAP: changes may have been missed (the watch's revision was compacted,
- * or this is a fresh read after one): a server drops every key then. */
+/* Called on the watch's thread after each new view is published, in order:
+ * one view for each etcd revision that changed a member, so no change is
+ * ever folded into a later one. GAP: changes may have been missed (the
+ * watch's revision was compacted: called at once with OLD == NOW, and again
+ * with the view read afresh): a server drops every key then. */
 typedef void (*qpg_cluster_view_cb)(void *user, const struct qpg_cluster_view *old,
 				    const struct qpg_cluster_view *now, bool gap);
 
 /* Read the member prefix (an error, and nothing started, when etcd cannot
  * be read), then watch it from the next revision on a thread of its own:
- * progress notifications, a stream silent for 3 s reopened with jittered
- * backoff, a compacted revision read again. CB may be NULL. */
+ * a stream that fails or is silent for 5 s reopened from the first
+ * revision not applied, with jittered backoff; a compacted revision read
+ * again. Reads only: a client needs no write access to etcd. CB may be
+ * NULL. */
 int qpg_cluster_watch_start(struct qpg_cluster_watch **out, const struct qpg_cluster_opts *o,
 			    qpg_cluster_view_cb cb, void *user, char *err, size_t err_len);
 void qpg_cluster_watch_stop(struct qpg_cluster_watch *w);
@@ -104,12 +114,13 @@ void qpg_cluster_watch_stop(struct qpg_cluster_watch *w);
  * atomic pointer). Every get is paired with a put. */
 const struct qpg_cluster_view *qpg_cluster_view_get(struct qpg_cluster_watch *w);
 void qpg_cluster_view_put(const struct qpg_cluster_view *v);
-/* The newest etcd revision the watch is known complete at: the view's, or
- * later, from a progress notification. */
+/* The newest etcd revision the watch is known complete at: every change up
+ * to it is applied. Taken only from events applied and from reads, never
+ * from a reply's header or a progress notification alone. */
 int64_t qpg_cluster_watch_revision(const struct qpg_cluster_watch *w);
-/* Wait until the watch is complete at REV or later, asking etcd at once
- * rather than waiting for the stream; at most TIMEOUT_MS. 0, -ETIMEDOUT, or
- * -ERANGE when REV is past etcd's own revision (no view is that new). */
+/* Wait until the watch is complete at REV or later, at most TIMEOUT_MS: 0
+ * or -ETIMEDOUT. Writes nothing to etcd (servers' own writes, several a
+ * second each, keep every watch of a live cluster moving). */
 int qpg_cluster_watch_catch_up(struct qpg_cluster_watch *w, int64_t rev, unsigned timeout_ms);
 
 struct qpg_cluster_watch_stats {
@@ -137,11 +148,17 @@ struct qpg_cluster_reg_opts {
 	/* The load to publish: connected clients and the limit. */
 	void (*load)(void *user, uint32_t *clients, uint32_t *max_clients);
 	void *user;
+	/* The caller listens on self.port now, alone (qpgate-server checks that
+	 * no other process holds it). Then an entry under this ID that names
+	 * self.host and self.port can only be a dead predecessor's, whose lease
+	 * still runs: the first registration takes it over instead of failing.
+	 * An entry naming any other address is still refused. */
+	bool holds_port;
 };
 
 /* Grant a lease and create this member's entry if absent (state warming).
  * Fails with -EEXIST when a member with the same ID is registered (the
- * error says which), with -EHOSTUNREACH when etcd cannot be reached, and
+ * error says which; but see holds_port), with -EHOSTUNREACH when etcd cannot be reached, and
  * starts nothing then. Otherwise a thread keeps the lease alive. */
 int qpg_cluster_register(struct qpg_cluster_reg **out, const struct qpg_cluster_reg_opts *o,
 			 char *err, size_t err_len);
@@ -189,9 +206,10 @@ void qpg_cluster_kv_detach(struct qpg_cluster_kv *a);
 struct qpg_cluster_kv_stats {
 	uint64_t drops;	       /* view changes that dropped keys */
 	uint64_t keys_dropped; /* keys they dropped */
-	uint64_t catch_ups;    /* requests that waited for a newer view */
+	uint64_t catch_ups;    /* times a request was told to wait (a newer view, a gained key) */
 	uint64_t wrong_owner;  /* requests answered WRONG_OWNER */
-	uint64_t fenced;       /* requests answered UNAVAILABLE (lease, catch-up) */
+	uint64_t fenced;       /* requests answered UNAVAILABLE (lease, gap) */
+	uint64_t stale;	       /* ... UNAVAILABLE: the view not known current within S */
 };
 void qpg_cluster_kv_stats(struct qpg_cluster_kv *a, struct qpg_cluster_kv_stats *out);
 

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "etcd.h"
+#include "fresh.h"
 #include "pace.h"
 
 struct qpg_cluster_reg {
@@ -25,13 +26,14 @@ struct qpg_cluster_reg {
 	pthread_mutex_t lock; /* e, self and lease between thread and callers */
 	struct qpg_cluster_member self;
 	char key[160];
-	int64_t lease;
+	_Atomic int64_t lease;	/* 0: none; read by fresh.c */
 	atomic_ullong until_ns; /* lease fencing */
 	atomic_ullong incarnation;
 	pthread_t thread;
 	bool started;
 	atomic_bool stop;
-	atomic_ullong registrations, lost, ka_fails;
+	atomic_ullong registrations, lost, ka_fails, takeovers;
+	int64_t holder_lease; /* create found our own address under this lease */
 	atomic_bool etcd_ok;
 	uint64_t load_at_ns;
 };
@@ -106,6 +108,10 @@ static int create(struct qpg_cluster_reg *r, char *err, size_t len)
 	long n = kv ? qpg__etcd_unb64(kv, "value", holder, sizeof(holder) - 1) : -1;
 	struct qpg_cluster_member m;
 	char why[64];
+	r->holder_lease = 0;
+	if (n > 0 && qpg_cluster_member_from_json(&m, holder, (size_t)n, why, sizeof(why)) == 0 &&
+	    strcmp(m.host, r->self.host) == 0 && m.port == r->self.port && m.port != 0)
+		r->holder_lease = qpg__etcd_i64(kv, "lease", 0); /* our own address */
 	if (n > 0 && qpg_cluster_member_from_json(&m, holder, (size_t)n, why, sizeof(why)) == 0)
 		snprintf(err, len,
 			 "member ID '%s' is already registered in this cluster (by %s:%u, "
@@ -119,6 +125,38 @@ static int create(struct qpg_cluster_reg *r, char *err, size_t len)
 			 r->self.id);
 	json_decref(resp);
 	return -EEXIST;
+}
+
+/* The entry names our own address and port, and we listen on that port:
+ * its holder is a predecessor that died (kill -9, a crash) and whose lease
+ * still runs. Put our entry in its place, in one transaction that holds
+ * only while the entry is still under that lease; then let the old lease
+ * go (with it whatever else the dead process left). */
+static int take_over(struct qpg_cluster_reg *r, char *err, size_t len)
+{
+	int64_t old = r->holder_lease;
+	json_t *k = qpg__etcd_b64(r->key, strlen(r->key));
+	json_t *req = json_pack("{s:[{s:O, s:s, s:I, s:s}], s:[{s:{s:O, s:o*, s:I}}]}", "compare",
+				"key", k, "target", "LEASE", "lease", (json_int_t)old, "result",
+				"EQUAL", "success", "request_put", "key", k, "value", entry_b64(r),
+				"lease", (json_int_t)r->lease);
+	json_decref(k);
+	json_t *resp;
+	int rc = qpg__etcd_call(&r->e, "/v3/kv/txn", req, &resp, err, len);
+	if (rc)
+		return rc;
+	bool ok = json_is_true(json_object_get(resp, "succeeded"));
+	json_decref(resp);
+	if (!ok)
+		return -EEXIST; /* it changed hands meanwhile: refuse as before */
+	if (qpg__etcd_call(&r->e, "/v3/lease/revoke", json_pack("{s:I}", "ID", (json_int_t)old),
+			   &resp, err, len) == 0)
+		json_decref(resp);
+	say("member ID '%s' was held at this server's own address and port by a process that is "
+	    "gone (this one holds the port): taken over",
+	    r->self.id);
+	atomic_fetch_add(&r->takeovers, 1);
+	return 0;
 }
 
 /* Overwrite our entry, only while it is ours (same lease). */
@@ -158,6 +196,11 @@ static int enroll(struct qpg_cluster_reg *r, char *err, size_t len)
 	if (rc)
 		return rc;
 	rc = create(r, err, len);
+	if (rc == -EEXIST && r->o.holds_port && r->holder_lease && !r->started) {
+		char why[256];
+		if (take_over(r, why, sizeof(why)) == 0)
+			rc = 0;
+	}
 	if (rc) {
 		revoke(r);
 		return rc;
@@ -168,14 +211,12 @@ static int enroll(struct qpg_cluster_reg *r, char *err, size_t len)
 }
 
 /* One keepalive: 1 alive (fencing moved on), 0 lost, <0 etcd unreachable. */
-static int keepalive(struct qpg_cluster_reg *r)
+static int keepalive(struct qpg_cluster_reg *r, char *err, size_t len)
 {
 	uint64_t sent = qpg_cluster_now_ns();
 	json_t *resp;
-	char err[256];
-	int rc =
-	    qpg__etcd_call(&r->e, "/v3/lease/keepalive",
-			   json_pack("{s:I}", "ID", (json_int_t)r->lease), &resp, err, sizeof(err));
+	int rc = qpg__etcd_call(&r->e, "/v3/lease/keepalive",
+				json_pack("{s:I}", "ID", (json_int_t)r->lease), &resp, err, len);
 	if (rc)
 		return rc;
 	/* An expired lease answers without a TTL. */
@@ -209,13 +250,13 @@ static void *reg_main(void *arg)
 		pthread_mutex_lock(&r->lock);
 		bool registered = atomic_load(&r->until_ns) != 0;
 		int rc;
-		char err[512];
+		char err[512] = "";
 		if (!registered) {
 			/* After an outage the old lease may still be alive (a
 			 * restarted etcd gives every lease its TTL again): take it
 			 * back, so the member never leaves the view, but under a new
 			 * incarnation, since the store was dropped. */
-			rc = r->lease ? keepalive(r) : 0;
+			rc = r->lease ? keepalive(r, err, sizeof(err)) : 0;
 			if (rc > 0) {
 				new_incarnation(r);
 				atomic_fetch_add(&r->registrations, 1);
@@ -230,7 +271,7 @@ static void *reg_main(void *arg)
 				rc = 1;
 			}
 		} else {
-			rc = keepalive(r);
+			rc = keepalive(r, err, sizeof(err));
 			if (rc == 0) {
 				lose(r, "etcd says it expired");
 				r->lease = 0;
@@ -342,6 +383,11 @@ int qpg_cluster_set_state(struct qpg_cluster_reg *r, enum qpg_member_state s)
 uint64_t qpg_cluster_lease_until(const struct qpg_cluster_reg *r)
 {
 	return atomic_load(&r->until_ns);
+}
+
+int64_t qpg__cluster_reg_lease(const struct qpg_cluster_reg *r)
+{
+	return atomic_load(&r->until_ns) ? atomic_load(&r->lease) : 0;
 }
 
 uint64_t qpg_cluster_incarnation(const struct qpg_cluster_reg *r)

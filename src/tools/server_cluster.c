@@ -140,6 +140,11 @@ int srv_cluster_start(struct srv_cluster *c, struct qpg_server *s, const struct 
 	}
 	snprintf(m->tls_name, sizeof(m->tls_name), "%s",
 		 c->advertise_name ? c->advertise_name : m->host);
+	/* The listeners are up, on a port no other process held (the server
+	 * refuses to start on one, lib/server.c): an entry naming this address
+	 * and port is a dead predecessor's. Not so behind an --advertise that
+	 * names another port. */
+	ro.holds_port = m->port == qpg_server_port(s);
 	if (c->id)
 		snprintf(m->id, sizeof(m->id), "%s", c->id);
 	else {
@@ -164,6 +169,7 @@ int srv_cluster_start(struct srv_cluster *c, struct qpg_server *s, const struct 
 		fprintf(stderr, "qpgate-server: error: %s\n", err);
 		return 1;
 	}
+	ro.etcd.staleness_ms = c->staleness_ms;
 	/* The gate first: no KV request is served before this member knows
 	 * its view and its lease. */
 	if (kv && qpg_cluster_kv_attach(&c->kv, kv, &ro.etcd, m->id, err, sizeof(err))) {
@@ -217,10 +223,11 @@ void srv_cluster_stop(struct srv_cluster *c)
 		qpg_cluster_kv_stats(c->kv, &st);
 		fprintf(stderr,
 			"qpgate-server: cluster: %llu view change(s) dropped %llu key(s); %llu "
-			"request(s) caught up, %llu answered wrong owner, %llu unavailable\n",
+			"request wait(s), %llu answered wrong owner, %llu unavailable (%llu of "
+			"them with a view not known current)\n",
 			(unsigned long long)st.drops, (unsigned long long)st.keys_dropped,
 			(unsigned long long)st.catch_ups, (unsigned long long)st.wrong_owner,
-			(unsigned long long)st.fenced);
+			(unsigned long long)(st.fenced + st.stale), (unsigned long long)st.stale);
 		qpg_cluster_kv_detach(c->kv);
 		c->kv = NULL;
 	}
@@ -266,9 +273,15 @@ void srv_cluster_metrics(void *user, FILE *f)
 		"or a lost lease.\n"
 		"# TYPE qpgate_cluster_kv_keys_dropped_total counter\n"
 		"qpgate_cluster_kv_keys_dropped_total %llu\n"
-		"# HELP qpgate_cluster_kv_catch_ups_total KV requests that waited for a newer "
-		"view.\n"
+		"# HELP qpgate_cluster_kv_catch_ups_total Times a KV request was told to wait: "
+		"for a newer view, or a key gained less than the staleness bound ago.\n"
 		"# TYPE qpgate_cluster_kv_catch_ups_total counter\n"
-		"qpgate_cluster_kv_catch_ups_total %llu\n",
-		(unsigned long long)ks.keys_dropped, (unsigned long long)ks.catch_ups);
+		"qpgate_cluster_kv_catch_ups_total %llu\n"
+		"# HELP qpgate_cluster_kv_refused_total KV requests answered UNAVAILABLE, by "
+		"why.\n"
+		"# TYPE qpgate_cluster_kv_refused_total counter\n"
+		"qpgate_cluster_kv_refused_total{reason=\"fenced\"} %llu\n"
+		"qpgate_cluster_kv_refused_total{reason=\"stale_view\"} %llu\n",
+		(unsigned long long)ks.keys_dropped, (unsigned long long)ks.catch_ups,
+		(unsigned long long)ks.fenced, (unsigned long long)ks.stale);
 }

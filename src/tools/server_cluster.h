@@ -15,7 +15,7 @@
 struct srv_cluster {
 	struct qpg_cluster_opts etcd;
 	const char *id, *advertise, *advertise_name;
-	unsigned ttl_s, weight, drain_ms;
+	unsigned ttl_s, weight, drain_ms, staleness_ms;
 	struct qpg_cluster_reg *reg;
 	struct qpg_cluster_kv *kv; /* the KV service's gate, with --service kv */
 };
@@ -32,6 +32,9 @@ struct srv_cluster {
 	 "the name this server's certificate carries (default: the --advertise host)"}, \
 	{"cluster-ttl", 0, OPT_UINT, &(c)->ttl_s, 2, 60, "S", \
 	 "lease TTL: a dead member leaves the view after S seconds (default 3)"}, \
+	{"cluster-staleness", 0, OPT_UINT, &(c)->staleness_ms, 200, 60000, "MS", \
+	 "serve only while the view is known current within MS, and a key gained only MS " \
+	 "after the change (default 1000; the same on every member)"}, \
 	{"cluster-weight", 0, OPT_UINT, &(c)->weight, 1, QPG_CLUSTER_WEIGHT_MAX, "N", \
 	 "this member's share of the keys, relative to the others (default 1)"}, \
 	{"drain-ms", 0, OPT_UINT, &(c)->drain_ms, 0, 600000, "MS", \
