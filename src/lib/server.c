@@ -352,7 +352,7 @@ int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, 
 		    .revoked = srv_revoked,
 		    .tick = srv_tick,
 		};
-		int fd = qpg__srv_open_listener(s, port, err, err_len);
+		int fd = qpg__srv_open_listener(s, port, i == 0, err, err_len);
 		if (fd < 0) {
 			rc = fd;
 			goto fail;

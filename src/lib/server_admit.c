@@ -57,10 +57,12 @@ static bool evict_heaviest(struct worker *w, unsigned mine)
 	unsigned heaviest = mine + 1;
 	qpg__peers_lock(&s->peers);
 	for (struct qpg__conn *c = w->ep.handshaking.head; c; c = c->next) {
-		if (c->member_index || c->handshake_done || !c->user || c->state >= QPG_CONN_CLOSING)
+		if (c->member_index || c->handshake_done || !c->user ||
+		    c->state >= QPG_CONN_CLOSING)
 			continue;
 		unsigned n = qpg__peer_pending_locked(c->user);
-		if (n > heaviest || (n == heaviest && victim && c->started_ns < victim->started_ns)) {
+		if (n > heaviest ||
+		    (n == heaviest && victim && c->started_ns < victim->started_ns)) {
 			heaviest = n;
 			victim = c;
 		}
@@ -120,10 +122,10 @@ void qpg__srv_listen_cb(struct qpg__io *io, uint32_t events)
 		enum qpg__peer_verdict why;
 		struct qpg__peer *pe = qpg__peers_enter(&s->peers, &ss, &lim, qpg__now_ns(), &why);
 		if (!pe) {
-			atomic_fetch_add(why == QPG_PEER_RATE	   ? &s->refused_rate
-					 : why == QPG_PEER_CONNS   ? &s->refused_per_peer
+			atomic_fetch_add(why == QPG_PEER_RATE	  ? &s->refused_rate
+					 : why == QPG_PEER_CONNS  ? &s->refused_per_peer
 					 : why == QPG_PEER_PREFIX ? &s->refused_prefix
-								   : &s->refused_pending,
+								  : &s->refused_pending,
 					 1);
 			close(fd);
 			continue;
@@ -136,7 +138,35 @@ void qpg__srv_listen_cb(struct qpg__io *io, uint32_t events)
 	}
 }
 
-int qpg__srv_open_listener(const struct qpg_server *s, uint16_t port, char *err, size_t err_len)
+/* One port, one server: the listeners share their port through
+ * SO_REUSEPORT, which would as gladly let a second server of the same user
+ * join the group and take half of the new connections. A plain bind first
+ * (SO_REUSEADDR only, so a TIME_WAIT does not count) fails while any
+ * other socket listens there. */
+static int probe_port(const struct addrinfo *ai, const struct qpg_server *s, uint16_t port,
+		      char *err, size_t err_len)
+{
+	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1, rc = 0;
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)))
+		rc = -errno;
+	else if (bind(fd, ai->ai_addr, ai->ai_addrlen))
+		rc = -errno;
+	if (rc == -EADDRINUSE)
+		snprintf(err, err_len,
+			 "port %u on %s is in use by another process (another qpgate-server?): "
+			 "stop it, or give this one another -p",
+			 port, s->o.bind_addr);
+	else if (rc)
+		snprintf(err, err_len, "cannot listen on %s:%u: %s", s->o.bind_addr, port,
+			 strerror(-rc));
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+int qpg__srv_open_listener(const struct qpg_server *s, uint16_t port, bool first, char *err,
+			   size_t err_len)
 {
 	struct addrinfo hints = {.ai_family = AF_UNSPEC,
 				 .ai_socktype = SOCK_STREAM,
@@ -149,6 +179,10 @@ int qpg__srv_open_listener(const struct qpg_server *s, uint16_t port, char *err,
 		snprintf(err, err_len, "bad --bind address '%s': %s", s->o.bind_addr,
 			 gai_strerror(rc));
 		return -EINVAL;
+	}
+	if (first && port && (rc = probe_port(ai, s, port, err, err_len)) != 0) {
+		freeaddrinfo(ai);
+		return rc;
 	}
 	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	int one = 1;

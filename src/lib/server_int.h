@@ -67,7 +67,10 @@ int qpg__srv_admit(struct qpg__conn *c, char *text, size_t text_len);
  * over the pending, per-address and rate limits. */
 void qpg__srv_listen_cb(struct qpg__io *io, uint32_t events);
 /* A listening socket on --bind and PORT (SO_REUSEPORT: one per worker). */
-int qpg__srv_open_listener(const struct qpg_server *s, uint16_t port, char *err, size_t err_len);
+/* A listener on PORT (0: any) for one thread; FIRST: the server's first,
+ * which refuses a port another process listens on. */
+int qpg__srv_open_listener(const struct qpg_server *s, uint16_t port, bool first, char *err,
+			   size_t err_len);
 uint16_t qpg__srv_bound_port(int fd);
 
 #endif
