@@ -6,10 +6,13 @@
  * members that stay), publishes it, waits for the readers of the old one
  * to leave, then closes the pools of members that left.
  *
- * One worker thread of its own: it completes what fails fast (a key with
- * no usable owner), routes again what a server answered WRONG_OWNER once
- * the view has caught up with the server's, and tries the pools of suspect
- * members again. */
+ * Two threads of its own. The worker completes what fails fast (a key with
+ * no usable owner) and routes again what a server answered WRONG_OWNER once
+ * the view has caught up with the server's. The builder brings up the
+ * pools of members that joined, and again those of suspect members, with
+ * no lock held while it connects: a member that drops packets costs its
+ * own keys a connect deadline, never a view change or another member's
+ * keys. */
 #include "qpgate/kv_cluster.h"
 
 #include <errno.h>
@@ -52,6 +55,9 @@ struct qpg_kv_cluster {
 	pthread_mutex_t st_lock;
 	struct mstats **st;
 	unsigned nst;
+	/* the builder (no lock while it connects) */
+	pthread_t builder;
+	atomic_bool first_built; /* the first route's pools were made in create */
 	/* the worker */
 	pthread_t worker;
 	pthread_mutex_t lock;
@@ -198,8 +204,10 @@ static struct route *route_for(struct qpg_kv_cluster *c, const struct qpg_cluste
 			m->e = *e;
 			m->c = c;
 			m->st = stats_for(c, e->id);
-			m->pool = pool_for(c, e);
-			if (!m->pool) {
+			/* The first view's pools are made here, so a new client
+			 * can be used at once; later ones by the builder. */
+			m->pool = atomic_load(&c->first_built) ? NULL : pool_for(c, e);
+			if (!m->pool && !atomic_load(&c->first_built)) {
 				atomic_store(&m->suspect, true);
 				m->retry_ns = now_ns() + SUSPECT_RETRY_NS;
 			}
@@ -318,50 +326,83 @@ int qpg_kv_cluster_submit(struct qpg_kv_cluster *c, struct qpg_kv_request *op)
 	return 0;
 }
 
-/* Suspect members whose pool may come back: same member, a fresh pool. */
-static void retry_suspects(struct qpg_kv_cluster *c)
+/* Whether member M needs a pool now: none yet (it joined), or a suspect
+ * one whose retry is due. */
+static bool wants_pool(const struct member *m, uint64_t now)
 {
+	if (!m)
+		return false;
+	return atomic_load(&m->suspect) ? now >= m->retry_ns : !m->pool;
+}
+
+/* Put POOL in for the member with entry E, if the route in use still has it
+ * and it still wants one: a new route with a new member struct (the old
+ * one, and its failed pool, go once no submit reads it). Under c->build. */
+static bool install(struct qpg_kv_cluster *c, const struct qpg_cluster_member *e,
+		    struct qpg_kv_pool *pool)
+{
+	struct route *cur = atomic_load(&c->cur);
+	int at = -1;
+	for (unsigned i = 0; i < cur->v->n && at < 0; i++)
+		if (cur->m[i] && same_member(&cur->m[i]->e, e) && wants_pool(cur->m[i], UINT64_MAX))
+			at = (int)i;
+	struct route *r = at >= 0 ? calloc(1, sizeof(*r)) : NULL;
+	struct member *n = r ? calloc(1, sizeof(*n)) : NULL;
+	if (!n || !(r->m = calloc(cur->v->n, sizeof(*r->m)))) {
+		free(n);
+		free(r);
+		return false;
+	}
+	*n = (struct member){.e = *e, .c = c, .st = cur->m[at]->st, .pool = pool};
+	r->v = qpg__view_ref(cur->v);
+	for (unsigned i = 0; i < cur->v->n; i++)
+		r->m[i] = (int)i == at ? n : cur->m[i];
+	if (cur->m[at]->pool)
+		fprintf(stderr, "qpgate: cluster: member %s back\n", e->id);
+	publish(c, r);
+	return true;
+}
+
+/* One pass: the entries that want a pool, read under the lock; each pool
+ * made without it; each put in under it again. */
+static void build_pools(struct qpg_kv_cluster *c)
+{
+	struct qpg_cluster_member want[16];
+	unsigned n = 0;
+	uint64_t now = now_ns();
 	pthread_mutex_lock(&c->build);
 	struct route *cur = atomic_load(&c->cur);
-	bool any = false;
-	if (atomic_load(&c->closing)) {
-		pthread_mutex_unlock(&c->build);
-		return;
-	}
-	for (unsigned i = 0; i < cur->v->n && !any; i++)
-		any = cur->m[i] && atomic_load(&cur->m[i]->suspect) &&
-		      now_ns() >= cur->m[i]->retry_ns;
-	if (any) {
-		struct route *r = calloc(1, sizeof(*r));
-		if (r && (r->m = calloc(cur->v->n ? cur->v->n : 1, sizeof(*r->m)))) {
-			r->v = qpg__view_ref(cur->v);
-			for (unsigned i = 0; i < cur->v->n; i++) {
-				struct member *m = cur->m[i];
-				if (m && atomic_load(&m->suspect) && now_ns() >= m->retry_ns) {
-					struct member *n = calloc(1, sizeof(*n));
-					if (n) {
-						*n =
-						    (struct member){.e = m->e, .c = c, .st = m->st};
-						n->pool = pool_for(c, &m->e);
-						if (n->pool) {
-							fprintf(stderr,
-								"qpgate: cluster: member %s back\n",
-								m->e.id);
-							m = n;
-						} else {
-							free(n);
-							m->retry_ns = now_ns() + SUSPECT_RETRY_NS;
-						}
-					}
-				}
-				r->m[i] = m;
-			}
-			publish(c, r);
-		} else {
-			free(r);
-		}
-	}
+	for (unsigned i = 0; cur && i < cur->v->n && n < 16; i++)
+		if (wants_pool(cur->m[i], now))
+			want[n++] = cur->m[i]->e;
 	pthread_mutex_unlock(&c->build);
+	for (unsigned i = 0; i < n && !atomic_load(&c->closing); i++) {
+		struct qpg_kv_pool *p = pool_for(c, &want[i]);
+		pthread_mutex_lock(&c->build);
+		bool used = p && !atomic_load(&c->closing) && install(c, &want[i], p);
+		if (!p) { /* tried again in SUSPECT_RETRY_NS */
+			struct route *r = atomic_load(&c->cur);
+			for (unsigned j = 0; j < r->v->n; j++)
+				if (r->m[j] && same_member(&r->m[j]->e, &want[i])) {
+					atomic_store(&r->m[j]->suspect, true);
+					r->m[j]->retry_ns = now_ns() + SUSPECT_RETRY_NS;
+				}
+		}
+		pthread_mutex_unlock(&c->build);
+		if (p && !used)
+			qpg_kv_pool_destroy(p);
+	}
+}
+
+static void *builder_main(void *arg)
+{
+	struct qpg_kv_cluster *c = arg;
+	while (!atomic_load(&c->closing)) {
+		build_pools(c);
+		for (int i = 0; i < 10 && !atomic_load(&c->closing); i++)
+			nanosleep(&(struct timespec){0, 10000000}, NULL);
+	}
+	return NULL;
 }
 
 static struct qpg_kv_request *pop(struct qpg_kv_request **head, struct qpg_kv_request **tail)
@@ -405,9 +446,6 @@ static void *worker_main(void *arg)
 		if (ts.tv_nsec >= 1000000000)
 			ts.tv_sec++, ts.tv_nsec -= 1000000000;
 		pthread_cond_timedwait(&c->cv, &c->lock, &ts);
-		pthread_mutex_unlock(&c->lock);
-		retry_suspects(c);
-		pthread_mutex_lock(&c->lock);
 	}
 	pthread_mutex_unlock(&c->lock);
 	return NULL;
@@ -431,9 +469,20 @@ int qpg_kv_cluster_create(struct qpg_kv_cluster **out, const struct qpg_kv_clust
 		qpg_cluster_watch_stop(c->w);
 		rc = -ENOMEM;
 	}
+	atomic_store(&c->first_built, true);
 	if (rc == 0 && (rc = -pthread_create(&c->worker, NULL, worker_main, c)) != 0) {
 		snprintf(err, err_len, "cannot start the cluster's worker thread");
 		qpg_cluster_watch_stop(c->w);
+	}
+	if (rc == 0 && (rc = -pthread_create(&c->builder, NULL, builder_main, c)) != 0) {
+		snprintf(err, err_len, "cannot start the cluster's pool builder thread");
+		atomic_store(&c->closing, true);
+		qpg_cluster_watch_stop(c->w);
+		pthread_mutex_lock(&c->lock);
+		c->stop = true;
+		pthread_cond_signal(&c->cv);
+		pthread_mutex_unlock(&c->lock);
+		pthread_join(c->worker, NULL);
 	}
 	if (rc) {
 		struct route *r = atomic_load(&c->cur);
@@ -456,7 +505,8 @@ void qpg_kv_cluster_destroy(struct qpg_kv_cluster *c)
 	if (!c)
 		return;
 	atomic_store(&c->closing, true);
-	qpg_cluster_watch_stop(c->w); /* no new route from here on */
+	pthread_join(c->builder, NULL); /* at most one connect deadline */
+	qpg_cluster_watch_stop(c->w);	/* no new route from here on */
 	/* Pools fail what they hold (-ECANCELED): completions go to their
 	 * callers, or through the worker, which is still running. */
 	pthread_mutex_lock(&c->build);
