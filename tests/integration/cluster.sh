@@ -106,6 +106,40 @@ check "20 qpgate-client --cluster while kv2 is dead: all 20 echo through kv1 ($o
 check "they found kv2 refusing and took another member" grep -q "member kv2 .* refused the connect; another" "$work/pick.out"
 check "within the TTL and 3 s more, kv2 is gone" wait_for 1 "" 6
 
+echo "== one port, one server"
+port5=$(qpg_free_port)
+start kv5 -p "$port5"
+check "kv5 joins on port $port5" wait_for 2 active 10
+timeout -s KILL 20 "$bin/qpgate-server" --transport tcp --cert "$work/server.crt" --key "$work/server.key" \
+	-p "$port5" 2>"$work/second.log"
+rc=$?
+check "a second server on kv5's port exits 1 (exit $rc)" [ $rc -eq 1 ]
+check "its error names the port and what to do" grep -q "port $port5 on .* is in use by another process.*another -p" "$work/second.log"
+check "kv5 still runs, alone on its port" kill -0 "${pids[kv5]}"
+
+echo "== kill -9, then a restart at once, as the shipped unit does: the member takes its entry over"
+unit=$bin/../systemd/qpgate-server.service
+restart_s=$(awk -F= '/^RestartSec=/ {sub(/s$/, "", $2); print $2}' "$unit")
+check "the unit restarts a crashed server (Restart=on-failure, RestartSec=${restart_s}s)" \
+	bash -c "grep -q '^Restart=on-failure' '$unit' && [ -n '$restart_s' ]"
+check "and never gives up (StartLimitIntervalSec=0)" grep -q '^StartLimitIntervalSec=0' "$unit"
+inc5=$(cl status | awk '$1=="kv5" {print $NF}')
+kill -9 "${pids[kv5]}"
+wait "${pids[kv5]}" 2>/dev/null
+sleep "${restart_s:-2}" # the unit's pause, well inside the dead lease's 3 s
+check "its dead predecessor's entry is still there" [ "$(cl status | awk '$1=="kv5" {print $NF}')" = "$inc5" ]
+start kv5 -p "$port5"
+check "the restarted kv5 is active at once" wait_for 2 active 5
+sleep 1
+check "and keeps running (the first start succeeded)" kill -0 "${pids[kv5]}"
+check "it said it took the entry over" grep -q "taken over" "$work/kv5.log"
+inc5b=$(cl status | awk '$1=="kv5" {print $NF}')
+check "under a new incarnation ($inc5 -> $inc5b)" [ -n "$inc5b" ] && [ "$inc5b" != "$inc5" ]
+sleep 3.5 # past the old lease's TTL: its revoke must not have taken the new entry
+check "the entry outlives the old lease" [ "$(cl status | awk '$1=="kv5" {print $NF}')" = "$inc5b" ]
+kill -TERM "${pids[kv5]}"
+wait "${pids[kv5]}"
+
 echo "== SIGSTOP past the lease: the member fences itself, then comes back under a new incarnation"
 start kv4
 wait_for 2 active 10
