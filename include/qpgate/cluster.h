@@ -80,6 +80,12 @@ struct qpg_cluster_opts {
 	const char *ca;	       /* TLS to etcd: its CA, our certificate and key */
 	const char *cert;
 	const char *key;
+	/* etcd's own users (its token auth): a name, and a file that holds the
+	 * password (never the password itself: a command line is public). NULL:
+	 * no user. Clients need a user whose role may only read /qpgate/NAME/;
+	 * servers one that may also write it (docs/cluster.md, "Trust"). */
+	const char *user;
+	const char *password_file;
 	unsigned timeout_ms; /* one request (default 2000) */
 	bool quiet;	     /* no warning on stderr for a plain http:// endpoint */
 	/* Servers: the staleness bound S (default QPG_CLUSTER_STALENESS_MS). A

@@ -4,6 +4,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,34 @@ bool qpg_cluster_name_ok(const char *s)
 			return false;
 	}
 	return true;
+}
+
+/* The user's password, from its file: the first line, at most 255 bytes. */
+static int read_password(struct qpg__etcd *e, const struct qpg_cluster_opts *o, char *err,
+			 size_t len)
+{
+	FILE *f = fopen(o->password_file, "r");
+	char pw[257] = "";
+	if (!f) {
+		snprintf(err, len, "cannot read the etcd password file %s: %s", o->password_file,
+			 strerror(errno));
+		return -1;
+	}
+	bool got = fgets(pw, sizeof(pw), f) != NULL;
+	fclose(f);
+	pw[strcspn(pw, "\r\n")] = 0;
+	if (!got || !pw[0] || strlen(pw) > 255) {
+		snprintf(err, len,
+			 "the etcd password file %s holds no password on its first line "
+			 "(or one over 255 bytes)",
+			 o->password_file);
+		OPENSSL_cleanse(pw, sizeof(pw));
+		return -1;
+	}
+	e->user = strdup(o->user);
+	e->password = strdup(pw);
+	OPENSSL_cleanse(pw, sizeof(pw));
+	return e->user && e->password ? 0 : -1;
 }
 
 int qpg__etcd_init(struct qpg__etcd *e, const struct qpg_cluster_opts *o, char *err, size_t len)
@@ -95,6 +124,13 @@ int qpg__etcd_init(struct qpg__etcd *e, const struct qpg_cluster_opts *o, char *
 		fprintf(stderr, "qpgate: warning: etcd over plain http:// (no TLS): for a lab on "
 				"loopback only; use https:// with --cluster-ca/--cluster-cert/"
 				"--cluster-key elsewhere\n");
+	if (!o->user != !o->password_file) {
+		snprintf(err, len,
+			 "an etcd user needs both --cluster-user and --cluster-password-file");
+		goto fail;
+	}
+	if (o->user && read_password(e, o, err, len))
+		goto fail;
 	e->ca = o->ca ? strdup(o->ca) : NULL;
 	e->cert = o->cert ? strdup(o->cert) : NULL;
 	e->key = o->key ? strdup(o->key) : NULL;
@@ -120,6 +156,11 @@ void qpg__etcd_fini(struct qpg__etcd *e)
 	free(e->ca);
 	free(e->cert);
 	free(e->key);
+	free(e->user);
+	if (e->password)
+		OPENSSL_cleanse(e->password, strlen(e->password));
+	free(e->password);
+	free(e->token);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -132,6 +173,11 @@ void *qpg__etcd_prepare(struct qpg__etcd *e, unsigned i, const char *path, const
 	snprintf(url, sizeof(url), "%s%s", e->endpoints[i], path);
 	curl_easy_reset(c);
 	*hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+	if (e->token) {
+		char h[600];
+		snprintf(h, sizeof(h), "Authorization: %s", e->token);
+		*hdrs = curl_slist_append(*hdrs, h);
+	}
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, *hdrs);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
@@ -166,14 +212,13 @@ static int post(struct qpg__etcd *e, unsigned i, const char *path, const char *r
 	return 0;
 }
 
-int qpg__etcd_call(struct qpg__etcd *e, const char *path, json_t *req, json_t **resp, char *err,
-		   size_t len)
+/* TEXT to PATH on the endpoints in turn; *AUTH_FAILED when etcd said the
+ * token is not (or no longer) good. */
+static int call_text(struct qpg__etcd *e, const char *path, const char *text, json_t **resp,
+		     bool *auth_failed, char *err, size_t len)
 {
 	*resp = NULL;
-	char *text = json_dumps(req, JSON_COMPACT);
-	json_decref(req);
-	if (!text)
-		return -ENOMEM;
+	*auth_failed = false;
 	int rc = -EHOSTUNREACH;
 	for (unsigned k = 0; k < e->n; k++) {
 		unsigned i = (e->cur + k) % e->n;
@@ -193,6 +238,7 @@ int qpg__etcd_call(struct qpg__etcd *e, const char *path, json_t *req, json_t **
 				msg = json_string_value(json_object_get(j, "error"));
 			snprintf(err, len, "etcd at %s%s: HTTP %ld%s%s", e->endpoints[i], path,
 				 status, msg ? ": " : "", msg ? msg : "");
+			*auth_failed = status == 401 || (msg && strstr(msg, "auth token"));
 			json_decref(j);
 			free(b.p);
 			rc = -EPROTO;
@@ -203,6 +249,59 @@ int qpg__etcd_call(struct qpg__etcd *e, const char *path, json_t *req, json_t **
 		rc = 0;
 		break;
 	}
+	return rc;
+}
+
+int qpg__etcd_auth(struct qpg__etcd *e, char *err, size_t len)
+{
+	if (!e->user)
+		return 0;
+	free(e->token);
+	e->token = NULL;
+	json_t *req = json_pack("{s:s, s:s}", "name", e->user, "password", e->password);
+	char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	json_decref(req);
+	if (!text)
+		return -ENOMEM;
+	json_t *resp;
+	bool af;
+	int rc = call_text(e, "/v3/auth/authenticate", text, &resp, &af, err, len);
+	OPENSSL_cleanse(text, strlen(text));
+	free(text);
+	if (rc) {
+		if (rc == -EPROTO) {
+			size_t n = strlen(err);
+			snprintf(err + n, len - n, " (etcd user '%s': check its password file)",
+				 e->user);
+		}
+		return rc;
+	}
+	const char *t = json_string_value(json_object_get(resp, "token"));
+	e->token = t && strlen(t) < 512 ? strdup(t) : NULL;
+	json_decref(resp);
+	if (!e->token) {
+		snprintf(err, len, "etcd gave user '%s' no token (is auth enabled?)", e->user);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+int qpg__etcd_call(struct qpg__etcd *e, const char *path, json_t *req, json_t **resp, char *err,
+		   size_t len)
+{
+	*resp = NULL;
+	char *text = json_dumps(req, JSON_COMPACT);
+	json_decref(req);
+	if (!text)
+		return -ENOMEM;
+	bool auth_failed = false;
+	int rc = e->user && !e->token ? qpg__etcd_auth(e, err, len) : 0;
+	if (rc == 0)
+		rc = call_text(e, path, text, resp, &auth_failed, err, len);
+	/* A token etcd no longer knows (it expires when unused, and with a
+	 * restart): a new one, and the call once more. */
+	if (auth_failed && e->user && (rc = qpg__etcd_auth(e, err, len)) == 0)
+		rc = call_text(e, path, text, resp, &auth_failed, err, len);
 	free(text);
 	return rc;
 }

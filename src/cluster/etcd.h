@@ -20,6 +20,8 @@ struct qpg__etcd {
 	char *endpoints[QPG__ETCD_MAX_ENDPOINTS];
 	unsigned n, cur; /* endpoints; the one that answered last */
 	char *ca, *cert, *key;
+	char *user, *password; /* etcd's token auth (NULL: none) */
+	char *token;	       /* the last token etcd gave USER (NULL: none yet) */
 	unsigned timeout_ms;
 	char prefix[96]; /* /qpgate/NAME/members/ */
 };
@@ -41,6 +43,10 @@ struct curl_slist;
 void *qpg__etcd_prepare(struct qpg__etcd *e, unsigned i, const char *path, const char *body,
 			size_t (*write)(char *, size_t, size_t, void *), void *data,
 			struct curl_slist **hdrs);
+
+/* With a user: ask etcd for a token now (the watch does before each
+ * stream). 0 without a user. */
+int qpg__etcd_auth(struct qpg__etcd *e, char *err, size_t len);
 
 /* An int64 field that etcd sends as a string (or a number); DEF if absent. */
 int64_t qpg__etcd_i64(const json_t *obj, const char *field, int64_t def);

@@ -130,6 +130,14 @@ static void *watch_main(void *arg)
 			continue;
 		}
 		int64_t before = w->next_rev;
+		/* A stream carries the token it was opened with: a fresh one each
+		 * time (tokens expire unused). */
+		if (w->e.user && qpg__etcd_auth(&w->e, err, sizeof(err))) {
+			atomic_store(&w->etcd_ok, false);
+			qpg__nap(&w->stop, qpg__jitter(backoff));
+			backoff = qpg__backoff_next(backoff, 2000);
+			continue;
+		}
 		stream(w);
 		if (atomic_load(&w->stop))
 			break;

@@ -27,8 +27,12 @@
 	     0,                                                                                    \
 	     "FILE",                                                                               \
 	     "our client certificate for etcd"},                                                   \
+	    {"cluster-key", 0, OPT_STR, &(e)->key, 0, 0, "FILE", "its key"},                       \
+	    {"cluster-user", 0, OPT_STR, &(e)->user, 0, 0, "NAME",                                 \
+	     "etcd's user to act as (etcd's token auth; clients need read access only)"},          \
 	{                                                                                          \
-		"cluster-key", 0, OPT_STR, &(e)->key, 0, 0, "FILE", "its key"                      \
+		"cluster-password-file", 0, OPT_STR, &(e)->password_file, 0, 0, "FILE",            \
+		    "the file whose first line is that user's password"                            \
 	}
 
 #endif
