@@ -30,6 +30,7 @@ stop_all() {
 	for f in "$work"/*.proxy.pid "$work"/*.srv.pid; do
 		[ -f "$f" ] && kill -CONT "$(cat "$f")" 2>/dev/null
 	done
+	[ -f "$work/etcd.pid" ] && etcd_pid=$(cat "$work/etcd.pid")
 	[ -n "${etcd_pid:-}" ] && kill -CONT "$etcd_pid" 2>/dev/null
 	for f in "$work"/*.srv.pid; do
 		[ -f "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null
@@ -37,7 +38,7 @@ stop_all() {
 }
 # (Proxies and members started inside the lanes are not this shell's jobs:
 # their pid files find them.)
-trap 'stop_all; sleep 1; qpg_etcd_stop; cat "$work"/*.proxy.pid 2>/dev/null | xargs -r kill -9 2>/dev/null; jobs -p | xargs -r kill -9 2>/dev/null; pkill -9 -f "cluster-name $name" 2>/dev/null; [ -n "${NEMESIS_KEEP:-}" ] && rm -rf "$NEMESIS_KEEP" && cp -a "$work" "$NEMESIS_KEEP"; rm -rf "$work"' EXIT
+trap 'stop_all; sleep 1; [ -f "$work/etcd.pid" ] && etcd_pid=$(cat "$work/etcd.pid"); qpg_etcd_stop; cat "$work"/*.proxy.pid 2>/dev/null | xargs -r kill -9 2>/dev/null; jobs -p | xargs -r kill -9 2>/dev/null; pkill -9 -f "cluster-name $name" 2>/dev/null; [ -n "${NEMESIS_KEEP:-}" ] && rm -rf "$NEMESIS_KEEP" && cp -a "$work" "$NEMESIS_KEEP"; rm -rf "$work"' EXIT
 echo "== nemesis: $transport, $secs s, seed $seed"
 qpg_etcd_start "$work" || exit 1
 etcd_port=${etcd_url##*:}
@@ -126,17 +127,17 @@ lane_a() {
 		f=$((RANDOM % 6))
 		case $f in
 		0) fault "$id cut off from etcd for 1.5 s"
-			kill -STOP "$(ppid_of "$id")"; sleep 1.5; kill -CONT "$(ppid_of "$id")" ;;
+			kill -STOP "$(ppid_of "$id")" 2>/dev/null; sleep 1.5; kill -CONT "$(ppid_of "$id")" 2>/dev/null;;
 		1) fault "$id cut off from etcd for 5 s (past its lease)"
-			kill -STOP "$(ppid_of "$id")"; sleep 5; kill -CONT "$(ppid_of "$id")" ;;
+			kill -STOP "$(ppid_of "$id")" 2>/dev/null; sleep 5; kill -CONT "$(ppid_of "$id")" 2>/dev/null;;
 		2) fault "$id SIGSTOP 1 s"
-			kill -STOP "$(spid "$id")"; sleep 1; kill -CONT "$(spid "$id")" ;;
+			kill -STOP "$(spid "$id")" 2>/dev/null; sleep 1; kill -CONT "$(spid "$id")" 2>/dev/null;;
 		3) fault "$id SIGSTOP 5 s"
-			kill -STOP "$(spid "$id")"; sleep 5; kill -CONT "$(spid "$id")" ;;
+			kill -STOP "$(spid "$id")" 2>/dev/null; sleep 5; kill -CONT "$(spid "$id")" 2>/dev/null;;
 		4) fault "$id kill -9, restarted at once"
-			kill -9 "$(spid "$id")" ;;
+			kill -9 "$(spid "$id")" 2>/dev/null;;
 		5) fault "$id SIGTERM, restarted"
-			kill -TERM "$(spid "$id")" ;;
+			kill -TERM "$(spid "$id")" 2>/dev/null;;
 		esac
 		sleep "$((RANDOM % 2 + 1))"
 	done
@@ -148,14 +149,15 @@ lane_b() {
 		[ "${NEMESIS_ONLY:-}" = join ] && f=2
 		case $f in
 		0) fault "etcd stopped for 2 s"
-			kill -TERM "$etcd_pid"; wait "$etcd_pid" 2>/dev/null; sleep 2; qpg_etcd_run "$work" ;;
+			kill -TERM "$etcd_pid"; wait "$etcd_pid" 2>/dev/null; sleep 2; qpg_etcd_run "$work"
+			echo "$etcd_pid" >"$work/etcd.pid" ;; # for the exit trap (this is a subshell)
 		1) c=$([ $((RANDOM % 2)) = 0 ] && echo r1 || echo writer)
 			fault "client $c cut off from etcd for 3 s"
-			kill -STOP "$(ppid_of "$c")"; sleep 3; kill -CONT "$(ppid_of "$c")" ;;
+			kill -STOP "$(ppid_of "$c")" 2>/dev/null; sleep 3; kill -CONT "$(ppid_of "$c")" 2>/dev/null;;
 		2|3) id=m$((RANDOM % 4 + 1))
 			if [ "$f" = 2 ]; then
 				fault "m5 joins while $id and reader r1 are cut off from etcd"
-				kill -STOP "$(ppid_of "$id")" "$(ppid_of r1)"
+				kill -STOP "$(ppid_of "$id")" "$(ppid_of r1)" 2>/dev/null
 			else
 				fault "m5 joins"
 			fi
@@ -163,11 +165,11 @@ lane_b() {
 			# Long enough for a writer whose request to the cut-off
 			# owner waited out its 2 s to write through m5.
 			sleep 4
-			kill -CONT "$(ppid_of "$id")" "$(ppid_of r1)"
+			kill -CONT "$(ppid_of "$id")" "$(ppid_of r1)" 2>/dev/null
 			sleep 2
 			fault "m5 leaves"
 			rm -f "$work/m5.keep"
-			kill -TERM "$(spid m5)"
+			kill -TERM "$(spid m5)" 2>/dev/null
 			sleep 1 ;;
 		esac
 		sleep "$((RANDOM % 3 + 1))"

@@ -154,8 +154,8 @@ static void *worker(void *arg)
 				fprintf(g.log, "A %u %" PRIu64 " %" PRIu64 "\n", k, v, now_ns());
 				atomic_fetch_add(&g.ok, 1);
 			} else {
-				atomic_fetch_add(st == QPG_KV_UNAVAILABLE ? &g.unavailable : &g.other,
-						 1);
+				atomic_fetch_add(
+				    st == QPG_KV_UNAVAILABLE ? &g.unavailable : &g.other, 1);
 			}
 		} else {
 			c.r.op = QPG_KV_GET;
@@ -194,8 +194,9 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
 	if (argc != 9 || (strcmp(argv[1], "writer") && strcmp(argv[1], "reader"))) {
-		fprintf(stderr, "usage: nemesis_client writer|reader ETCD_URL NAME CA tcp|rdma KEYS "
-				"SECONDS LOG\n");
+		fprintf(stderr,
+			"usage: nemesis_client writer|reader ETCD_URL NAME CA tcp|rdma KEYS "
+			"SECONDS LOG\n");
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
@@ -235,6 +236,7 @@ int main(int argc, char **argv)
 		argv[1], (unsigned long long)atomic_load(&g.ok),
 		(unsigned long long)atomic_load(&g.miss),
 		(unsigned long long)atomic_load(&g.unavailable),
-		(unsigned long long)atomic_load(&g.corrupt), (unsigned long long)atomic_load(&g.other));
+		(unsigned long long)atomic_load(&g.corrupt),
+		(unsigned long long)atomic_load(&g.other));
 	return 0;
 }

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# How long a cluster member's keys are out when it fails, per key: an etcd
+# of its own on loopback, 3 KV servers each reaching etcd through a proxy
+# of its own (and, over tcp, its clients through another), a writer and a
+# reader of versioned values (tests/nemesis/nemesis_client), and one fault
+# in the middle of each trial:
+#   crash      kill -9 (started again after the trial)
+#   hang       SIGSTOP for 6 s (past the 3 s lease), then SIGCONT
+#   partition  its proxy to etcd stopped for 6 s: it still serves clients
+#   blackhole  (tcp) both its proxies stopped for 6 s: its host drops packets
+# For each key the reader was refused after the fault, the outage is the
+# time from the fault to its first good read (on the new owner). Prints p50
+# and p99 of that over the keys and trials, the keys affected, the reads
+# the checker judged (none stale), and the same with the staleness bound
+# at its least (200 ms) beside the default (1000 ms): what S costs a
+# failover. Writes build/bench/failover-TRANSPORT.json. Asserts nothing
+# but the checker's verdict.
+#   bench/failover.sh [-t tcp|rdma] [-r RUNS]
+set -uo pipefail
+transport=tcp runs=3
+while getopts "t:r:" o; do
+	case $o in
+	t) transport=$OPTARG ;;
+	r) runs=$OPTARG ;;
+	*) echo "usage: $0 [-t tcp|rdma] [-r RUNS]" >&2; exit 2 ;;
+	esac
+done
+. "$(dirname "$0")/lib.sh"
+[ "$transport" = rdma ] && qpg_bench_in_lab 4096 3600 "$@"
+. "$repo/scripts/etcd.sh"
+qpg_bench_setup failover
+trap 'for f in "$work"/*.pid; do [ -f "$f" ] && kill -CONT "$(cat "$f")" 2>/dev/null; [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done; qpg_etcd_stop; jobs -p | xargs -r kill -9 2>/dev/null; rm -rf "$work"' EXIT
+qpg_etcd_start "$work" || exit 1
+etcd_port=${etcd_url##*:}
+name=fo$$
+mono() { python3 -c 'import time; print(time.monotonic_ns())'; }
+proxy() { # NAME TARGET_PORT: a proxy on a port of its own; its port in NAME.port
+	local p
+	p=$(qpg_free_port)
+	rm -f "$work/$1.ready"
+	python3 "$repo/tests/integration/tcp_proxy.py" "$p" "$2" "$work/$1.ready" </dev/null >/dev/null 2>&1 &
+	echo $! >"$work/$1.pid"
+	echo "$p" >"$work/$1.port"
+	for _ in $(seq 1 100); do [ -e "$work/$1.ready" ] && return 0; sleep 0.1; done
+	return 1
+}
+declare -A lport
+start() { # ID STALENESS_MS
+	local id=$1 adv=()
+	[ -n "${lport[$id]:-}" ] || lport[$id]=$(qpg_free_port)
+	[ -e "$work/$id-etcd.port" ] || proxy "$id-etcd" "$etcd_port"
+	if [ "$transport" = tcp ]; then
+		[ -e "$work/$id-data.port" ] || proxy "$id-data" "${lport[$id]}"
+		adv=(--advertise "127.0.0.1:$(cat "$work/$id-data.port")")
+	fi
+	"$bin/qpgate-server" --transport "$transport" --service kv --kv-capacity 64M -s 8192 \
+		--cert "$work/server.crt" --key "$work/server.key" -p "${lport[$id]}" "${adv[@]}" \
+		--cluster "http://127.0.0.1:$(cat "$work/$id-etcd.port")" --cluster-name "$name" \
+		--cluster-id "$id" --advertise-name localhost --cluster-ttl 3 --cluster-staleness "$2" \
+		2>>"$work/$id.log" &
+	echo $! >"$work/$id.pid"
+}
+active() { "$bin/qpgate-cluster" --cluster "$etcd_url" --cluster-name "$name" status 2>/dev/null | grep -c " active *$transport " || true; }
+wait_active() { for _ in $(seq 1 300); do [ "$(active)" -eq "$1" ] && return 0; sleep 0.1; done; return 1; }
+pidof_() { cat "$work/$1.pid"; }
+
+# trial MODE VICTIM S: prints "affected p50 p99 reads stale" for one trial.
+trial() {
+	local mode=$1 v=$2 s=$3 secs=14
+	"$bin/nemesis_client" writer "$etcd_url" "$name" "$work/ca.crt" "$transport" 64 $secs \
+		"$work/w.log" 2>"$work/w.err" &
+	local w=$!
+	"$bin/nemesis_client" reader "$etcd_url" "$name" "$work/ca.crt" "$transport" 64 $secs \
+		"$work/r.log" 2>"$work/r.err" &
+	local r=$!
+	sleep 4
+	local t0
+	t0=$(mono)
+	case $mode in
+	crash) kill -9 "$(pidof_ "$v")" ;;
+	hang) kill -STOP "$(pidof_ "$v")" ;;
+	partition) kill -STOP "$(pidof_ "$v-etcd")" ;;
+	blackhole) kill -STOP "$(pidof_ "$v-etcd")" "$(pidof_ "$v-data")" ;;
+	esac
+	sleep 6
+	case $mode in
+	hang) kill -CONT "$(pidof_ "$v")" ;;
+	partition) kill -CONT "$(pidof_ "$v-etcd")" ;;
+	blackhole) kill -CONT "$(pidof_ "$v-etcd")" "$(pidof_ "$v-data")" ;;
+	esac
+	wait $w $r
+	if [ "$mode" = crash ]; then
+		wait "$(pidof_ "$v")" 2>/dev/null
+		start "$v" "$s"
+	fi
+	wait_active 3 || echo "   (only $(active) members active after the $mode of $v)"
+	sleep 2 # the members' first keys wait S
+	local verdict
+	verdict=$(python3 "$repo/tests/nemesis/nemesis_check.py" "$work/w.log" "$work/r.log")
+	python3 - "$work/r.log" "$t0" <<'PY'
+import sys, collections
+t0 = int(sys.argv[2])
+bad_since = {}
+outage = {}
+for line in open(sys.argv[1]):
+    p = line.split()
+    if not p:
+        continue
+    k = int(p[1])
+    t = int(p[3]) if p[0] == "R" else int(p[-1])
+    if t < t0 or k in outage:
+        continue
+    if p[0] in ("U", "E"):
+        bad_since.setdefault(k, t)
+    elif p[0] in ("R", "M") and k in bad_since:
+        outage[k] = (t - t0) / 1e9
+v = sorted(outage.values())
+pct = lambda q: v[min(len(v) - 1, int(q * len(v)))] if v else float("nan")
+print(len(v), f"{pct(0.5):.3f}", f"{pct(0.99):.3f}", " ".join(f"{x:.3f}" for x in v))
+PY
+	echo "$verdict" | awk '/reads verified/ {gsub(",", ""); print "#", $3, $5}'
+}
+echo " failover bench: $transport, $runs runs per fault, etcd at $etcd_url"
+modes="crash hang partition"
+[ "$transport" = tcp ] && modes="$modes blackhole"
+json="[]"
+printf '\n %-10s %6s %9s %9s %9s %9s %7s\n' FAULT S[ms] keys outp50[s] outp99[s] reads stale
+for s in 1000 200; do
+	for m in m1 m2 m3; do
+		[ -e "$work/$m.pid" ] && { kill -TERM "$(pidof_ "$m")"; wait "$(pidof_ "$m")" 2>/dev/null; }
+		start "$m" "$s"
+	done
+	wait_active 3
+	sleep 2
+	for mode in $modes; do
+		all=() reads=0 stale=0 keys=0
+		for r in $(seq 1 "$runs"); do
+			victim=m$(((r % 3) + 1))
+			out=$(trial "$mode" "$victim" "$s")
+			read -r n _ _ rest <<<"$(head -1 <<<"$out")"
+			keys=$((keys + n))
+			# shellcheck disable=SC2206
+			all+=($rest)
+			read -r _ rd st <<<"$(grep '^#' <<<"$out")"
+			reads=$((reads + ${rd:-0})) stale=$((stale + ${st:-0}))
+		done
+		sorted=$(printf '%s\n' "${all[@]}" | sort -g)
+		p50=$(awk '{a[NR]=$1} END {if (NR) print a[int(NR*0.5)+1 > NR ? NR : int(NR*0.5)+1]; else print "null"}' <<<"$sorted")
+		p99=$(awk '{a[NR]=$1} END {if (NR) {i=int(NR*0.99)+1; if (i>NR) i=NR; print a[i]} else print "null"}' <<<"$sorted")
+		printf ' %-10s %6s %9s %9s %9s %9s %7s\n' "$mode" "$s" "$keys" "$p50" "$p99" "$reads" "$stale"
+		json=$(jq -c --arg m "$mode" --argjson s "$s" --argjson k "$keys" --arg p50 "$p50" --arg p99 "$p99" \
+			--argjson rd "$reads" --argjson st "$stale" \
+			'. + [{fault:$m, staleness_ms:$s, keys_out:$k, outage_p50_s:($p50|tonumber? // null), outage_p99_s:($p99|tonumber? // null), reads:$rd, stale_reads:$st}]' <<<"$json")
+	done
+done
+# The tools' one schema: schema_version, tool, version, date, parameters, results.
+jq -n --arg v "$("$bin/qpgate-cluster" --version | awk '{print $NF}')" --arg d "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+	--arg t "$transport" --argjson runs "$runs" --argjson r "$json" \
+	'{schema_version: 1, tool: "bench/failover.sh", version: $v, date: $d,
+	  parameters: {transport: $t, runs: $runs, members: 3, lease_ttl_s: 3, keys: 64, fault_s: 6},
+	  results: {faults: $r}}' >"$out/failover-$transport.json"
+"$bin/json_check" "$out/failover-$transport.json" >/dev/null && echo " wrote $out/failover-$transport.json"
