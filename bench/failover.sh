@@ -41,6 +41,7 @@ proxy() { # NAME TARGET_PORT: a proxy on a port of its own; its port in NAME.por
 	rm -f "$work/$1.ready"
 	python3 "$repo/tests/integration/tcp_proxy.py" "$p" "$2" "$work/$1.ready" </dev/null >/dev/null 2>&1 &
 	echo $! >"$work/$1.pid"
+	disown
 	echo "$p" >"$work/$1.port"
 	for _ in $(seq 1 100); do [ -e "$work/$1.ready" ] && return 0; sleep 0.1; done
 	return 1
@@ -58,8 +59,9 @@ start() { # ID STALENESS_MS
 		--cert "$work/server.crt" --key "$work/server.key" -p "${lport[$id]}" "${adv[@]}" \
 		--cluster "http://127.0.0.1:$(cat "$work/$id-etcd.port")" --cluster-name "$name" \
 		--cluster-id "$id" --advertise-name localhost --cluster-ttl 3 --cluster-staleness "$2" \
-		2>>"$work/$id.log" &
+		</dev/null >>"$work/$id.log" 2>&1 &
 	echo $! >"$work/$id.pid"
+	disown # its kill -9 is the point: no note of it from the shell
 }
 active() { "$bin/qpgate-cluster" --cluster "$etcd_url" --cluster-name "$name" status 2>/dev/null | grep -c " active *$transport " || true; }
 wait_active() { for _ in $(seq 1 300); do [ "$(active)" -eq "$1" ] && return 0; sleep 0.1; done; return 1; }
@@ -90,11 +92,13 @@ trial() {
 	blackhole) kill -CONT "$(pidof_ "$v-etcd")" "$(pidof_ "$v-data")" ;;
 	esac
 	wait $w $r
+	# (A subshell of the caller's: the member is not its child. It is
+	# started again here, its output away from the caller's pipe.)
 	if [ "$mode" = crash ]; then
-		wait "$(pidof_ "$v")" 2>/dev/null
+		while kill -0 "$(pidof_ "$v")" 2>/dev/null; do sleep 0.1; done
 		start "$v" "$s"
 	fi
-	wait_active 3 || echo "   (only $(active) members active after the $mode of $v)"
+	wait_active 3 || echo "   (only $(active) members active after the $mode of $v)" >&2
 	sleep 2 # the members' first keys wait S
 	local verdict
 	verdict=$(python3 "$repo/tests/nemesis/nemesis_check.py" "$work/w.log" "$work/r.log")
@@ -128,7 +132,10 @@ json="[]"
 printf '\n %-10s %6s %9s %9s %9s %9s %7s\n' FAULT S[ms] keys outp50[s] outp99[s] reads stale
 for s in 1000 200; do
 	for m in m1 m2 m3; do
-		[ -e "$work/$m.pid" ] && { kill -TERM "$(pidof_ "$m")"; wait "$(pidof_ "$m")" 2>/dev/null; }
+		if [ -e "$work/$m.pid" ]; then # (not always our child: a crash trial restarted it)
+			kill -TERM "$(pidof_ "$m")" 2>/dev/null
+			while kill -0 "$(pidof_ "$m")" 2>/dev/null; do sleep 0.1; done
+		fi
 		start "$m" "$s"
 	done
 	wait_active 3
@@ -146,8 +153,8 @@ for s in 1000 200; do
 			reads=$((reads + ${rd:-0})) stale=$((stale + ${st:-0}))
 		done
 		sorted=$(printf '%s\n' "${all[@]}" | sort -g)
-		p50=$(awk '{a[NR]=$1} END {if (NR) print a[int(NR*0.5)+1 > NR ? NR : int(NR*0.5)+1]; else print "null"}' <<<"$sorted")
-		p99=$(awk '{a[NR]=$1} END {if (NR) {i=int(NR*0.99)+1; if (i>NR) i=NR; print a[i]} else print "null"}' <<<"$sorted")
+		pq() { awk -v q="$1" 'NF {a[++n]=$1} END {if (n) {i=int(n*q)+1; if (i>n) i=n; print a[i]} else print "null"}' <<<"$sorted"; }
+		p50=$(pq 0.5) p99=$(pq 0.99)
 		printf ' %-10s %6s %9s %9s %9s %9s %7s\n' "$mode" "$s" "$keys" "$p50" "$p99" "$reads" "$stale"
 		json=$(jq -c --arg m "$mode" --argjson s "$s" --argjson k "$keys" --arg p50 "$p50" --arg p99 "$p99" \
 			--argjson rd "$reads" --argjson st "$stale" \

@@ -85,6 +85,11 @@ struct qpg_kv_pool_opts {
 	 * connections; the window counts connections, and a session may
 	 * start while it has room for one. */
 	unsigned qps_per_session;
+	/* A connection with requests outstanding and no answer for this long
+	 * is closed, and its requests fail with -ETIMEDOUT (default 10000; 0:
+	 * never). Without it a server that hangs, or a host that drops
+	 * packets, holds them until the pool is destroyed. */
+	unsigned request_timeout_ms;
 };
 
 /* How GETs fetch values over rdma (over tcp they are always sent). */

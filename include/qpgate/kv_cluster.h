@@ -26,6 +26,12 @@
 extern "C" {
 #endif
 
+/* A member that holds a request this long without an answer is taken for
+ * gone (its connection closed, the member suspect), so a member whose host
+ * drops packets fails over as a crashed one does: shorter than the lease,
+ * longer than a server holds a request that waits for its view (1.5 s). */
+#define QPG_KV_CLUSTER_REQUEST_TIMEOUT_MS 2500
+
 struct qpg_kv_cluster_opts {
 	struct qpg_cluster_opts etcd;
 	/* Each member's pool: client.host, .port, .servername, .transport and

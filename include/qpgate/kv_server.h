@@ -54,7 +54,7 @@ void qpg_kv_service_destroy(struct qpg_kv_service *k);
  * revision in *SERVER_REV, QPG_KV_UNAVAILABLE, or QPG_KV_GATE_WAIT: not
  * yet (the server's view is older than the request's, or it gained the key
  * too recently). The service then holds the request, without blocking its
- * loop, and asks again at each tick (100 ms), for at most 2 s; then it
+ * loop, and asks again at each tick (100 ms), for at most 1.5 s; then it
  * answers UNAVAILABLE. Never blocks. */
 #define QPG_KV_GATE_WAIT 255 /* not a wire status */
 typedef int (*qpg_kv_gate_fn)(void *user, const uint8_t *key, uint16_t key_len, uint64_t view_rev,

@@ -38,6 +38,7 @@ struct member {
 	uint64_t retry_ns; /* suspect: when its pool is tried again */
 	struct mstats *st;
 	struct qpg_kv_cluster *c;
+	struct member *next_dead; /* on the cluster's list of members to close */
 };
 
 struct route {
@@ -58,6 +59,11 @@ struct qpg_kv_cluster {
 	/* the builder (no lock while it connects) */
 	pthread_t builder;
 	atomic_bool first_built; /* the first route's pools were made in create */
+	/* Members no route holds any more: their pools are closed by the
+	 * builder, never under the build lock or on the watch's thread (a
+	 * close waits for its connections, seconds for a host that drops
+	 * packets). Under build. */
+	struct member *dead;
 	/* the worker */
 	pthread_t worker;
 	pthread_mutex_t lock;
@@ -87,6 +93,7 @@ void qpg_kv_cluster_opts_default(struct qpg_kv_cluster_opts *o)
 	/* A member that does not answer is suspect soon, and tried again
 	 * later: a view change is not held up by a long connect. */
 	o->pool.connect_attempts = 2;
+	o->pool.request_timeout_ms = QPG_KV_CLUSTER_REQUEST_TIMEOUT_MS;
 }
 
 static struct mstats *stats_for(struct qpg_kv_cluster *c, const char *id)
@@ -175,8 +182,10 @@ static void publish(struct qpg_kv_cluster *c, struct route *r)
 		bool kept = false;
 		for (unsigned j = 0; m && j < r->v->n && !kept; j++)
 			kept = r->m[j] == m;
-		if (m && !kept)
-			member_free(m);
+		if (m && !kept) { /* closed by the builder (its requests fail then) */
+			m->next_dead = c->dead;
+			c->dead = m;
+		}
 	}
 	qpg_cluster_view_put(old->v);
 	free(old->m);
@@ -394,10 +403,25 @@ static void build_pools(struct qpg_kv_cluster *c)
 	}
 }
 
+/* Close the pools of the members no route holds. */
+static void bury(struct qpg_kv_cluster *c)
+{
+	pthread_mutex_lock(&c->build);
+	struct member *m = c->dead;
+	c->dead = NULL;
+	pthread_mutex_unlock(&c->build);
+	while (m) {
+		struct member *next = m->next_dead;
+		member_free(m);
+		m = next;
+	}
+}
+
 static void *builder_main(void *arg)
 {
 	struct qpg_kv_cluster *c = arg;
 	while (!atomic_load(&c->closing)) {
+		bury(c);
 		build_pools(c);
 		for (int i = 0; i < 10 && !atomic_load(&c->closing); i++)
 			nanosleep(&(struct timespec){0, 10000000}, NULL);
@@ -485,6 +509,7 @@ int qpg_kv_cluster_create(struct qpg_kv_cluster **out, const struct qpg_kv_clust
 		pthread_join(c->worker, NULL);
 	}
 	if (rc) {
+		bury(c);
 		struct route *r = atomic_load(&c->cur);
 		if (r) {
 			for (unsigned i = 0; i < r->v->n; i++)
@@ -507,6 +532,7 @@ void qpg_kv_cluster_destroy(struct qpg_kv_cluster *c)
 	atomic_store(&c->closing, true);
 	pthread_join(c->builder, NULL); /* at most one connect deadline */
 	qpg_cluster_watch_stop(c->w);	/* no new route from here on */
+	bury(c);
 	/* Pools fail what they hold (-ECANCELED): completions go to their
 	 * callers, or through the worker, which is still running. */
 	pthread_mutex_lock(&c->build);

@@ -34,6 +34,7 @@ void qpg_kv_pool_opts_default(struct qpg_kv_pool_opts *o)
 	o->connect_window = 32;
 	o->qps_per_session = 1;
 	o->connect_attempts = 6;
+	o->request_timeout_ms = 10000;
 }
 
 static void on_established(struct qpg_client_conn *c, void *user)
@@ -97,7 +98,9 @@ static void on_closed(struct qpg_client_conn *c, void *user, enum qpg_err_class 
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->lock);
 	/* Last: a caller woken by its failed request sees why, and the count. */
-	qpg__kvc_fail_all(k, atomic_load(&p->stop) ? -ECANCELED : -ECONNRESET);
+	qpg__kvc_fail_all(k, atomic_load(&p->stop) ? -ECANCELED
+			     : k->timed_out	   ? -ETIMEDOUT
+						   : -ECONNRESET);
 }
 
 /* Start what may start: connections not yet up, not given up, past their
@@ -193,6 +196,26 @@ static void thread_turn(struct pool_thread *th, int timeout_ms)
 	if (!atomic_load(&th->pool->started))
 		start_connects(th);
 	qpg_client_run(th->cl, timeout_ms);
+	/* The request deadline: a server that stopped answering (hung, or
+	 * behind a host that drops packets) would hold its requests for good.
+	 * Its connection is closed, and they fail with -ETIMEDOUT. */
+	uint64_t limit = (uint64_t)th->pool->o.request_timeout_ms * 1000000ull;
+	if (!limit)
+		return;
+	uint64_t now = qpg__now_ns();
+	for (unsigned i = 0; i < th->nconns; i++) {
+		struct kv_conn *k = &th->conns[i];
+		if (k->conn && k->up && !k->timed_out && k->outstanding &&
+		    now - k->answer_ns > limit) {
+			k->timed_out = true;
+			char why[96];
+			snprintf(why, sizeof(why),
+				 "no answer for %u ms (the server hung, or its host "
+				 "drops packets)",
+				 th->pool->o.request_timeout_ms);
+			qpg__kvc_fail_conn(k, why, -ETIMEDOUT);
+		}
+	}
 }
 
 /* TH's connections closed (for a while), and what it still holds failed. */

@@ -45,6 +45,11 @@ struct kv_conn {
 	uint16_t credits;
 	uint32_t max_msg;
 	unsigned outstanding; /* request frames awaiting their last reply */
+	/* The last answer, or the request that found none outstanding: with
+	 * requests outstanding and none answered for the pool's
+	 * request_timeout_ms, the connection is closed (kv_client.c). */
+	uint64_t answer_ns;
+	bool timed_out; /* closed for that: its requests fail with -ETIMEDOUT */
 	struct qpg_kv_request **slots;
 	unsigned nslots;
 	uint32_t gen;
@@ -83,7 +88,7 @@ struct pool_thread {
 	struct qpg_kv_request *in_head, *in_tail; /* submitted, op->slot = local conn index */
 	struct kv_conn *conns;
 	unsigned nconns;
-	unsigned rr;   /* the next of its connections for a request submitted on it */
+	unsigned rr; /* the next of its connections for a request submitted on it */
 };
 
 struct qpg_kv_pool {

@@ -42,7 +42,8 @@ static int send_frame(struct kv_conn *k, struct qpg_kv_request *op, uint32_t off
 		memcpy(k->frame + n, (const uint8_t *)op->value + off, chunk);
 	int rc = qpg_client_send(k->conn, QPG_FRAME_KV_REQ, k->frame, (uint32_t)n + chunk);
 	if (rc == 0) {
-		k->outstanding++;
+		if (k->outstanding++ == 0)
+			k->answer_ns = qpg__now_ns();
 		if (carries)
 			qpg__kvc_release_sent(k);
 	}
@@ -169,6 +170,7 @@ void qpg__kvc_on_reply(struct qpg_client_conn *c, void *user, uint8_t type, cons
 	struct kv_conn *k = user;
 	struct qpg_kv_reply r;
 	struct qpg_kv_request *op = NULL;
+	k->answer_ns = qpg__now_ns();
 	bool valid = type == QPG_FRAME_KV_REPLY && qpg_kv_decode_reply(p, len, &r) == 0;
 	if (valid && (r.req_id & QPG__KVC_REL_TAG)) {
 		/* A RELEASE sent on its own. Refused only if the grant had

@@ -12,8 +12,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* A parked request older than this is answered UNAVAILABLE. */
-#define QPG__KV_PARK_NS 2000000000ull
+/* A parked request older than this is answered UNAVAILABLE: past the
+ * staleness bound's wait for a gained key (1.03 s by default), well before
+ * a cluster client takes the silence for a dead member (2.5 s). */
+#define QPG__KV_PARK_NS 1500000000ull
 /* At most this many bytes of requests parked in one service. */
 #define QPG__KV_PARK_MAX_BYTES (16u << 20)
 

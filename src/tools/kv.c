@@ -425,6 +425,7 @@ int main(int argc, char **argv)
 		co.etcd.quiet = true;
 		co.pool = po;
 		co.pool.connect_attempts = 2;
+		co.pool.request_timeout_ms = QPG_KV_CLUSTER_REQUEST_TIMEOUT_MS;
 		crc = qpg_kv_cluster_create(&t.cluster, &co, err, sizeof(err));
 	} else {
 		po.client.host = argv[optind];

@@ -38,6 +38,7 @@ int kvb_cluster_open(struct bench *b, const struct qpg_kv_pool_opts *po, char *e
 	o.etcd = b->etcd;
 	o.pool = *po;
 	o.pool.connect_attempts = 2;
+	o.pool.request_timeout_ms = QPG_KV_CLUSTER_REQUEST_TIMEOUT_MS;
 	o.on_view = on_view;
 	o.user = b;
 	atomic_store(&b->nviews, 0);
