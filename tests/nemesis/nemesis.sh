@@ -189,8 +189,9 @@ for k in "cut off from etcd for 1.5" "past its lease" "SIGSTOP 1 s" "SIGSTOP 5 s
 	printf '   %-30s %s\n' "$k" "$(grep -c -- "$k" "$work/faults")"
 done
 [ "${NEMESIS_ONLY:-}" = join ] || check "the run had faults of both lanes" bash -c "grep -q 'm[1-4] ' '$work/faults' && grep -q 'etcd stopped\|client\|m5' '$work/faults'"
-check "a member restarted after kill -9 took its entry over at least once, or none was killed" \
-	bash -c "! grep -q 'kill -9' '$work/faults' || cat '$work'/m[1-4].log | grep -q 'taken over'"
+# (Said, not checked: a member killed while cut off from etcd cannot take
+# its entry over before the dead lease ends. tcp.cluster checks takeovers.)
+echo "   takeovers after kill -9: $(cat "$work"/m[1-4].log | grep -c 'taken over')"
 echo "== every read judged"
 python3 "$here/tests/nemesis/nemesis_check.py" "$work/writer.log" "$work/r1.log" "$work/r2.log" >"$work/verdict"
 rc=$?
