@@ -240,5 +240,6 @@ int qpg__watch_on_result(struct qpg_cluster_watch *w, const json_t *obj)
 	}
 	if (cur)
 		revision_done(w, cur);
-	return 0;
+	/* A view that could not be made is a gap: read the prefix again. */
+	return w->need_read ? -1 : 0;
 }
