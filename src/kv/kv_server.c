@@ -107,6 +107,13 @@ static void kv_metrics(void *ctx, FILE *f)
 		"qpgate_kv_releases_total{by=\"get\"} %llu\n",
 		ld(&k->m.releases[0]), ld(&k->m.releases[1]));
 	fprintf(f,
+		"# HELP qpgate_kv_parked_total Requests held until the cluster's gate let them "
+		"by (a newer view, a key gained too recently).\n"
+		"# TYPE qpgate_kv_parked_total counter\nqpgate_kv_parked_total %llu\n"
+		"# HELP qpgate_kv_parked_bytes Bytes of requests held now.\n"
+		"# TYPE qpgate_kv_parked_bytes gauge\nqpgate_kv_parked_bytes %llu\n",
+		ld(&k->m.parked), ld(&k->parked_bytes));
+	fprintf(f,
 		"# HELP qpgate_kv_digest_info The digest each value carries for one-sided "
 		"readers.\n"
 		"# TYPE qpgate_kv_digest_info gauge\n"
