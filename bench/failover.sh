@@ -144,12 +144,12 @@ for s in 1000 200; do
 		all=() reads=0 stale=0 keys=0
 		for r in $(seq 1 "$runs"); do
 			victim=m$(((r % 3) + 1))
-			out=$(trial "$mode" "$victim" "$s")
-			read -r n _ _ rest <<<"$(head -1 <<<"$out")"
+			res=$(trial "$mode" "$victim" "$s") # ($out is where the JSON goes)
+			read -r n _ _ rest <<<"$(head -1 <<<"$res")"
 			keys=$((keys + n))
 			# shellcheck disable=SC2206
 			all+=($rest)
-			read -r _ rd st <<<"$(grep '^#' <<<"$out")"
+			read -r _ rd st <<<"$(grep '^#' <<<"$res")"
 			reads=$((reads + ${rd:-0})) stale=$((stale + ${st:-0}))
 		done
 		sorted=$(printf '%s\n' "${all[@]}" | sort -g)
