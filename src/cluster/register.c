@@ -108,11 +108,12 @@ static int create(struct qpg_cluster_reg *r, char *err, size_t len)
 	long n = kv ? qpg__etcd_unb64(kv, "value", holder, sizeof(holder) - 1) : -1;
 	struct qpg_cluster_member m;
 	char why[64];
+	bool parsed =
+	    n > 0 && qpg_cluster_member_from_json(&m, holder, (size_t)n, why, sizeof(why)) == 0;
 	r->holder_lease = 0;
-	if (n > 0 && qpg_cluster_member_from_json(&m, holder, (size_t)n, why, sizeof(why)) == 0 &&
-	    strcmp(m.host, r->self.host) == 0 && m.port == r->self.port && m.port != 0)
+	if (parsed && strcmp(m.host, r->self.host) == 0 && m.port == r->self.port && m.port != 0)
 		r->holder_lease = qpg__etcd_i64(kv, "lease", 0); /* our own address */
-	if (n > 0 && qpg_cluster_member_from_json(&m, holder, (size_t)n, why, sizeof(why)) == 0)
+	if (parsed)
 		snprintf(err, len,
 			 "member ID '%s' is already registered in this cluster (by %s:%u, "
 			 "incarnation %016llx): give this server another --cluster-id, or stop "
