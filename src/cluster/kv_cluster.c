@@ -389,13 +389,10 @@ static void build_pools(struct qpg_kv_cluster *c)
 		struct qpg_kv_pool *p = pool_for(c, &want[i]);
 		pthread_mutex_lock(&c->build);
 		bool used = p && !atomic_load(&c->closing) && install(c, &want[i], p);
-		if (!p) { /* tried again in SUSPECT_RETRY_NS */
-			struct route *r = atomic_load(&c->cur);
-			for (unsigned j = 0; j < r->v->n; j++)
-				if (r->m[j] && same_member(&r->m[j]->e, &want[i])) {
-					atomic_store(&r->m[j]->suspect, true);
-					r->m[j]->retry_ns = now_ns() + SUSPECT_RETRY_NS;
-				}
+		struct member *m = p ? NULL : find_member(atomic_load(&c->cur), &want[i]);
+		if (m) { /* tried again in SUSPECT_RETRY_NS */
+			atomic_store(&m->suspect, true);
+			m->retry_ns = now_ns() + SUSPECT_RETRY_NS;
 		}
 		pthread_mutex_unlock(&c->build);
 		if (p && !used)
