@@ -179,6 +179,17 @@ check "both servers are still running" kill -0 "${pids[kv1]}" "${pids[kv4]}"
 check "etcd reachable again: qpgate_cluster_etcd_up 1, the lease alive" \
 	bash -c "[ \"\$(curl -s http://127.0.0.1:$(awk '{print $2}' "$work/kv1.port")/metrics | grep -E '^qpgate_cluster_(etcd_up|lease_alive) ' | awk '{s+=\$2} END {print s}')\" = 2 ]"
 
+# leaves_on_its_etcd PID WHAT ETCD_PID: the member leaves with exit 0 on
+# SIGTERM, then the etcd of its own section stops.
+leaves_on_its_etcd() {
+	kill -TERM "$1"
+	wait "$1"
+	local rc=$?
+	check "the $2 member leaves with exit 0 (exit $rc)" [ $rc -eq 0 ]
+	kill "$3" 2>/dev/null
+	wait "$3" 2>/dev/null
+}
+
 echo "== etcd over TLS with client certificates"
 plain_url=$etcd_url plain_pid=$etcd_pid
 mkdir -p "$work/tls"
@@ -204,12 +215,7 @@ check "no plain-http warning over https" bash -c "! grep -q 'plain http' '$work/
 rc=$?
 check "without a client certificate etcd refuses, and the server exits 1 (exit $rc)" [ $rc -eq 1 ]
 check "its error says it cannot register with etcd" grep -q "cannot register with etcd" "$work/tls2.log"
-kill -TERM $tls1
-wait $tls1
-rc=$?
-check "the TLS member leaves with exit 0 (exit $rc)" [ $rc -eq 0 ]
-kill "$tls_pid" 2>/dev/null
-wait "$tls_pid" 2>/dev/null
+leaves_on_its_etcd "$tls1" TLS "$tls_pid"
 
 echo "== etcd's users: a server that may write the cluster's keys, a client that may only read them"
 mkdir -p "$work/auth"
@@ -258,12 +264,7 @@ timeout -s KILL 20 "$bin/qpgate-cluster" --cluster "$auth_url" --cluster-name "$
 	--cluster-password-file "$work/bad.pw" status >"$work/badpw.log" 2>&1
 check "a wrong password is an error that names the user and the file to check" \
 	grep -q "etcd user 'reader': check its password file" "$work/badpw.log"
-kill -TERM $auth1
-wait $auth1
-rc=$?
-check "the authenticated member leaves with exit 0 (exit $rc)" [ $rc -eq 0 ]
-kill "$auth_pid" 2>/dev/null
-wait "$auth_pid" 2>/dev/null
+leaves_on_its_etcd "$auth1" authenticated "$auth_pid"
 
 echo "== the rest leave; nothing of the cluster is left in etcd but our sync keys"
 kill -TERM "${pids[kv1]}" "${pids[kv4]}"
