@@ -142,6 +142,11 @@ struct qpg_server_stats {
 	 * not destroyed, but no client's). */
 	unsigned long long qps_reused;
 	long long qps_spare;
+	/* rdma: receives posted on the shared receive queues now, and
+	 * receives that a closing QP had begun (mid-message) and that came
+	 * back flushed. */
+	long long srq_receives_posted;
+	unsigned long long receives_flushed;
 };
 void qpg_server_stats(struct qpg_server *s, struct qpg_server_stats *out);
 /* The stats as Prometheus text (format 0.0.4) in a malloc'd *OUT; 0 or a

@@ -118,6 +118,8 @@ struct qpg__ep_stats {
 	atomic_llong regions_open;	/* a service's regions opened here, not yet closed */
 	atomic_ullong reads_paused;	/* tcp: input paused while the output was full */
 	atomic_ullong bringup_timeouts; /* QPs closed: no frame within the bring-up deadline */
+	atomic_llong srq_posted;	/* rdma: receives on the SRQ, copied at every tick */
+	atomic_ullong recv_flushed;	/* rdma: receives a closing QP had begun, flushed back */
 	atomic_ullong handshake_ns_bucket[24]; /* log2 buckets from 1 us */
 	atomic_ullong handshake_ns_sum;
 };

@@ -524,6 +524,9 @@ void qpg_server_stats(struct qpg_server *s, struct qpg_server_stats *out)
 		out->slots_abandoned += ld(&st->slots_abandoned);
 		out->reads_paused += ld(&st->reads_paused);
 		out->bringup_timeouts += ld(&st->bringup_timeouts);
+		out->srq_receives_posted +=
+		    atomic_load_explicit(&st->srq_posted, memory_order_relaxed);
+		out->receives_flushed += ld(&st->recv_flushed);
 	}
 	out->refused_pending = ld(&s->refused_pending);
 	out->refused_per_peer = ld(&s->refused_per_peer);

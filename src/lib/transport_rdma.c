@@ -99,6 +99,11 @@ static void handle_wc(struct rdma_ep *r, const struct ibv_wc *wc)
 		r->srq_posted--;
 		c = qpg__map_get(&r->qpn_to_conn, wc->qp_num);
 		if (wc->status != IBV_WC_SUCCESS || !c) {
+			/* An SRQ flushes only the receive a QP had taken: one
+			 * that a message had begun to fill when its QP left
+			 * RTS. */
+			if (wc->status == IBV_WC_WR_FLUSH_ERR)
+				qpg__stat_add(&ep->stats.recv_flushed, 1);
 			qpg_pool_put(&ep->pool, b);
 			if (c && wc->status != IBV_WC_WR_FLUSH_ERR)
 				qpg__conn_close(c, QPG_ERR_QP, "receive failed: %s",
@@ -520,6 +525,16 @@ static void rdma_conn_release(struct qpg__conn *c)
 	struct rdma_conn *rc = to_rdma(c);
 	struct rdma_ep *r = c->ep->tep;
 	if (rc->qp) { /* (conn_shutdown took its QP number out of the map) */
+		/* Take every completion already made first: a provider may
+		 * drop the QP's entries from the CQ at RESET or destroy
+		 * (libmlx5 cleans them, and gives their SRQ slots back
+		 * unreported), and a receive dropped so would hold its pool
+		 * slot and count as posted for good. rxe keeps them, and
+		 * flushes a receive the QP had begun when it enters ERR.
+		 * Bounded: a busy CQ never empties, and what this QP left is
+		 * ahead of what comes later. */
+		for (int pass = 0; pass < 4 && drain_cq(r) >= DRAIN_BUDGET; pass++)
+			;
 		struct rdma_spare sp = {.qp = rc->qp,
 					.caps = rc->caps,
 					.max_inline = rc->max_inline,
@@ -541,6 +556,8 @@ static void rdma_conn_release(struct qpg__conn *c)
 static void rdma_ep_tick(struct qpg__endpoint *ep, uint64_t now_ns)
 {
 	struct rdma_ep *r = ep->tep;
+	atomic_store_explicit(&ep->stats.srq_posted, (long long)r->srq_posted,
+			      memory_order_relaxed);
 	if (!r->spares.n)
 		return;
 	qpg__rdma_spare_trim(&r->spares, now_ns, &ep->stats);
