@@ -9,21 +9,28 @@
 #   hang       SIGSTOP for 6 s (past the 3 s lease), then SIGCONT
 #   partition  its proxy to etcd stopped for 6 s: it still serves clients
 #   blackhole  (tcp) both its proxies stopped for 6 s: its host drops packets
-# For each key the reader was refused after the fault, the outage is the
-# time from the fault to its first good read (on the new owner). Prints p50
-# and p99 of that over the keys and trials, the keys affected, the reads
+# The reader has a thread per key, so a request a dead member holds until
+# its deadline delays no other key. For each key refused while the fault
+# lasted, the outage is the time from the fault to its good read after
+# that (on the new owner); for each key refused after it ended (the member
+# came back: its keys wait S there), the time that refusal lasted. Prints
+# p50 and p99 of both over the keys and trials, the keys affected, the reads
 # the checker judged (none stale), and the same with the staleness bound
 # at its least (200 ms) beside the default (1000 ms): what S costs a
 # failover. Writes build/bench/failover-TRANSPORT.json. Asserts nothing
 # but the checker's verdict.
-#   bench/failover.sh [-t tcp|rdma] [-r RUNS]
+#   bench/failover.sh [-t tcp|rdma] [-r RUNS] [-m "FAULT..."] [-S "MS..."]
+# (-m: the faults to run, -S: the staleness bounds; FAILOVER_KEEP=1 keeps
+# each trial's reader log in build/bench/failover-logs/.)
 set -uo pipefail
-transport=tcp runs=3
-while getopts "t:r:" o; do
+transport=tcp runs=3 modes="" bounds="1000 200"
+while getopts "t:r:m:S:" o; do
 	case $o in
 	t) transport=$OPTARG ;;
 	r) runs=$OPTARG ;;
-	*) echo "usage: $0 [-t tcp|rdma] [-r RUNS]" >&2; exit 2 ;;
+	m) modes=$OPTARG ;;
+	S) bounds=$OPTARG ;;
+	*) echo "usage: $0 [-t tcp|rdma] [-r RUNS] [-m \"FAULT...\"] [-S \"MS...\"]" >&2; exit 2 ;;
 	esac
 done
 . "$(dirname "$0")/lib.sh"
@@ -69,11 +76,11 @@ pidof_() { cat "$work/$1.pid"; }
 
 # trial MODE VICTIM S: prints "affected p50 p99 reads stale" for one trial.
 trial() {
-	local mode=$1 v=$2 s=$3 secs=14
+	local mode=$1 v=$2 s=$3 secs=14 fault_s=6
 	"$bin/nemesis_client" writer "$etcd_url" "$name" "$work/ca.crt" "$transport" 64 $secs \
 		"$work/w.log" 2>"$work/w.err" &
 	local w=$!
-	"$bin/nemesis_client" reader "$etcd_url" "$name" "$work/ca.crt" "$transport" 64 $secs \
+	NEMESIS_READERS=64 "$bin/nemesis_client" reader "$etcd_url" "$name" "$work/ca.crt" "$transport" 64 $secs \
 		"$work/r.log" 2>"$work/r.err" &
 	local r=$!
 	sleep 4
@@ -85,7 +92,7 @@ trial() {
 	partition) kill -STOP "$(pidof_ "$v-etcd")" ;;
 	blackhole) kill -STOP "$(pidof_ "$v-etcd")" "$(pidof_ "$v-data")" ;;
 	esac
-	sleep 6
+	sleep $fault_s
 	case $mode in
 	hang) kill -CONT "$(pidof_ "$v")" ;;
 	partition) kill -CONT "$(pidof_ "$v-etcd")" ;;
@@ -100,37 +107,63 @@ trial() {
 	fi
 	wait_active 3 || echo "   (only $(active) members active after the $mode of $v)" >&2
 	sleep 2 # the members' first keys wait S
+	if [ -n "${FAILOVER_KEEP:-}" ]; then
+		local kept
+		kept=$out/failover-logs/$mode-$s-$(date +%s)
+		mkdir -p "$out/failover-logs"
+		cp "$work/r.log" "$kept.rlog"
+		echo "$t0 $v" >"$kept.t0"
+	fi
 	local verdict
 	verdict=$(python3 "$repo/tests/nemesis/nemesis_check.py" "$work/w.log" "$work/r.log")
-	python3 - "$work/r.log" "$t0" <<'PY'
+	python3 - "$work/r.log" "$t0" "$fault_s" <<'PY'
 import sys, collections
-t0 = int(sys.argv[2])
-bad_since = {}
-outage = {}
+t0, fault_end = int(sys.argv[2]), int(sys.argv[2]) + int(sys.argv[3]) * 10**9
+ev = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     p = line.split()
-    if not p:
-        continue
-    k = int(p[1])
-    t = int(p[3]) if p[0] == "R" else int(p[-1])
-    if t < t0 or k in outage:
-        continue
-    if p[0] in ("U", "E"):
-        bad_since.setdefault(k, t)
-    elif p[0] in ("R", "M") and k in bad_since:
-        outage[k] = (t - t0) / 1e9
-v = sorted(outage.values())
-pct = lambda q: v[min(len(v) - 1, int(q * len(v)))] if v else float("nan")
-print(len(v), f"{pct(0.5):.3f}", f"{pct(0.99):.3f}", " ".join(f"{x:.3f}" for x in v))
+    if p:
+        ev[int(p[1])].append((int(p[3]) if p[0] == "R" else int(p[-1]), p[0]))
+# Per key, in time order (each key has a reader thread of its own): the
+# fault's outage runs from the fault to the end of the last refusal that
+# began while the fault lasted (its next good read); the way back's, from
+# the first refusal after the fault ended (the member returns and its keys
+# wait S there) to the next good read.
+fault, back = [], []
+for k, es in ev.items():
+    es.sort()
+    bad = out = None
+    for t, c in es:
+        if t < t0:
+            continue
+        if c in ("U", "E"):
+            if bad is None:
+                bad = t
+        elif c in ("R", "M") and bad is not None:
+            if bad >= fault_end:
+                back.append((t - bad) / 1e9)
+                break
+            out, bad = (t - t0) / 1e9, None
+    if out is not None:
+        fault.append(out)
+def line(tag, v):
+    v.sort()
+    pct = lambda q: v[min(len(v) - 1, int(q * len(v)))] if v else float("nan")
+    print(tag, len(v), f"{pct(0.5):.3f}", f"{pct(0.99):.3f}", " ".join(f"{x:.3f}" for x in v))
+line("fault", fault)
+line("back", back)
 PY
 	echo "$verdict" | awk '/reads verified/ {gsub(",", ""); print "#", $3, $5}'
 }
 echo " failover bench: $transport, $runs runs per fault, etcd at $etcd_url"
-modes="crash hang partition"
-[ "$transport" = tcp ] && modes="$modes blackhole"
+if [ -z "$modes" ]; then
+	modes="crash hang partition"
+	[ "$transport" = tcp ] && modes="$modes blackhole"
+fi
 json="[]"
-printf '\n %-10s %6s %9s %9s %9s %9s %7s\n' FAULT S[ms] keys outp50[s] outp99[s] reads stale
-for s in 1000 200; do
+printf '\n %-10s %6s %6s %9s %9s %6s %9s %9s %9s %6s\n' FAULT S[ms] keys outp50[s] outp99[s] back \
+	backp50[s] backp99[s] reads stale
+for s in $bounds; do
 	for m in m1 m2 m3; do
 		if [ -e "$work/$m.pid" ]; then # (not always our child: a crash trial restarted it)
 			kill -TERM "$(pidof_ "$m")" 2>/dev/null
@@ -141,24 +174,29 @@ for s in 1000 200; do
 	wait_active 3
 	sleep 2
 	for mode in $modes; do
-		all=() reads=0 stale=0 keys=0
+		all=() ball=() reads=0 stale=0 keys=0 bkeys=0
 		for r in $(seq 1 "$runs"); do
 			victim=m$(((r % 3) + 1))
 			res=$(trial "$mode" "$victim" "$s") # ($out is where the JSON goes)
-			read -r n _ _ rest <<<"$(head -1 <<<"$res")"
+			read -r _ n _ _ rest <<<"$(grep '^fault ' <<<"$res")"
 			keys=$((keys + n))
 			# shellcheck disable=SC2206
 			all+=($rest)
+			read -r _ n _ _ rest <<<"$(grep '^back ' <<<"$res")"
+			bkeys=$((bkeys + n))
+			# shellcheck disable=SC2206
+			ball+=($rest)
 			read -r _ rd st <<<"$(grep '^#' <<<"$res")"
 			reads=$((reads + ${rd:-0})) stale=$((stale + ${st:-0}))
 		done
-		sorted=$(printf '%s\n' "${all[@]}" | sort -g)
-		pq() { awk -v q="$1" 'NF {a[++n]=$1} END {if (n) {i=int(n*q)+1; if (i>n) i=n; print a[i]} else print "null"}' <<<"$sorted"; }
-		p50=$(pq 0.5) p99=$(pq 0.99)
-		printf ' %-10s %6s %9s %9s %9s %9s %7s\n' "$mode" "$s" "$keys" "$p50" "$p99" "$reads" "$stale"
+		pq() { printf '%s\n' "${@:2}" | sort -g | awk -v q="$1" 'NF {a[++n]=$1} END {if (n) {i=int(n*q)+1; if (i>n) i=n; print a[i]} else print "null"}'; }
+		p50=$(pq 0.5 "${all[@]}") p99=$(pq 0.99 "${all[@]}")
+		b50=$(pq 0.5 "${ball[@]}") b99=$(pq 0.99 "${ball[@]}")
+		printf ' %-10s %6s %6s %9s %9s %6s %9s %9s %9s %6s\n' "$mode" "$s" "$keys" "$p50" "$p99" "$bkeys" \
+			"$b50" "$b99" "$reads" "$stale"
 		json=$(jq -c --arg m "$mode" --argjson s "$s" --argjson k "$keys" --arg p50 "$p50" --arg p99 "$p99" \
-			--argjson rd "$reads" --argjson st "$stale" \
-			'. + [{fault:$m, staleness_ms:$s, keys_out:$k, outage_p50_s:($p50|tonumber? // null), outage_p99_s:($p99|tonumber? // null), reads:$rd, stale_reads:$st}]' <<<"$json")
+			--argjson bk "$bkeys" --arg b50 "$b50" --arg b99 "$b99" --argjson rd "$reads" --argjson st "$stale" \
+			'. + [{fault:$m, staleness_ms:$s, keys_out:$k, outage_p50_s:($p50|tonumber? // null), outage_p99_s:($p99|tonumber? // null), keys_out_on_return:$bk, return_outage_p50_s:($b50|tonumber? // null), return_outage_p99_s:($b99|tonumber? // null), reads:$rd, stale_reads:$st}]' <<<"$json")
 	done
 done
 # The tools' one schema: schema_version, tool, version, date, parameters, results.

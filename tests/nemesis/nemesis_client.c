@@ -10,7 +10,11 @@
  * for each value, "M key t0" for a miss, "U key t0" for UNAVAILABLE, "C key
  * t0" for a value that is not whole, "E key status t0" for anything else.
  * Times are CLOCK_MONOTONIC ns, the same clock in every process of the
- * host. nemesis_check.py judges the logs. Bounded: SECONDS, then exit. */
+ * host. nemesis_check.py judges the logs. Bounded: SECONDS, then exit.
+ * NEMESIS_READERS=N (up to 64) gives a reader N threads, thread T reading
+ * only keys = T (mod N): with N = KEYS each key has a lane of its own, and
+ * a request that a dead member holds until its deadline delays no other
+ * key's reads (bench/failover.sh times each key's outage so). */
 #include <inttypes.h>
 #include <pthread.h>
 #include <qpgate/kv_cluster.h>
@@ -21,12 +25,15 @@
 #include <string.h>
 #include <time.h>
 
-#define VLEN	128
-#define THREADS 4
+#define VLEN	    128
+#define THREADS	    4
+#define MAX_THREADS 64
 
 static struct {
 	struct qpg_kv_cluster *c;
 	bool writer;
+	bool lanes; /* a reader's thread T reads only keys = T (mod threads) */
+	unsigned threads;
 	unsigned keys;
 	uint64_t until_ns;
 	FILE *log;
@@ -134,9 +141,10 @@ static void *worker(void *arg)
 	uint64_t rnd = mix(now_ns() ^ t);
 	for (unsigned i = 0; now_ns() < g.until_ns; i++) {
 		rnd = mix(rnd);
-		/* writer: thread T writes only keys = T (mod THREADS) */
-		uint32_t k = g.writer ? (uint32_t)((rnd % (g.keys / THREADS)) * THREADS + t)
-				      : (uint32_t)(rnd % g.keys);
+		/* writer: thread T writes only keys = T (mod threads) */
+		uint32_t k = g.writer || g.lanes
+				 ? (uint32_t)((rnd % (g.keys / g.threads)) * g.threads + t)
+				 : (uint32_t)(rnd % g.keys);
 		snprintf(key, sizeof(key), "nemesis-%u", k);
 		memset(&c.r, 0, sizeof(c.r));
 		c.r.key = key;
@@ -202,9 +210,19 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	g.writer = argv[1][0] == 'w';
 	g.keys = (unsigned)atoi(argv[6]);
-	if (g.keys < THREADS)
-		g.keys = THREADS;
-	g.keys -= g.keys % THREADS;
+	g.threads = THREADS;
+	const char *readers = getenv("NEMESIS_READERS");
+	if (!g.writer && readers) {
+		g.lanes = true;
+		g.threads = (unsigned)atoi(readers);
+		if (g.threads < 1 || g.threads > MAX_THREADS) {
+			fprintf(stderr, "nemesis_client: NEMESIS_READERS is 1 to %d\n", MAX_THREADS);
+			return 2;
+		}
+	}
+	if (g.keys < g.threads)
+		g.keys = g.threads;
+	g.keys -= g.keys % g.threads;
 	if (!(g.log = fopen(argv[8], "w")) || !(g.version = calloc(g.keys, sizeof(uint64_t)))) {
 		perror("nemesis_client");
 		return 1;
@@ -223,10 +241,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	g.until_ns = now_ns() + (uint64_t)atoi(argv[7]) * 1000000000ull;
-	pthread_t th[THREADS];
-	for (unsigned t = 0; t < THREADS; t++)
+	pthread_t th[MAX_THREADS];
+	for (unsigned t = 0; t < g.threads; t++)
 		pthread_create(&th[t], NULL, worker, (void *)(uintptr_t)t);
-	for (unsigned t = 0; t < THREADS; t++)
+	for (unsigned t = 0; t < g.threads; t++)
 		pthread_join(th[t], NULL);
 	qpg_kv_cluster_destroy(g.c);
 	fclose(g.log);
