@@ -25,6 +25,7 @@ import ctypes
 import errno
 import os
 import resource
+import shutil
 import subprocess
 import sys
 
@@ -140,11 +141,32 @@ def limit(value):
     return resource.RLIM_INFINITY if value == "infinity" else int(value)
 
 
-def mounts(settings):
+def tree_under_tmp(cmd):
+    """The top directory under /tmp that holds the command's executable
+    (a clone and its build under /tmp), or None. A packaged server lies
+    in /usr/bin; a test's build tree is its stand-in, so it stays visible
+    in the private /tmp, as BindReadOnlyPaths= would keep it."""
+    exe = shutil.which(cmd[0])
+    if not exe:
+        return None
+    parts = os.path.realpath(exe).split(os.sep)
+    if len(parts) > 3 and parts[1] == "tmp":
+        return os.sep + os.path.join(parts[1], parts[2])
+    return None
+
+
+def mounts(settings, cmd):
     check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
     check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
     if settings.get("PrivateTmp", ["no"])[-1] == "yes":
+        keep = tree_under_tmp(cmd)
+        held = os.open(keep, os.O_PATH | os.O_DIRECTORY) if keep else -1
         check(libc.mount(b"tmpfs", b"/tmp", b"tmpfs", 0, b"mode=1777"), "tmpfs on /tmp")
+        if keep:
+            os.mkdir(keep, 0o755)
+            check(libc.mount(f"/proc/self/fd/{held}".encode(), keep.encode(), None, MS_BIND | MS_REC,
+                             None), f"{keep} kept in the private /tmp")
+            os.close(held)
     proc = []
     if settings.get("ProtectProc", [""])[-1] == "invisible":
         proc.append("hidepid=invisible")
@@ -176,7 +198,7 @@ def main():
                 # A container that may not raise it (not the lab's VM).
                 print(f"unit_sandbox: {key}={v} not applied here: {e}", file=sys.stderr)
     os.umask(int(settings.get("UMask", ["0022"])[-1], 8))
-    mounts(settings)
+    mounts(settings, cmd)
     if settings.get("DynamicUser", ["no"])[-1] == "yes":
         keep = set(settings.get("CapabilityBoundingSet", [""])[-1].split())
         if keep:
