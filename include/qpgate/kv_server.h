@@ -31,7 +31,13 @@ struct qpg_kv_server_opts {
 	 * qpg_kv_digest): QPG_KV_DIGEST_AUTO (the default) takes whichever
 	 * is faster on this host, measured once as the service is created. */
 	uint8_t digest;
+	/* What a PUT that finds the store full does (enum qpg_kv_eviction):
+	 * QPG_KV_EVICT_SIEVE (the default) evicts keys, SIEVE's choice, until
+	 * a block of its size is free; QPG_KV_EVICT_NONE answers
+	 * QPG_KV_STORE_FULL. */
+	uint8_t eviction;
 };
+enum qpg_kv_eviction { QPG_KV_EVICT_SIEVE, QPG_KV_EVICT_NONE };
 void qpg_kv_server_opts_default(struct qpg_kv_server_opts *o);
 
 struct qpg_kv_service;

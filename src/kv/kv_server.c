@@ -72,7 +72,14 @@ static void kv_metrics(void *ctx, FILE *f)
 				statuses[st], ld(&k->m.ops[op][st]));
 	pthread_mutex_lock(&k->store.lock);
 	size_t used = k->store.allocated, cap = k->store.capacity, keys = k->store.nkeys;
+	unsigned long long evictions = k->store.evictions, evicted = k->store.evicted_bytes;
 	pthread_mutex_unlock(&k->store.lock);
+	fprintf(f,
+		"# HELP qpgate_kv_evictions_total Keys evicted to make room for a PUT (SIEVE).\n"
+		"# TYPE qpgate_kv_evictions_total counter\nqpgate_kv_evictions_total %llu\n"
+		"# HELP qpgate_kv_evicted_bytes_total Value bytes of the keys evicted.\n"
+		"# TYPE qpgate_kv_evicted_bytes_total counter\nqpgate_kv_evicted_bytes_total %llu\n",
+		evictions, evicted);
 	fprintf(
 	    f,
 	    "# HELP qpgate_kv_gets_total GETs by whether the key was stored.\n"
@@ -167,6 +174,7 @@ int qpg_kv_service_create(struct qpg_kv_service **out, const struct qpg_kv_serve
 		free(k);
 		return rc;
 	}
+	k->store.evict = o->eviction == QPG_KV_EVICT_SIEVE;
 	rc = o->digest > QPG_KV_DIGEST_MAX ? -EINVAL : qpg__kv_digests_fetch(&k->digests);
 	if (rc) {
 		snprintf(err, err_len, "cannot use the digest %u for values: %s", o->digest,

@@ -72,6 +72,7 @@ int qpg__kv_store_init(struct qpg__kv_store *s, size_t capacity, uint32_t max_va
 	s->max_value = max_value;
 	s->top_order = order_of(max_value);
 	s->digest = EVP_sha256();
+	s->evict = true;
 	s->nbuckets = 1024;
 	while (s->nbuckets < capacity / 4096 && s->nbuckets < (1u << 24))
 		s->nbuckets <<= 1;
@@ -166,6 +167,71 @@ static void free_block(struct qpg__kv_store *s, uint32_t off, uint8_t c)
 	push_free(s, off, c);
 }
 
+/* Under the lock: the SIEVE queue. */
+static void queue_push(struct qpg__kv_store *s, struct qpg__kv_value *v)
+{
+	v->visited = false;
+	v->older = s->head;
+	v->newer = NULL;
+	if (s->head)
+		s->head->newer = v;
+	s->head = v;
+	if (!s->tail)
+		s->tail = v;
+}
+
+static void queue_remove(struct qpg__kv_store *s, struct qpg__kv_value *v)
+{
+	if (s->hand == v)
+		s->hand = v->newer;
+	if (v->newer)
+		v->newer->older = v->older;
+	else
+		s->head = v->older;
+	if (v->older)
+		v->older->newer = v->newer;
+	else
+		s->tail = v->newer;
+	v->newer = v->older = NULL;
+}
+
+/* Under the lock: unlink KEY's entry and return it, or NULL. */
+static struct qpg__kv_value *unlink_key(struct qpg__kv_store *s, uint64_t h, const uint8_t *key,
+					uint16_t key_len)
+{
+	struct qpg__kv_value **pp = &s->buckets[h & (s->nbuckets - 1)];
+	for (; *pp; pp = &(*pp)->next) {
+		struct qpg__kv_value *v = *pp;
+		if (v->hash == h && v->key_len == key_len && !memcmp(v->key, key, key_len)) {
+			*pp = v->next;
+			v->next = NULL;
+			queue_remove(s, v);
+			s->nkeys--;
+			s->live_bytes -= v->len;
+			return v;
+		}
+	}
+	return NULL;
+}
+
+/* Under the lock: SIEVE's choice, taken out of the table and the queue
+ * (its reference is the caller's to release), or NULL when none is left. */
+static struct qpg__kv_value *sieve_victim(struct qpg__kv_store *s)
+{
+	struct qpg__kv_value *p = s->hand ? s->hand : s->tail;
+	if (!p)
+		return NULL;
+	while (p->visited) {
+		p->visited = false;
+		p = p->newer ? p->newer : s->tail;
+	}
+	s->hand = p->newer;
+	struct qpg__kv_value *v = unlink_key(s, p->hash, p->key, p->key_len);
+	s->evictions++;
+	s->evicted_bytes += v->len;
+	return v;
+}
+
 int qpg__kv_reserve(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len, uint32_t len,
 		    struct qpg__kv_value **out)
 {
@@ -178,6 +244,16 @@ int qpg__kv_reserve(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_le
 		return QPG__KVS_FULL;
 	pthread_mutex_lock(&s->lock);
 	long off = alloc_block(s, c);
+	/* At most every key there is now: each pass takes one out. */
+	for (size_t left = s->nkeys; off < 0 && s->evict && left > 0; left--) {
+		struct qpg__kv_value *victim = sieve_victim(s);
+		if (!victim)
+			break;
+		pthread_mutex_unlock(&s->lock);
+		qpg__kv_release(s, victim); /* the table's reference: frees it unless read */
+		pthread_mutex_lock(&s->lock);
+		off = alloc_block(s, c);
+	}
 	pthread_mutex_unlock(&s->lock);
 	if (off < 0) {
 		free(v);
@@ -195,24 +271,6 @@ int qpg__kv_reserve(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_le
 	return QPG__KVS_OK;
 }
 
-/* Under the lock: unlink KEY's entry and return it, or NULL. */
-static struct qpg__kv_value *unlink_key(struct qpg__kv_store *s, uint64_t h, const uint8_t *key,
-					uint16_t key_len)
-{
-	struct qpg__kv_value **pp = &s->buckets[h & (s->nbuckets - 1)];
-	for (; *pp; pp = &(*pp)->next) {
-		struct qpg__kv_value *v = *pp;
-		if (v->hash == h && v->key_len == key_len && !memcmp(v->key, key, key_len)) {
-			*pp = v->next;
-			v->next = NULL;
-			s->nkeys--;
-			s->live_bytes -= v->len;
-			return v;
-		}
-	}
-	return NULL;
-}
-
 void qpg__kv_commit(struct qpg__kv_store *s, struct qpg__kv_value *v)
 {
 	/* Outside the lock: hashing a 1 MiB value takes a while. A failure
@@ -225,6 +283,7 @@ void qpg__kv_commit(struct qpg__kv_store *s, struct qpg__kv_value *v)
 	struct qpg__kv_value **b = &s->buckets[v->hash & (s->nbuckets - 1)];
 	v->next = *b;
 	*b = v;
+	queue_push(s, v);
 	s->nkeys++;
 	s->live_bytes += v->len;
 	pthread_mutex_unlock(&s->lock);
@@ -232,16 +291,33 @@ void qpg__kv_commit(struct qpg__kv_store *s, struct qpg__kv_value *v)
 		qpg__kv_release(s, old);
 }
 
-struct qpg__kv_value *qpg__kv_get(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len)
+/* Under the lock: KEY's value, or NULL. */
+static struct qpg__kv_value *find(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len)
 {
 	uint64_t h = hash_key(key, key_len);
-	pthread_mutex_lock(&s->lock);
 	struct qpg__kv_value *v = s->buckets[h & (s->nbuckets - 1)];
 	for (; v; v = v->next)
 		if (v->hash == h && v->key_len == key_len && !memcmp(v->key, key, key_len))
 			break;
-	if (v)
+	return v;
+}
+
+bool qpg__kv_exists(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len)
+{
+	pthread_mutex_lock(&s->lock);
+	bool there = find(s, key, key_len) != NULL;
+	pthread_mutex_unlock(&s->lock);
+	return there;
+}
+
+struct qpg__kv_value *qpg__kv_get(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len)
+{
+	pthread_mutex_lock(&s->lock);
+	struct qpg__kv_value *v = find(s, key, key_len);
+	if (v) {
 		atomic_fetch_add(&v->refs, 1);
+		v->visited = true;
+	}
 	pthread_mutex_unlock(&s->lock);
 	return v;
 }
@@ -285,6 +361,7 @@ size_t qpg__kv_store_drop(struct qpg__kv_store *s,
 				continue;
 			}
 			*pp = v->next;
+			queue_remove(s, v);
 			s->nkeys--;
 			s->live_bytes -= v->len;
 			v->next = gone;

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The KV service's store: one contiguous arena, a chained hash table of
- * keys, and power-of-two size classes for the values. It knows nothing of
+ * keys, and power-of-two size classes for the values. When a value finds
+ * no room, the store may evict others (SIEVE, NSDI '24: a FIFO of keys,
+ * a visited bit set by each GET, and a hand that walks from the oldest,
+ * clearing visited bits and evicting the first key it finds unvisited).
+ * It knows nothing of
  * the wire or of RDMA: a value may carry a region (opaque; the service
  * opens it for one-sided reads), which the store closes through
  * region_close when the value's last reference goes.
@@ -33,7 +37,9 @@ enum qpg__kvs_status {
 #define QPG__KVS_MAX_VALUE  (1u << 31) /* a block's offset and size fit in 32 bits */
 
 struct qpg__kv_value {
-	struct qpg__kv_value *next; /* hash chain */
+	struct qpg__kv_value *next;	    /* hash chain */
+	struct qpg__kv_value *newer, *older; /* the SIEVE queue (committed values) */
+	bool visited;			    /* read since the hand last passed */
 	atomic_int refs;	    /* the table's + each reader's */
 	uint64_t hash;
 	uint32_t len;
@@ -65,6 +71,12 @@ struct qpg__kv_store {
 	size_t nbuckets;
 	size_t nkeys;
 	void (*region_close)(void *region); /* drops a value's region as it is freed */
+	/* The SIEVE queue: newest at the head; the hand walks from the tail
+	 * toward the head. */
+	struct qpg__kv_value *head, *tail, *hand;
+	bool evict;		/* make room by evicting (default), or answer FULL */
+	uint64_t evictions;	/* keys evicted to make room */
+	uint64_t evicted_bytes; /* their values' bytes */
 	/* Of every value, at commit: SHA-256 unless the owner sets another
 	 * (of QPG__KVS_DIGEST_LEN bytes) before the first. */
 	const EVP_MD *digest;
@@ -79,7 +91,11 @@ void qpg__kv_store_close_regions(struct qpg__kv_store *s);
 
 /* Reserve space for a value of LEN bytes under KEY, not yet visible to
  * readers. Returns QPG__KVS_OK with *OUT set, QPG__KVS_TOO_LARGE or
- * QPG__KVS_FULL. Fill it through qpg__kv_data(), then commit or drop. */
+ * QPG__KVS_FULL. Fill it through qpg__kv_data(), then commit or drop.
+ * With eviction on, keys are evicted in SIEVE order until a block of the
+ * size is free: FULL only when every value left is still being read or
+ * written (a value being read is unlinked at once, and its space comes
+ * back when its last reader is done). */
 int qpg__kv_reserve(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len, uint32_t len,
 		    struct qpg__kv_value **out);
 /* Make V the value of its key, replacing (and releasing) any previous one.
@@ -87,6 +103,9 @@ int qpg__kv_reserve(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_le
 void qpg__kv_commit(struct qpg__kv_store *s, struct qpg__kv_value *v);
 /* Look KEY up and take a reference, or NULL. Release with qpg__kv_release. */
 struct qpg__kv_value *qpg__kv_get(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len);
+/* Whether KEY is stored: no reference taken, and no read counted for
+ * eviction (an existence check never pins a value or keeps it). */
+bool qpg__kv_exists(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len);
 /* Drop a reference; the last one frees the value's space. Also drops a
  * reservation that was never committed. */
 void qpg__kv_release(struct qpg__kv_store *s, struct qpg__kv_value *v);

@@ -82,6 +82,17 @@ static void parse_digest(const char *arg, void *dst)
 	exit(2);
 }
 
+/* --kv-eviction sieve|none */
+static void parse_eviction(const char *arg, void *dst)
+{
+	if (strcmp(arg, "sieve") == 0 || strcmp(arg, "none") == 0) {
+		*(uint8_t *)dst = arg[0] == 's' ? QPG_KV_EVICT_SIEVE : QPG_KV_EVICT_NONE;
+		return;
+	}
+	fprintf(stderr, "error: --kv-eviction is 'sieve' or 'none', not '%s'\n", arg);
+	exit(2);
+}
+
 /* --crl FILE, as many as given */
 static const char *crl_files[16];
 static void parse_crl(const char *arg, void *dst)
@@ -226,6 +237,10 @@ int main(int argc, char **argv)
 	     "rdma: what one-sided readers check values with: sha256, sha512-256 or auto, "
 	     "the faster here (default auto)",
 	     parse_digest},
+	    {"kv-eviction", 0, OPT_CALL, &kvo.eviction, 0, 0, "sieve|none",
+	     "a PUT into a full store evicts keys, SIEVE's choice (default), or is refused "
+	     "(none: 'store full')",
+	     parse_eviction},
 	    {"srq-depth", 0, OPT_U32, &o.srq_depth, 16, 1 << 20, "N",
 	     "receives posted per thread (default 4096)"},
 	    {"tclass", 0, OPT_U8, &o.tclass, 0, 255, "N",

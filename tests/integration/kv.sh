@@ -57,16 +57,21 @@ check "oversize value refused (value too large)" grep -q '^PUT huge: value too l
 check "the connection survived both: next GET verified" grep -q '^GET big: ok, .*verified' <<<"$out"
 check "a wrong seed is caught (the check can fail)" sh -c "'$bin/qpgate-kv' --synthetic --transport $transport --ca '$work/ca.crt' -p $port 127.0.0.1 localhost get big 1M 13 2>&1 | grep -q MISMATCH"
 
+# A cache, not a store: 16 x 256 KiB into what is left of 4 MiB. No PUT
+# is refused; SIEVE evicts to make room (--kv-eviction, default sieve).
 cmds=()
 for i in $(seq 1 16); do cmds+=(put "fill$i" 256K "$i"); done
-out=$(kv "${cmds[@]}" 2>&1)
+out=$(kv "${cmds[@]}" get fill16 256K 16 get fill15 256K 15 2>&1)
 full=$(grep -c 'store full' <<<"$out")
-grep -m1 'store full' <<<"$out" | sed 's/^/  /'
-check "the 4 MiB store fills up: $full of 16 PUTs refused with 'store full'" [ "$full" -ge 1 ]
-out=$(kv del fill1 del fill2 del fill3 del fill4 put again 256K 99 get again 256K 99 2>&1)
+check "16 PUTs of 256 KiB into the 4 MiB store: none refused ($full 'store full')" [ "$full" -eq 0 ]
+check "the newest values read back verified" eval 'grep -q "^GET fill16: ok, .*verified" <<<"$out" &&
+	grep -q "^GET fill15: ok, .*verified" <<<"$out"'
+evicted=$(curl -fsS "http://127.0.0.1:$mport/metrics" | sed -n 's/^qpgate_kv_evictions_total //p')
+check "the store made room by evicting ($evicted keys, qpgate_kv_evictions_total)" [ "${evicted:-0}" -gt 0 ]
+out=$(kv del fill15 del fill16 put again 256K 99 get again 256K 99 2>&1)
 check "after DELs the space is reused" grep -q '^GET again: ok, .*verified' <<<"$out"
 kv del again del big >/dev/null 2>&1
-for i in $(seq 5 16); do kv del "fill$i" >/dev/null 2>&1; done
+for i in $(seq 1 14); do kv del "fill$i" >/dev/null 2>&1; done
 
 # Concurrent clients: each writes and reads its own keys while all read a
 # shared one.

@@ -145,8 +145,22 @@ def test_bad_input_raises_and_the_pool_goes_on(certs, server):
         assert kv.get(b"ok") == b"still here"
 
 
-def test_store_full(certs):
+def test_full_store_evicts(certs):
+    # The default: a full store makes room (SIEVE), and no PUT is refused.
     s = Server(certs, "--kv-capacity", "2M")
+    try:
+        with qpgate.KVPool("127.0.0.1", "localhost", ca=os.path.join(certs, "ca.crt"),
+                           port=s.port, transport=TRANSPORT, conns=2) as kv:
+            for i in range(8):
+                kv.put(f"fill/{i}".encode(), bytes([i]) * MAX_VALUE)
+            assert kv.get(b"fill/7") == bytes([7]) * MAX_VALUE
+            assert kv.get(b"fill/0") is None  # evicted, the oldest and never read
+    finally:
+        s.stop()
+
+
+def test_store_full(certs):
+    s = Server(certs, "--kv-capacity", "2M", "--kv-eviction", "none")
     try:
         with qpgate.KVPool("127.0.0.1", "localhost", ca=os.path.join(certs, "ca.crt"),
                            port=s.port, transport=TRANSPORT, conns=2) as kv:

@@ -241,6 +241,7 @@ static void test_store_limits(void **st)
 {
 	struct qpg__kv_store s;
 	assert_int_equal(qpg__kv_store_init(&s, 64 << 10, 16 << 10), 0);
+	s.evict = false; /* --kv-eviction none: a full store refuses */
 	assert_int_equal(put(&s, "big", "x", (16 << 10) + 1), QPG__KVS_TOO_LARGE);
 	char key[8];
 	for (int i = 0; i < 4; i++) {
@@ -258,6 +259,7 @@ static void test_store_no_fragmentation(void **st)
 {
 	struct qpg__kv_store s;
 	assert_int_equal(qpg__kv_store_init(&s, 1 << 20, 256 << 10), 0);
+	s.evict = false;
 	char key[16];
 	for (int i = 0; i < 4; i++) {
 		snprintf(key, sizeof(key), "L%d", i);
@@ -316,10 +318,124 @@ static void test_store_digest(void **st)
 	qpg__kv_store_fini(&s);
 }
 
+static bool has(struct qpg__kv_store *s, const char *key)
+{
+	struct qpg__kv_value *v = qpg__kv_get(s, (const uint8_t *)key, (uint16_t)strlen(key));
+	qpg__kv_release(s, v);
+	return v != NULL;
+}
+
+static bool in(struct qpg__kv_store *s, const char *key)
+{
+	return qpg__kv_exists(s, (const uint8_t *)key, (uint16_t)strlen(key));
+}
+
+/* SIEVE on a trace worked by hand: 4 slots, k0..k3 in, k0 and k2 read.
+ * k4 in: the hand, from the oldest, clears k0 and evicts k1. k5 in: it
+ * clears k2 and evicts k3. k6 in: it evicts k4 (new and never read:
+ * SIEVE's quick demotion). k0 and k2 read again, k7 in: it evicts k5.
+ * Exact LRU evicts k1, k3, k0 and k4 on the same trace, and misses k0's
+ * second read: 3 hits of 4 against SIEVE's 4. EXISTS marks nothing. */
+static void test_store_sieve_trace(void **st)
+{
+	struct qpg__kv_store s;
+	assert_int_equal(qpg__kv_store_init(&s, 64 << 10, 16 << 10), 0);
+	char key[8];
+	for (int i = 0; i < 4; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		assert_int_equal(put(&s, key, "v", 16 << 10), QPG__KVS_OK);
+	}
+	assert_true(has(&s, "k0") && has(&s, "k2"));
+	assert_true(in(&s, "k1") && in(&s, "k3")); /* checked, not read */
+	assert_int_equal(put(&s, "k4", "v", 16 << 10), QPG__KVS_OK);
+	assert_false(in(&s, "k1"));
+	assert_int_equal(put(&s, "k5", "v", 16 << 10), QPG__KVS_OK);
+	assert_false(in(&s, "k3"));
+	assert_int_equal(put(&s, "k6", "v", 16 << 10), QPG__KVS_OK);
+	assert_false(in(&s, "k4"));
+	assert_true(has(&s, "k0") && has(&s, "k2")); /* both hit again */
+	assert_int_equal(put(&s, "k7", "v", 16 << 10), QPG__KVS_OK);
+	assert_false(in(&s, "k5"));
+	assert_true(in(&s, "k0") && in(&s, "k2") && in(&s, "k6") && in(&s, "k7"));
+	assert_int_equal(s.nkeys, 4);
+	assert_int_equal(s.evictions, 4);
+	assert_int_equal(s.evicted_bytes, 4u * (16 << 10));
+	qpg__kv_store_fini(&s);
+}
+
+/* A store full of small values of mixed sizes admits a value of the
+ * largest size: eviction goes on until a block of its order is free. */
+static void test_store_evicts_for_largest(void **st)
+{
+	struct qpg__kv_store s;
+	assert_int_equal(qpg__kv_store_init(&s, 1 << 20, 256 << 10), 0);
+	static const uint32_t sizes[] = {300, 4096, 1000, 65536, 20000, 256};
+	char key[16];
+	int n = 0;
+	for (; s.evictions == 0; n++) { /* until the first eviction: full */
+		snprintf(key, sizeof(key), "m%d", n);
+		assert_int_equal(put(&s, key, "m", sizes[n % 6]), QPG__KVS_OK);
+	}
+	uint64_t before = s.evicted_bytes;
+	assert_int_equal(put(&s, "L", "L", 256 << 10), QPG__KVS_OK);
+	assert_true(in(&s, "L"));
+	print_message("a 256 KiB value into a full 1 MiB store of %d mixed values evicted %llu "
+		      "bytes\n",
+		      n, (unsigned long long)(s.evicted_bytes - before));
+	assert_true(s.allocated <= s.capacity);
+	qpg__kv_store_fini(&s);
+}
+
+/* Four times the capacity written: no PUT fails for space, the newest
+ * key of each size is there, and the accounting adds up. */
+static void test_store_fill_four_times(void **st)
+{
+	struct qpg__kv_store s;
+	assert_int_equal(qpg__kv_store_init(&s, 1 << 20, 64 << 10), 0);
+	char key[16];
+	size_t written = 0;
+	for (int i = 0; written < 4u << 20; i++) {
+		uint32_t len = 512u << (i % 8); /* 512 B to 64 KiB */
+		snprintf(key, sizeof(key), "f%d", i);
+		assert_int_equal(put(&s, key, "f", len), QPG__KVS_OK);
+		written += len;
+		assert_true(in(&s, key));
+	}
+	assert_true(s.evictions > 0);
+	assert_true(s.live_bytes <= s.allocated && s.allocated <= s.capacity);
+	qpg__kv_store_fini(&s);
+}
+
+/* Eviction never frees a value under a reader: it leaves the table at
+ * once, and its block comes back when the reader is done. */
+static void test_store_eviction_spares_readers(void **st)
+{
+	struct qpg__kv_store s;
+	assert_int_equal(qpg__kv_store_init(&s, 64 << 10, 16 << 10), 0);
+	assert_int_equal(put(&s, "r", "A", 16 << 10), QPG__KVS_OK);
+	struct qpg__kv_value *v = qpg__kv_get(&s, (const uint8_t *)"r", 1);
+	assert_non_null(v);
+	v->visited = false; /* the hand's first choice */
+	char key[8];
+	for (int i = 0; i < 8; i++) { /* twice the store, while the GET streams */
+		snprintf(key, sizeof(key), "w%d", i);
+		assert_int_equal(put(&s, key, "B", 16 << 10), QPG__KVS_OK);
+	}
+	assert_false(in(&s, "r")); /* evicted from the table... */
+	for (uint32_t i = 0; i < v->len; i++) /* ...but its bytes untouched */
+		if (qpg__kv_data(&s, v)[i] != 'A')
+			fail_msg("byte %u of a value under a reader was overwritten", i);
+	assert_int_equal(s.allocated, 4u * (16 << 10));
+	qpg__kv_release(&s, v);
+	assert_int_equal(s.allocated, 3u * (16 << 10));
+	qpg__kv_store_fini(&s);
+}
+
 static void test_store_reader_keeps_value(void **st)
 {
 	struct qpg__kv_store s;
 	assert_int_equal(qpg__kv_store_init(&s, 64 << 10, 16 << 10), 0);
+	s.evict = false;
 	assert_int_equal(put(&s, "k", "A", 8192), QPG__KVS_OK);
 	struct qpg__kv_value *v = qpg__kv_get(&s, (const uint8_t *)"k", 1);
 	assert_non_null(v);
@@ -345,4 +461,8 @@ QPG_UNIT_MAIN(NULL, NULL,
 	      cmocka_unit_test(test_store_limits),
 	      cmocka_unit_test(test_store_no_fragmentation),
 	      cmocka_unit_test(test_store_reader_keeps_value),
+	      cmocka_unit_test(test_store_sieve_trace),
+	      cmocka_unit_test(test_store_evicts_for_largest),
+	      cmocka_unit_test(test_store_fill_four_times),
+	      cmocka_unit_test(test_store_eviction_spares_readers),
 	      cmocka_unit_test(test_store_digest))
