@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The pooled KV client for callers that cannot keep a struct
- * qpg_kv_request and its callbacks alive themselves (a language binding):
- * the library keeps the request, a GET's value lands in the caller's buffer,
- * and one completion callback, or a wait, reports it. */
+/* The KV client for callers that cannot keep a struct qpg_kv_request and
+ * its callbacks alive themselves (a language binding): the library keeps
+ * the request, a GET's value lands in the caller's buffer, and one
+ * completion callback, or a wait, reports it. Every call takes a target
+ * (qpgate/kv_target.h): a pool opened here, or a cluster
+ * (qpgate/kv_cluster.h: qpg_kv_cluster_open), the same way. */
 #ifndef QPGATE_KV_CALL_H
 #define QPGATE_KV_CALL_H
 
 #include <stdint.h>
 
 #include "qpgate/kv_client.h"
+#include "qpgate/kv_target.h"
 
 /* A pool from plain arguments, for a binding that cannot lay out struct
  * qpg_kv_pool_opts: qpg_kv_pool_opts_default's, but for these. TRANSPORT is
@@ -19,31 +22,25 @@
  * come from its own thread wants 0: a thread polling for work that only a
  * wake brings takes a core from the caller (on two cores, the Python
  * binding's GETs/s were 6,383 with the default and 18,341 with 0). */
-int qpg_kv_pool_open(struct qpg_kv_pool **out, const char *host, uint16_t port,
+int qpg_kv_pool_open(struct qpg_kv_target **out, const char *host, uint16_t port,
 		     const char *servername, const char *ca, const char *cert, const char *key,
 		     const char *transport, unsigned conns, unsigned threads, uint32_t busy_poll_us,
 		     char *err, size_t err_len);
 
 /* The same pool with no threads of its own, for a binding with an event
  * loop (asyncio), as hiredis's adapters do: its connections run in
- * qpg_kv_pool_run(), which the caller calls when qpg_kv_pool_fd() is
+ * qpg_kv_target_run(), which the caller calls when qpg_kv_target_fd() is
  * readable and after it has submitted requests. Every callback then runs
- * inside qpg_kv_pool_run, on the caller's thread, and no request crosses
+ * inside qpg_kv_target_run, on the caller's thread, and no request crosses
  * threads (on two cores, each crossing was a context switch each way).
  * Opening runs the loop until the connections are up. One thread at a
- * time uses such a pool; qpg_kv_pool_destroy closes it on the caller's. */
-int qpg_kv_pool_open_external(struct qpg_kv_pool **out, const char *host, uint16_t port,
+ * time uses such a pool; qpg_kv_target_destroy closes it on the caller's. */
+int qpg_kv_pool_open_external(struct qpg_kv_target **out, const char *host, uint16_t port,
 			      const char *servername, const char *ca, const char *cert,
 			      const char *key, const char *transport, unsigned conns, char *err,
 			      size_t err_len);
-/* An external pool's file descriptor to poll for reading (-EINVAL for a
- * pool with threads). */
-int qpg_kv_pool_fd(const struct qpg_kv_pool *p);
-/* One turn of an external pool's loop: what is ready, without waiting. */
-int qpg_kv_pool_run(struct qpg_kv_pool *p);
-
 /* Called once per qpg_kv_call that returned 0, on a pool thread (inside
- * qpg_kv_pool_run for an external pool, or qpg_kv_pool_destroy): STATUS is
+ * qpg_kv_target_run for an external pool, or qpg_kv_target_destroy): STATUS is
  * an enum qpg_kv_status or a negative errno (the connection failed, the
  * pool is closing: -ECANCELED); VALUE_LEN is a GET's whole value length, of
  * which min(VALUE_LEN, CAP) bytes are in the caller's BUF; for a GET given
@@ -58,7 +55,7 @@ typedef void (*qpg_kv_call_done)(void *arg, uint64_t token, int status, uint32_t
  * BUF is NULL. KEY is copied; VALUE and BUF must stay valid until DONE. 0,
  * or a negative errno with no callback to come (-EINVAL: a bad op or
  * argument, -ENOMEM). */
-int qpg_kv_call(struct qpg_kv_pool *p, uint8_t op, const void *key, uint16_t key_len,
+int qpg_kv_call(struct qpg_kv_target *t, uint8_t op, const void *key, uint16_t key_len,
 		const void *value, uint32_t value_len, void *buf, uint32_t cap,
 		qpg_kv_call_done done, void *arg, uint64_t token);
 /* Many at once: one call for a batch (a binding pays its crossing into C
@@ -76,13 +73,13 @@ struct qpg_kv_call_req {
 	uint8_t op;
 	uint8_t reserved[5];
 };
-int qpg_kv_call_many(struct qpg_kv_pool *p, const struct qpg_kv_call_req *reqs, int n,
+int qpg_kv_call_many(struct qpg_kv_target *t, const struct qpg_kv_call_req *reqs, int n,
 		     qpg_kv_call_done done, void *arg);
 
 /* The same, waiting for it (never from a pool thread): the status, or a
  * negative errno; *VALUE_LEN_OUT gets a GET's whole value length, and
  * *DATA (if not NULL) the buffer as DONE would have. */
-int qpg_kv_call_wait(struct qpg_kv_pool *p, uint8_t op, const void *key, uint16_t key_len,
+int qpg_kv_call_wait(struct qpg_kv_target *t, uint8_t op, const void *key, uint16_t key_len,
 		     const void *value, uint32_t value_len, void *buf, uint32_t cap,
 		     uint32_t *value_len_out, void **data);
 /* Frees what a GET given no buffer allocated. */

@@ -25,6 +25,7 @@
 #include "qpgate/kv.h"
 
 struct qpg_kv_pool;
+struct qpg_kv_target;
 
 struct qpg_kv_request {
 	/* set by the caller */
@@ -40,28 +41,15 @@ struct qpg_kv_request {
 	 * connection failed (-ECONNRESET) or the pool is shutting down. */
 	void (*done)(struct qpg_kv_request *op, int status, uint32_t value_len);
 	void *user;
-	/* In a cluster (qpgate/kv_cluster.h sets it): the etcd revision of the
-	 * view the key was routed by; 0 otherwise. */
+	/* Set by a cluster (qpgate/kv_target.h) to the etcd revision of the
+	 * view it routed the key by; 0 otherwise. */
 	uint64_t view_rev;
 	/* Set on QPG_KV_WRONG_OWNER: the server's view revision. */
 	uint64_t owner_rev;
-	/* the cluster's (qpgate/kv_cluster.h) */
-	void (*cl_done)(struct qpg_kv_request *op, int status, uint32_t value_len);
-	void *cl_member;
-	struct qpg_kv_request *cl_next;
-	uint8_t cl_redirects;
-	/* the pool's */
-	struct qpg_kv_request *next;
-	uint32_t req_id, sent, acked, got;
-	uint8_t refused; /* PUT: the first error status of its chunks, QPG_KV_OK: none */
-	uint8_t phase;	 /* one-sided GET: where it is */
-	uint8_t result;	 /* one-sided GET: the status once read and checked */
-	uint8_t hooks;	 /* (the pool's) */
-	int slot;
-	struct qpg_kv_grant grant; /* one-sided GET */
-	uint32_t total;		   /* one-sided GET: the value's length */
-	uint32_t posted;	   /* one-sided GET: bytes of READs posted */
-	uint8_t *stage;		   /* one-sided GET: the value, held until it is checked */
+	/* The target's own while it holds the request (its queues, its
+	 * progress): never read or written by the caller. As libuv's private
+	 * fields, kept out of the caller's reach; their size is ABI. */
+	uint64_t qpg__private[16];
 };
 
 #define QPG_KV_MAX_SESSION_QPS 256 /* QPG_WIRE_MAX_EXTRA_QPS + 1 */
@@ -119,5 +107,9 @@ struct qpg_kv_pool_info {
 	char last_error[200]; /* why the last connection to fail failed */
 };
 void qpg_kv_pool_info(const struct qpg_kv_pool *p, struct qpg_kv_pool_info *out);
+
+/* The pool as a KV target (qpgate/kv_target.h), the same object: what
+ * serves one server and a cluster alike takes this. */
+struct qpg_kv_target *qpg_kv_pool_target(struct qpg_kv_pool *p);
 
 #endif

@@ -21,6 +21,7 @@
 
 #include "qpgate/cluster.h"
 #include "qpgate/kv_client.h"
+#include "qpgate/kv_target.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -56,25 +57,22 @@ int qpg_kv_cluster_submit(struct qpg_kv_cluster *c, struct qpg_kv_request *op);
 /* Fails what is queued or in flight, closes every pool. */
 void qpg_kv_cluster_destroy(struct qpg_kv_cluster *c);
 
-struct qpg_kv_cluster_member_stats {
-	char id[QPG_CLUSTER_ID_MAX + 1];
-	uint64_t incarnation;
-	bool active, up, suspect;
-	uint64_t ops;	      /* completed OK or a miss */
-	uint64_t misses;      /* GETs not found */
-	uint64_t unavailable; /* answered, or failed fast, UNAVAILABLE */
-	uint64_t wrong_owner; /* redirected */
-	uint64_t errors;      /* any other failure */
-};
-struct qpg_kv_cluster_stats {
-	int64_t revision; /* of the view in use */
-	uint64_t views;	  /* views taken into use */
-	uint64_t redirects, unroutable;
-	bool etcd_ok;
-	unsigned n;			       /* members of the view in use */
-	struct qpg_kv_cluster_member_stats *m; /* N entries, malloc'd: free() them */
-};
-int qpg_kv_cluster_stats(struct qpg_kv_cluster *c, struct qpg_kv_cluster_stats *out);
+/* A cluster as a target from plain arguments (a binding's, as
+ * qpgate/kv_call.h's qpg_kv_pool_open): etcd's ENDPOINTS and the cluster's
+ * NAME; etcd's TLS files and user (a password file, never a password), or
+ * NULL; CA, CERT and KEY for the members (each pinned to the key its entry
+ * names); CONNS and THREADS per member, 0: the defaults; BUSY_POLL_US as
+ * qpg_kv_pool_open's. Fails only when etcd cannot be read. */
+int qpg_kv_cluster_open(struct qpg_kv_target **out, const char *endpoints, const char *name,
+			const char *etcd_ca, const char *etcd_cert, const char *etcd_key,
+			const char *etcd_user, const char *etcd_password_file, const char *ca,
+			const char *cert, const char *key, unsigned conns, unsigned threads,
+			uint32_t busy_poll_us, char *err, size_t err_len);
+
+/* The cluster as a KV target (qpgate/kv_target.h), the same object: its
+ * info sums the members' pools, and its stats name each member ever seen
+ * with what it served. */
+struct qpg_kv_target *qpg_kv_cluster_target(struct qpg_kv_cluster *c);
 
 #ifdef __cplusplus
 }

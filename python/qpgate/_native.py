@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""libqpgate-kv.so.0 through ctypes: its binding API (qpgate/kv_call.h)."""
+"""libqpgate-kv.so.0 through ctypes: its binding API (qpgate/kv_call.h),
+and libqpgate-cluster.so.0's qpg_kv_cluster_open (loaded when a cluster is
+first opened). Both open a target (qpgate/kv_target.h) that every other
+call takes alike."""
 import ctypes
 import ctypes.util
 import os
@@ -52,12 +55,12 @@ def _load():
     lib.qpg_kv_pool_open_external.argtypes = [ctypes.POINTER(vp), cp, u16, cp, cp, cp, cp, cp,
                                               ctypes.c_uint, cp, ctypes.c_size_t]
     lib.qpg_kv_pool_open_external.restype = i
-    lib.qpg_kv_pool_fd.argtypes = [vp]
-    lib.qpg_kv_pool_fd.restype = i
-    lib.qpg_kv_pool_run.argtypes = [vp]
-    lib.qpg_kv_pool_run.restype = i
-    lib.qpg_kv_pool_destroy.argtypes = [vp]
-    lib.qpg_kv_pool_destroy.restype = None
+    lib.qpg_kv_target_fd.argtypes = [vp]
+    lib.qpg_kv_target_fd.restype = i
+    lib.qpg_kv_target_run.argtypes = [vp]
+    lib.qpg_kv_target_run.restype = i
+    lib.qpg_kv_target_destroy.argtypes = [vp]
+    lib.qpg_kv_target_destroy.restype = None
     lib.qpg_kv_call.argtypes = [vp, ctypes.c_uint8, vp, u16, vp, u32, vp, u32, DONE, vp,
                                 ctypes.c_uint64]
     lib.qpg_kv_call.restype = i
@@ -79,6 +82,33 @@ def _load():
     lib.qpg_kv_cq_free.argtypes = [vp]
     lib.qpg_kv_cq_free.restype = None
     return lib
+
+
+_cluster_lib = None
+
+
+def cluster_lib():
+    """libqpgate-cluster.so.0, beside libqpgate-kv when QPGATE_KV_LIB names
+    one (QPGATE_CLUSTER_LIB overrides), else as installed."""
+    global _cluster_lib
+    if _cluster_lib is not None:
+        return _cluster_lib
+    path = os.environ.get("QPGATE_CLUSTER_LIB")
+    if not path and os.environ.get("QPGATE_KV_LIB"):
+        path = os.path.join(os.path.dirname(os.environ["QPGATE_KV_LIB"]),
+                            "libqpgate-cluster.so.0")
+    path = path or ctypes.util.find_library("qpgate-cluster") or "libqpgate-cluster.so.0"
+    try:
+        cl = ctypes.CDLL(path)
+    except OSError as e:
+        raise ImportError(f"qpgate: cannot load {path} ({e}): install qpgate (make install), "
+                          "or point QPGATE_CLUSTER_LIB at libqpgate-cluster.so.0") from None
+    vp, cp = ctypes.c_void_p, ctypes.c_char_p
+    cl.qpg_kv_cluster_open.argtypes = [ctypes.POINTER(vp)] + [cp] * 10 + [
+        ctypes.c_uint, ctypes.c_uint, ctypes.c_uint32, cp, ctypes.c_size_t]
+    cl.qpg_kv_cluster_open.restype = ctypes.c_int
+    _cluster_lib = cl
+    return cl
 
 
 assert REQ.size == ctypes.sizeof(CallReq) and CQE.size == ctypes.sizeof(CQEntry)

@@ -65,14 +65,36 @@ def _buffers(value, out):
     return keep, vaddr, vsize, oaddr, osize
 
 
+def _s(v):
+    return None if v is None else str(v).encode()
+
+
+def _open_cluster(cl, ca, cert, key, conns, threads, busy_poll_us):
+    """A cluster target: CL holds etcd's endpoints, the cluster's name, and
+    etcd's TLS files and user, as the CLI's --cluster-* options."""
+    handle = ctypes.c_void_p()
+    err = ctypes.create_string_buffer(512)
+    s = _s
+    rc = n.cluster_lib().qpg_kv_cluster_open(
+        ctypes.byref(handle), s(cl["cluster"]), s(cl["cluster_name"]), s(cl["cluster_ca"]),
+        s(cl["cluster_cert"]), s(cl["cluster_key"]), s(cl["cluster_user"]),
+        s(cl["cluster_password_file"]), s(ca), s(cert), s(key), int(conns), int(threads),
+        int(busy_poll_us), err, len(err))
+    if rc != 0:
+        raise e.ConnectionError(-rc if rc < 0 else 0,
+                                f"cannot open cluster {cl['cluster_name']!r} from "
+                                f"{cl['cluster']}: {err.value.decode()}")
+    return handle
+
+
 def _open_pool(host, servername, ca, cert, key, port, transport, conns, threads, busy_poll_us,
                external=False):
     handle = ctypes.c_void_p()
     err = ctypes.create_string_buffer(512)
-
-    def s(v):
-        return None if v is None else str(v).encode()
-    if external:  # no threads: the caller's loop runs it (qpg_kv_pool_run)
+    s = _s
+    if host is None:
+        raise TypeError("qpgate: a pool needs a host (or cluster= and cluster_name=)")
+    if external:  # no threads: the caller's loop runs it (qpg_kv_target_run)
         rc = n.lib.qpg_kv_pool_open_external(ctypes.byref(handle), s(host), int(port),
                                              s(servername), s(ca), s(cert), s(key),
                                              s(transport), int(conns), err, len(err))
@@ -87,16 +109,29 @@ def _open_pool(host, servername, ca, cert, key, port, transport, conns, threads,
 
 
 class _Base:
-    def _init(self, host, servername=None, *, ca=None, cert=None, key=None, port=7471,
-              transport="rdma", conns=4, threads=0, busy_poll_us=0, _external=False):
+    def _init(self, host=None, servername=None, *, ca=None, cert=None, key=None, port=7471,
+              transport="rdma", conns=4, threads=0, busy_poll_us=0, cluster=None,
+              cluster_name=None, cluster_ca=None, cluster_cert=None, cluster_key=None,
+              cluster_user=None, cluster_password_file=None, _external=False):
         # (busy_poll_us: the pool's threads sleep until woken by default, as
         # their work comes from Python's thread; qpgate/kv_call.h)
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._busy = 0  # calls inside C that use the pool: close() waits for them
         self._handle = None
-        self._handle = _open_pool(host, servername, ca, cert, key, port, transport, conns,
-                                  threads, busy_poll_us, _external)
+        if cluster is not None:
+            # Each member's address, name, transport and key come from etcd;
+            # CONNS and THREADS are per member.
+            if host is not None or not cluster_name:
+                raise TypeError("qpgate: cluster= takes cluster_name=, and no host")
+            self._handle = _open_cluster(
+                dict(cluster=cluster, cluster_name=cluster_name, cluster_ca=cluster_ca,
+                     cluster_cert=cluster_cert, cluster_key=cluster_key,
+                     cluster_user=cluster_user, cluster_password_file=cluster_password_file),
+                ca, cert, key, conns, threads, busy_poll_us)
+        else:
+            self._handle = _open_pool(host, servername, ca, cert, key, port, transport, conns,
+                                      threads, busy_poll_us, _external)
         _open.add(self)
 
     def _take(self):
@@ -120,14 +155,20 @@ class _Base:
             while self._busy:
                 self._idle.wait()
         if handle:
-            n.lib.qpg_kv_pool_destroy(handle)  # (ctypes releases the GIL)
+            n.lib.qpg_kv_target_destroy(handle)  # (ctypes releases the GIL)
         _open.discard(self)
         return bool(handle)
 
 
 class KVPool(_Base):
     """A pool of CONNS connections (rdma or tcp) to one KV server, for any
-    number of threads: each call waits for its answer with the GIL released."""
+    number of threads: each call waits for its answer with the GIL released.
+
+    KVPool(cluster="https://etcd:2379", cluster_name="prod", ca=...) spreads
+    the keys over a cluster's members instead (CONNS per member), with
+    etcd's TLS files and user as cluster_ca, cluster_cert, cluster_key,
+    cluster_user and cluster_password_file. A key whose member is failing
+    raises Unavailable until the cluster's view moves on."""
 
     def __init__(self, *args, **kw):
         self._handle = None
@@ -184,10 +225,12 @@ class KVPool(_Base):
 class AsyncKVPool(_Base):
     """The same pool for asyncio: every method is a coroutine. The pool has
     no threads of its own: its connections run on the asyncio loop (the
-    library's qpg_kv_pool_run, when its fd is readable and after each batch
-    is submitted), so no request crosses threads. Opening connects in a
-    worker thread, so the loop goes on meanwhile. (threads and busy_poll_us
-    are not used.)"""
+    library's qpg_kv_target_run, when its fd is readable and after each
+    batch is submitted), so no request crosses threads. Opening connects in
+    a worker thread, so the loop goes on meanwhile. (threads and
+    busy_poll_us are not used.) Over a cluster (cluster=, as KVPool's), the
+    members' pools run on threads of their own, and their completions wake
+    the loop through the queue's fd."""
 
     def __init__(self, *args, **kw):
         self._args, self._kw = args, kw
@@ -214,7 +257,10 @@ class AsyncKVPool(_Base):
             n.lib.qpg_kv_cq_free(cq)
             raise
         self._cq, self._loop = cq, loop
-        self._fd = n.lib.qpg_kv_pool_fd(self._handle)
+        fd = n.lib.qpg_kv_target_fd(self._handle)
+        # A target with threads of its own (a cluster) runs no loop here:
+        # its completions make the queue's fd readable.
+        self._fd = fd if fd >= 0 else n.lib.qpg_kv_cq_fd(cq)
         loop.add_reader(self._fd, self._turn)
         return self
 
@@ -225,7 +271,7 @@ class AsyncKVPool(_Base):
         except e.ConnectionError:
             return
         try:
-            n.lib.qpg_kv_pool_run(handle)
+            n.lib.qpg_kv_target_run(handle)
         finally:
             self._give()
         self._drain()
@@ -289,7 +335,7 @@ class AsyncKVPool(_Base):
                 got = rc = n.lib.qpg_kv_call_many(
                     handle, ctypes.addressof(ctypes.c_char.from_buffer(reqs)), len(q),
                     n.CQ_DONE, self._cq)
-                n.lib.qpg_kv_pool_run(handle)  # sent now, not at the loop's next turn
+                n.lib.qpg_kv_target_run(handle)  # sent now, not at the loop's next turn
             finally:
                 self._give()
             got = max(got, 0)

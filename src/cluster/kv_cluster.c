@@ -24,56 +24,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "kv_cluster_int.h"
 #include "view.h"
-
-struct mstats {
-	char id[QPG_CLUSTER_ID_MAX + 1];
-	atomic_ullong ops, misses, unavailable, wrong_owner, errors;
-};
-
-struct member {
-	struct qpg_cluster_member e; /* its entry, as the pool was made for */
-	struct qpg_kv_pool *pool;    /* NULL: could not be brought up */
-	atomic_bool suspect;
-	uint64_t retry_ns; /* suspect: when its pool is tried again */
-	struct mstats *st;
-	struct qpg_kv_cluster *c;
-	struct member *next_dead; /* on the cluster's list of members to close */
-};
-
-struct route {
-	const struct qpg_cluster_view *v;
-	struct member **m; /* v->n entries; NULL where the member is not active */
-};
-
-struct qpg_kv_cluster {
-	struct qpg_kv_cluster_opts o;
-	struct qpg_cluster_watch *w;
-	_Atomic(struct route *) cur;
-	atomic_long readers;
-	pthread_mutex_t build; /* one route builder at a time (watch, worker) */
-	/* per-member statistics, by ID, kept across incarnations */
-	pthread_mutex_t st_lock;
-	struct mstats **st;
-	unsigned nst;
-	/* the builder (no lock while it connects) */
-	pthread_t builder;
-	atomic_bool first_built; /* the first route's pools were made in create */
-	/* Members no route holds any more: their pools are closed by the
-	 * builder, never under the build lock or on the watch's thread (a
-	 * close waits for its connections, seconds for a host that drops
-	 * packets). Under build. */
-	struct member *dead;
-	/* the worker */
-	pthread_t worker;
-	pthread_mutex_t lock;
-	pthread_cond_t cv;
-	struct qpg_kv_request *fail_head, *fail_tail; /* complete UNAVAILABLE */
-	struct qpg_kv_request *redo_head, *redo_tail; /* route again */
-	bool stop;
-	atomic_bool closing; /* destroy has begun: no pool is made again */
-	atomic_ullong views, redirects, unroutable;
-};
 
 #define REDIRECTS_MAX	 2
 #define CATCH_UP_MS	 1000
@@ -243,13 +195,13 @@ static void on_view(void *user, const struct qpg_cluster_view *old,
 	pthread_mutex_unlock(&c->build);
 }
 
-static void enqueue(struct qpg_kv_cluster *c, struct qpg_kv_request **head,
-		    struct qpg_kv_request **tail, struct qpg_kv_request *op)
+static void enqueue(struct qpg_kv_cluster *c, struct clreq **head, struct clreq **tail,
+		    struct clreq *op)
 {
 	pthread_mutex_lock(&c->lock);
-	op->cl_next = NULL;
+	op->next = NULL;
 	if (*tail)
-		(*tail)->cl_next = op;
+		(*tail)->next = op;
 	else
 		*head = op;
 	*tail = op;
@@ -257,22 +209,40 @@ static void enqueue(struct qpg_kv_cluster *c, struct qpg_kv_request **head,
 	pthread_mutex_unlock(&c->lock);
 }
 
-static void fail_later(struct qpg_kv_cluster *c, struct qpg_kv_request *op)
+static void fail_later(struct qpg_kv_cluster *c, struct clreq *op)
 {
 	enqueue(c, &c->fail_head, &c->fail_tail, op);
 }
 
-/* On a pool thread: the member's answer, or its failure. */
-static void member_done(struct qpg_kv_request *op, int status, uint32_t len)
+/* The caller's request is over: what the member set, then its callback. */
+static void finish(struct clreq *cr, int status, uint32_t len)
 {
-	struct member *m = op->cl_member;
+	struct qpg_kv_request *op = cr->op;
+	op->view_rev = cr->in.view_rev;
+	op->owner_rev = cr->in.owner_rev;
+	free(cr);
+	op->done(op, status, len);
+}
+
+/* A GET's piece, from the member's pool to the caller's callback. */
+static void member_chunk(struct qpg_kv_request *in, const uint8_t *data, uint32_t len,
+			 uint32_t offset, uint32_t value_len)
+{
+	struct clreq *cr = (struct clreq *)in;
+	cr->op->chunk(cr->op, data, len, offset, value_len);
+}
+
+/* On a pool thread: the member's answer, or its failure. */
+static void member_done(struct qpg_kv_request *in, int status, uint32_t len)
+{
+	struct clreq *cr = (struct clreq *)in;
+	struct member *m = cr->m;
 	struct qpg_kv_cluster *c = m->c;
-	op->done = op->cl_done;
 	if (status == QPG_KV_WRONG_OWNER) {
 		count(&m->st->wrong_owner);
-		if (op->cl_redirects < REDIRECTS_MAX) {
-			op->cl_redirects++;
-			enqueue(c, &c->redo_head, &c->redo_tail, op);
+		if (cr->redirects < REDIRECTS_MAX) {
+			cr->redirects++;
+			enqueue(c, &c->redo_head, &c->redo_tail, cr);
 			return;
 		}
 		status = QPG_KV_UNAVAILABLE;
@@ -295,25 +265,23 @@ static void member_done(struct qpg_kv_request *op, int status, uint32_t len)
 		count(&m->st->errors);
 	if (status == QPG_KV_NOT_FOUND)
 		count(&m->st->misses);
-	op->done(op, status, len);
+	finish(cr, status, len);
 }
 
-/* Route OP by the view in use (op->cl_done is the caller's callback). */
-static void route(struct qpg_kv_cluster *c, struct qpg_kv_request *op)
+/* Route CR by the view in use. */
+static void route(struct qpg_kv_cluster *c, struct clreq *cr)
 {
 	atomic_fetch_add(&c->readers, 1);
 	struct route *r = atomic_load(&c->cur);
-	int o = qpg_cluster_owner(r->v, op->key, op->key_len);
+	int o = qpg_cluster_owner(r->v, cr->in.key, cr->in.key_len);
 	struct member *m = o >= 0 ? r->m[o] : NULL;
 	int rc = -EAGAIN;
 	if (m && m->pool && !atomic_load(&m->suspect)) {
-		op->view_rev = (uint64_t)r->v->revision;
-		op->owner_rev = 0;
-		op->cl_member = m;
-		op->done = member_done;
-		rc = qpg_kv_submit(m->pool, op); /* OP is the pool's from here on */
-		if (rc)
-			op->done = op->cl_done;
+		memset(cr->in.qpg__private, 0, sizeof(cr->in.qpg__private));
+		cr->in.view_rev = (uint64_t)r->v->revision;
+		cr->in.owner_rev = 0;
+		cr->m = m;
+		rc = qpg_kv_submit(m->pool, &cr->in); /* IN is the pool's from here on */
 	}
 	/* Member stats live as long as the cluster; M itself may not once the
 	 * readers section ends. */
@@ -322,17 +290,38 @@ static void route(struct qpg_kv_cluster *c, struct qpg_kv_request *op)
 	if (rc == 0)
 		return;
 	count(failed);
-	fail_later(c, op);
+	fail_later(c, cr);
+}
+
+int qpg__kv_cluster_submit(struct qpg_kv_target *t, struct qpg_kv_request *op)
+{
+	struct qpg_kv_cluster *c = (struct qpg_kv_cluster *)t;
+	if (!op->done || op->key_len == 0 || op->key_len > QPG_KV_MAX_KEY ||
+	    op->op < QPG_KV_PUT || op->op > QPG_KV_DEL)
+		return -EINVAL;
+	struct clreq *cr = malloc(sizeof(*cr));
+	if (!cr)
+		return -ENOMEM;
+	cr->in = (struct qpg_kv_request){
+	    .op = op->op,
+	    .key = op->key,
+	    .key_len = op->key_len,
+	    .value = op->value,
+	    .value_len = op->value_len,
+	    .chunk = op->chunk ? member_chunk : NULL,
+	    .done = member_done,
+	};
+	cr->op = op;
+	cr->m = NULL;
+	cr->next = NULL;
+	cr->redirects = 0;
+	route(c, cr);
+	return 0;
 }
 
 int qpg_kv_cluster_submit(struct qpg_kv_cluster *c, struct qpg_kv_request *op)
 {
-	if (!op->done)
-		return -EINVAL;
-	op->cl_done = op->done;
-	op->cl_redirects = 0;
-	route(c, op);
-	return 0;
+	return qpg__kv_cluster_submit(&c->base, op);
 }
 
 /* Whether member M needs a pool now: none yet (it joined), or a suspect
@@ -426,10 +415,10 @@ static void *builder_main(void *arg)
 	return NULL;
 }
 
-static struct qpg_kv_request *pop(struct qpg_kv_request **head, struct qpg_kv_request **tail)
+static struct clreq *pop(struct clreq **head, struct clreq **tail)
 {
-	struct qpg_kv_request *op = *head;
-	if (op && !(*head = op->cl_next))
+	struct clreq *op = *head;
+	if (op && !(*head = op->next))
 		*tail = NULL;
 	return op;
 }
@@ -439,10 +428,10 @@ static void *worker_main(void *arg)
 	struct qpg_kv_cluster *c = arg;
 	pthread_mutex_lock(&c->lock);
 	while (!c->stop || c->fail_head || c->redo_head) {
-		struct qpg_kv_request *op;
+		struct clreq *op;
 		if ((op = pop(&c->fail_head, &c->fail_tail))) {
 			pthread_mutex_unlock(&c->lock);
-			op->done(op, QPG_KV_UNAVAILABLE, 0);
+			finish(op, QPG_KV_UNAVAILABLE, 0);
 			pthread_mutex_lock(&c->lock);
 			continue;
 		}
@@ -452,8 +441,8 @@ static void *worker_main(void *arg)
 			count(&c->redirects);
 			/* Route again once our view is at least the server's. */
 			if (stopping ||
-			    qpg_cluster_watch_catch_up(c->w, (int64_t)op->owner_rev, CATCH_UP_MS))
-				op->done(op, QPG_KV_UNAVAILABLE, 0);
+			    qpg_cluster_watch_catch_up(c->w, (int64_t)op->in.owner_rev, CATCH_UP_MS))
+				finish(op, QPG_KV_UNAVAILABLE, 0);
 			else
 				route(c, op);
 			pthread_mutex_lock(&c->lock);
@@ -478,6 +467,7 @@ int qpg_kv_cluster_create(struct qpg_kv_cluster **out, const struct qpg_kv_clust
 	struct qpg_kv_cluster *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
+	c->base.ops = &qpg__kv_cluster_target_ops;
 	c->o = *o;
 	pthread_mutex_init(&c->build, NULL);
 	pthread_mutex_init(&c->st_lock, NULL);
@@ -558,42 +548,4 @@ void qpg_kv_cluster_destroy(struct qpg_kv_cluster *c)
 	pthread_mutex_destroy(&c->lock);
 	pthread_cond_destroy(&c->cv);
 	free(c);
-}
-
-int qpg_kv_cluster_stats(struct qpg_kv_cluster *c, struct qpg_kv_cluster_stats *out)
-{
-	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&c->build);
-	struct route *r = atomic_load(&c->cur);
-	out->revision = r->v->revision;
-	out->views = atomic_load(&c->views);
-	out->redirects = atomic_load(&c->redirects);
-	out->unroutable = atomic_load(&c->unroutable);
-	struct qpg_cluster_watch_stats ws;
-	qpg_cluster_watch_stats(c->w, &ws);
-	out->etcd_ok = ws.etcd_ok;
-	/* Every member ever seen, by ID (a member that left keeps its counts). */
-	pthread_mutex_lock(&c->st_lock);
-	out->m = calloc(c->nst ? c->nst : 1, sizeof(*out->m));
-	for (unsigned i = 0; out->m && i < c->nst; i++) {
-		struct qpg_kv_cluster_member_stats *s = &out->m[i];
-		struct mstats *st = c->st[i];
-		snprintf(s->id, sizeof(s->id), "%s", st->id);
-		s->ops = atomic_load(&st->ops);
-		s->misses = atomic_load(&st->misses);
-		s->unavailable = atomic_load(&st->unavailable);
-		s->wrong_owner = atomic_load(&st->wrong_owner);
-		s->errors = atomic_load(&st->errors);
-		int j = qpg_cluster_find(r->v, st->id);
-		if (j >= 0) {
-			s->incarnation = r->v->m[j].incarnation;
-			s->active = r->v->m[j].state == QPG_MEMBER_ACTIVE;
-			s->up = r->m[j] && r->m[j]->pool;
-			s->suspect = r->m[j] && atomic_load(&r->m[j]->suspect);
-		}
-		out->n++;
-	}
-	pthread_mutex_unlock(&c->st_lock);
-	pthread_mutex_unlock(&c->build);
-	return out->m ? 0 : -ENOMEM;
 }

@@ -56,7 +56,7 @@ void qpg_kv_free(void *data)
 	free(data);
 }
 
-static int pool_open(struct qpg_kv_pool **out, const char *host, uint16_t port,
+static int pool_open(struct qpg_kv_target **out, const char *host, uint16_t port,
 		     const char *servername, const char *ca, const char *cert, const char *key,
 		     const char *transport, unsigned conns, unsigned threads, uint32_t busy_poll_us,
 		     bool external, char *err, size_t err_len)
@@ -82,10 +82,13 @@ static int pool_open(struct qpg_kv_pool **out, const char *host, uint16_t port,
 	if (o.threads > o.conns)
 		o.threads = o.conns;
 	o.client.busy_poll_us = busy_poll_us;
-	return qpg__kv_pool_create(out, &o, external, err, err_len);
+	struct qpg_kv_pool *p = NULL;
+	int rc = qpg__kv_pool_create(&p, &o, external, err, err_len);
+	*out = rc ? NULL : qpg_kv_pool_target(p);
+	return rc;
 }
 
-int qpg_kv_pool_open(struct qpg_kv_pool **out, const char *host, uint16_t port,
+int qpg_kv_pool_open(struct qpg_kv_target **out, const char *host, uint16_t port,
 		     const char *servername, const char *ca, const char *cert, const char *key,
 		     const char *transport, unsigned conns, unsigned threads, uint32_t busy_poll_us,
 		     char *err, size_t err_len)
@@ -94,7 +97,7 @@ int qpg_kv_pool_open(struct qpg_kv_pool **out, const char *host, uint16_t port,
 			 busy_poll_us, false, err, err_len);
 }
 
-int qpg_kv_pool_open_external(struct qpg_kv_pool **out, const char *host, uint16_t port,
+int qpg_kv_pool_open_external(struct qpg_kv_target **out, const char *host, uint16_t port,
 			      const char *servername, const char *ca, const char *cert,
 			      const char *key, const char *transport, unsigned conns, char *err,
 			      size_t err_len)
@@ -104,7 +107,7 @@ int qpg_kv_pool_open_external(struct qpg_kv_pool **out, const char *host, uint16
 			 err, err_len);
 }
 
-int qpg_kv_call(struct qpg_kv_pool *p, uint8_t op, const void *key, uint16_t key_len,
+int qpg_kv_call(struct qpg_kv_target *t, uint8_t op, const void *key, uint16_t key_len,
 		const void *value, uint32_t value_len, void *buf, uint32_t cap,
 		qpg_kv_call_done done, void *arg, uint64_t token)
 {
@@ -128,19 +131,19 @@ int qpg_kv_call(struct qpg_kv_pool *p, uint8_t op, const void *key, uint16_t key
 	c->done = done;
 	c->arg = arg;
 	c->token = token;
-	int rc = qpg_kv_submit(p, &c->r);
+	int rc = qpg_kv_target_submit(t, &c->r);
 	if (rc)
 		free(c);
 	return rc;
 }
 
-int qpg_kv_call_many(struct qpg_kv_pool *p, const struct qpg_kv_call_req *reqs, int n,
+int qpg_kv_call_many(struct qpg_kv_target *t, const struct qpg_kv_call_req *reqs, int n,
 		     qpg_kv_call_done done, void *arg)
 {
 	int k = 0;
 	for (; k < n; k++) {
 		const struct qpg_kv_call_req *r = &reqs[k];
-		int rc = qpg_kv_call(p, r->op, r->key, r->key_len, r->value, r->value_len, r->buf,
+		int rc = qpg_kv_call(t, r->op, r->key, r->key_len, r->value, r->value_len, r->buf,
 				     r->cap, done, arg, r->token);
 		if (rc)
 			return k ? k : rc;
@@ -169,12 +172,12 @@ static void wake(void *arg, uint64_t token, int status, uint32_t value_len, void
 	pthread_mutex_unlock(&w->lock);
 }
 
-int qpg_kv_call_wait(struct qpg_kv_pool *p, uint8_t op, const void *key, uint16_t key_len,
+int qpg_kv_call_wait(struct qpg_kv_target *t, uint8_t op, const void *key, uint16_t key_len,
 		     const void *value, uint32_t value_len, void *buf, uint32_t cap,
 		     uint32_t *value_len_out, void **data)
 {
 	struct waiter w = {.lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
-	int rc = qpg_kv_call(p, op, key, key_len, value, value_len, buf, cap, wake, &w, 0);
+	int rc = qpg_kv_call(t, op, key, key_len, value, value_len, buf, cap, wake, &w, 0);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&w.lock);

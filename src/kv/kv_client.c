@@ -166,16 +166,16 @@ static void on_wake(void *arg)
 	pthread_mutex_unlock(&th->lock);
 	while (list) {
 		struct qpg_kv_request *op = list;
-		list = op->next;
-		op->next = NULL;
-		struct kv_conn *k = &th->conns[op->slot];
+		list = KR(op)->next;
+		KR(op)->next = NULL;
+		struct kv_conn *k = &th->conns[KR(op)->slot];
 		if (k->dead) {
 			qpg__kvc_complete(
-			    op, atomic_load(&th->pool->stop) ? -ECANCELED : -ECONNRESET, 0);
+			    th, op, atomic_load(&th->pool->stop) ? -ECANCELED : -ECONNRESET, 0);
 			continue;
 		}
 		if (k->tail)
-			k->tail->next = op;
+			KR(k->tail)->next = op;
 		else
 			k->head = op;
 		k->tail = op;
@@ -297,6 +297,7 @@ int qpg__kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts 
 		snprintf(err, err_len, "out of memory");
 		return -ENOMEM;
 	}
+	p->base.ops = &qpg__kv_pool_target_ops;
 	p->o = *o;
 	p->o.client.service = QPG_SERVICE_KV;
 	p->external = external;
@@ -390,16 +391,16 @@ int qpg_kv_submit(struct qpg_kv_pool *p, struct qpg_kv_request *op)
 		/* From a callback on one of the pool's threads (a worker that
 		 * goes on from its done callback): one of this thread's
 		 * connections, so no other thread is woken for it. */
-		op->slot = (int)(th->rr++ % th->nconns);
+		KR(op)->slot = (int)(th->rr++ % th->nconns);
 	} else {
 		unsigned c = atomic_fetch_add(&p->rr, 1) % p->nconns;
 		th = &p->th[c % p->nthreads];
-		op->slot = (int)(c / p->nthreads);
+		KR(op)->slot = (int)(c / p->nthreads);
 	}
-	op->next = NULL;
+	KR(op)->next = NULL;
 	pthread_mutex_lock(&th->lock);
 	if (th->in_tail)
-		th->in_tail->next = op;
+		KR(th->in_tail)->next = op;
 	else
 		th->in_head = op;
 	th->in_tail = op;
@@ -459,12 +460,12 @@ unsigned long long qpg__kv_pool_abuse_succeeded(const struct qpg_kv_pool *p)
 	return atomic_load(&((struct qpg_kv_pool *)p)->abuse_succeeded);
 }
 
-int qpg_kv_pool_fd(const struct qpg_kv_pool *p)
+int qpg__kv_pool_fd(const struct qpg_kv_pool *p)
 {
 	return p->external ? qpg_client_fd(p->th[0].cl) : -EINVAL;
 }
 
-int qpg_kv_pool_run(struct qpg_kv_pool *p)
+int qpg__kv_pool_run(struct qpg_kv_pool *p)
 {
 	if (!p->external)
 		return -EINVAL;
@@ -474,4 +475,14 @@ int qpg_kv_pool_run(struct qpg_kv_pool *p)
 	thread_turn(&p->th[0], 0);
 	this_thread = was;
 	return 0;
+}
+
+void qpg__kv_request_hooks(struct qpg_kv_request *op, bool unknown_op, uint8_t abuse)
+{
+	KR(op)->hooks = (uint8_t)((unknown_op ? QPG__KV_HOOK_UNKNOWN_OP : 0) | (abuse & 0x7f));
+}
+
+uint8_t qpg__kv_abuse_of(const struct qpg_kv_request *op)
+{
+	return KR((struct qpg_kv_request *)op)->hooks & 0x7f;
 }

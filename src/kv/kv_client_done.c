@@ -10,11 +10,29 @@
 
 #include "kv_client_int.h"
 
-void qpg__kvc_complete(struct qpg_kv_request *op, int status, uint32_t value_len)
+/* A count that only TH's thread writes, read by qpg_kv_target_stats. */
+static void bump(atomic_ullong *n)
 {
-	free(op->stage);
-	op->stage = NULL;
-	op->phase = PH_NONE;
+	atomic_store_explicit(n, atomic_load_explicit(n, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+}
+
+void qpg__kvc_complete(struct pool_thread *th, struct qpg_kv_request *op, int status,
+		       uint32_t value_len)
+{
+	free(KR(op)->stage);
+	KR(op)->stage = NULL;
+	KR(op)->phase = PH_NONE;
+	if (status == QPG_KV_OK || status == QPG_KV_NOT_FOUND)
+		bump(&th->n_ops);
+	if (status == QPG_KV_NOT_FOUND)
+		bump(&th->n_misses);
+	else if (status == QPG_KV_UNAVAILABLE)
+		bump(&th->n_unavailable);
+	else if (status == QPG_KV_WRONG_OWNER)
+		bump(&th->n_wrong_owner);
+	else if (status != QPG_KV_OK)
+		bump(&th->n_errors);
 	if (op->done)
 		op->done(op, status, value_len);
 }
@@ -25,7 +43,7 @@ void qpg__kvc_fail_all(struct kv_conn *k, int status)
 		struct qpg_kv_request *op = k->slots[i];
 		if (op) {
 			k->slots[i] = NULL;
-			qpg__kvc_complete(op, status, 0);
+			qpg__kvc_complete(k->th, op, status, 0);
 		}
 	}
 	k->outstanding = 0;
@@ -37,8 +55,8 @@ void qpg__kvc_fail_all(struct kv_conn *k, int status)
 	k->rel_n = k->rel_out = 0; /* the server drops a closed connection's grants */
 	while (k->head) {
 		struct qpg_kv_request *op = k->head;
-		k->head = op->next;
-		qpg__kvc_complete(op, status, 0);
+		k->head = KR(op)->next;
+		qpg__kvc_complete(k->th, op, status, 0);
 	}
 	k->tail = NULL;
 }
@@ -46,14 +64,14 @@ void qpg__kvc_fail_all(struct kv_conn *k, int status)
 void qpg__kvc_finish_slot(struct kv_conn *k, struct qpg_kv_request *op, int status, uint32_t len)
 {
 	/* It asked for a grant: another GET may. */
-	if ((op->phase == PH_REQUEST || op->phase == PH_READING) && k->grants_ahead)
+	if ((KR(op)->phase == PH_REQUEST || KR(op)->phase == PH_READING) && k->grants_ahead)
 		k->grants_ahead--;
-	if (op->phase != PH_NONE && k->grants_held)
+	if (KR(op)->phase != PH_NONE && k->grants_held)
 		k->grants_held--;
-	k->slots[op->slot] = NULL;
+	k->slots[KR(op)->slot] = NULL;
 	if (k->put_cur == op)
 		k->put_cur = NULL;
-	qpg__kvc_complete(op, status, len);
+	qpg__kvc_complete(k->th, op, status, len);
 }
 
 /* Close K's connection for a reason of ours; the pool remembers why. */
@@ -71,9 +89,9 @@ void qpg__kvc_fail_conn(struct kv_conn *k, const char *why, int rc)
 void qpg__kvc_list_push(struct qpg_kv_request **head, struct qpg_kv_request **tail,
 			struct qpg_kv_request *op)
 {
-	op->next = NULL;
+	KR(op)->next = NULL;
 	if (*tail)
-		(*tail)->next = op;
+		KR(*tail)->next = op;
 	else
 		*head = op;
 	*tail = op;
@@ -83,10 +101,10 @@ struct qpg_kv_request *qpg__kvc_list_pop(struct qpg_kv_request **head, struct qp
 {
 	struct qpg_kv_request *op = *head;
 	if (op) {
-		*head = op->next;
+		*head = KR(op)->next;
 		if (!*head)
 			*tail = NULL;
-		op->next = NULL;
+		KR(op)->next = NULL;
 	}
 	return op;
 }

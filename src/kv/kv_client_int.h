@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "kv_digest.h"
+#include "kv_target_int.h"
 #include "qpgate/kv_client.h"
 
 /* GETs that may be ahead of their READs at once, per connection: asking
@@ -30,6 +31,28 @@
 #define QPG__KVC_REL_TAG 0x80000000u
 
 struct pool_thread;
+
+/* The pool's part of a request, in its qpg__private words. */
+struct qpg__kvr {
+	struct qpg_kv_request *next;
+	uint32_t req_id, sent, acked, got;
+	uint8_t refused; /* PUT: the first error status of its chunks, QPG_KV_OK: none */
+	uint8_t phase;	 /* one-sided GET: where it is */
+	uint8_t result;	 /* one-sided GET: the status once read and checked */
+	uint8_t hooks;	 /* test hooks (kv_testing.h) */
+	int slot;
+	uint32_t total;		   /* one-sided GET: the value's length */
+	uint32_t posted;	   /* one-sided GET: bytes of READs posted */
+	uint8_t *stage;		   /* one-sided GET: the value, held until it is checked */
+	struct qpg_kv_grant grant; /* one-sided GET */
+};
+_Static_assert(sizeof(struct qpg__kvr) <= sizeof(((struct qpg_kv_request *)0)->qpg__private),
+	       "the pool's request fields outgrew qpg_kv_request's private words");
+
+static inline struct qpg__kvr *KR(struct qpg_kv_request *op)
+{
+	return (struct qpg__kvr *)(void *)op->qpg__private;
+}
 
 /* A one-sided GET: the request, the grant's READs, then its RELEASE. */
 enum get_phase { PH_NONE, PH_REQUEST, PH_READING, PH_RELEASE_QUEUED, PH_RELEASING };
@@ -85,13 +108,16 @@ struct pool_thread {
 	bool started;
 	struct qpg_client *cl;
 	pthread_mutex_t lock;
-	struct qpg_kv_request *in_head, *in_tail; /* submitted, op->slot = local conn index */
+	struct qpg_kv_request *in_head, *in_tail; /* submitted, KR(op)->slot = local conn index */
 	struct kv_conn *conns;
 	unsigned nconns;
 	unsigned rr; /* the next of its connections for a request submitted on it */
+	/* requests completed on it, by outcome (qpg_kv_target_stats) */
+	atomic_ullong n_ops, n_misses, n_unavailable, n_wrong_owner, n_errors;
 };
 
 struct qpg_kv_pool {
+	struct qpg_kv_target base; /* first: a pool is a target */
 	struct qpg_kv_pool_opts o;
 	struct pool_thread *th;
 	unsigned nthreads, nconns;
@@ -116,9 +142,16 @@ struct qpg_kv_pool {
 int qpg__kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *o, bool external,
 			char *err, size_t err_len);
 
+/* An external pool's fd, and one turn of its loop (-EINVAL: it has threads). */
+int qpg__kv_pool_fd(const struct qpg_kv_pool *p);
+int qpg__kv_pool_run(struct qpg_kv_pool *p);
+/* kv_pool_target.c: the pool's ops as a target. */
+extern const struct qpg_kv_target_ops qpg__kv_pool_target_ops;
+
 /* kv_client_done.c */
 /* OP is over: its done callback, with STATUS. */
-void qpg__kvc_complete(struct qpg_kv_request *op, int status, uint32_t value_len);
+void qpg__kvc_complete(struct pool_thread *th, struct qpg_kv_request *op, int status,
+		       uint32_t value_len);
 /* K's connection is gone: every request on it or waiting for it fails. */
 void qpg__kvc_fail_all(struct kv_conn *k, int status);
 void qpg__kvc_fail_conn(struct kv_conn *k, const char *why, int rc);

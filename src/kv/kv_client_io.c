@@ -16,10 +16,10 @@
 static int send_frame(struct kv_conn *k, struct qpg_kv_request *op, uint32_t off, uint32_t chunk)
 {
 	/* 0x7f: no such operation (the test hook), answered "malformed". */
-	struct qpg_kv_req r = {.op = (op->hooks & QPG__KV_HOOK_UNKNOWN_OP) ? 0x7f : op->op,
-			       .flags = op->phase == PH_REQUEST ? k->get_flags : 0,
+	struct qpg_kv_req r = {.op = (KR(op)->hooks & QPG__KV_HOOK_UNKNOWN_OP) ? 0x7f : op->op,
+			       .flags = KR(op)->phase == PH_REQUEST ? k->get_flags : 0,
 			       .key_len = op->key_len,
-			       .req_id = op->req_id,
+			       .req_id = KR(op)->req_id,
 			       .value_len = op->op == QPG_KV_PUT ? op->value_len : 0,
 			       .offset = off,
 			       .view_rev = op->view_rev,
@@ -55,13 +55,13 @@ static int put_next(struct kv_conn *k)
 {
 	struct qpg_kv_request *op = k->put_cur;
 	uint32_t room = k->max_msg - QPG_KV_REQ_HDR_LEN - op->key_len;
-	uint32_t chunk = op->value_len - op->sent < room ? op->value_len - op->sent : room;
-	int rc = send_frame(k, op, op->sent, chunk);
+	uint32_t chunk = op->value_len - KR(op)->sent < room ? op->value_len - KR(op)->sent : room;
+	int rc = send_frame(k, op, KR(op)->sent, chunk);
 	if (rc)
 		return rc;
-	op->sent += chunk;
-	op->got++; /* chunks in flight */
-	if (op->sent >= op->value_len)
+	KR(op)->sent += chunk;
+	KR(op)->got++; /* chunks in flight */
+	if (KR(op)->sent >= op->value_len)
 		k->put_cur = NULL;
 	return 0;
 }
@@ -141,15 +141,15 @@ static void pump_unguarded(struct kv_conn *k)
 		int slot = free_slot(k);
 		if (slot < 0)
 			return;
-		k->head = op->next;
+		k->head = KR(op)->next;
 		if (!k->head)
 			k->tail = NULL;
-		op->next = NULL;
-		op->slot = slot;
-		op->req_id = ((++k->gen << SLOT_BITS) | (uint32_t)slot) & ~QPG__KVC_REL_TAG;
-		op->sent = op->acked = op->got = 0;
-		op->refused = QPG_KV_OK;
-		op->phase = grant ? PH_REQUEST : PH_NONE;
+		KR(op)->next = NULL;
+		KR(op)->slot = slot;
+		KR(op)->req_id = ((++k->gen << SLOT_BITS) | (uint32_t)slot) & ~QPG__KVC_REL_TAG;
+		KR(op)->sent = KR(op)->acked = KR(op)->got = 0;
+		KR(op)->refused = QPG_KV_OK;
+		KR(op)->phase = grant ? PH_REQUEST : PH_NONE;
 		k->grants_ahead += grant;
 		k->grants_held += grant;
 		k->slots[slot] = op;
@@ -187,7 +187,7 @@ void qpg__kvc_on_reply(struct qpg_client_conn *c, void *user, uint8_t type, cons
 	}
 	if (valid) {
 		unsigned slot = r.req_id & ((1u << SLOT_BITS) - 1);
-		if (slot < k->nslots && k->slots[slot] && k->slots[slot]->req_id == r.req_id)
+		if (slot < k->nslots && k->slots[slot] && KR(k->slots[slot])->req_id == r.req_id)
 			op = k->slots[slot];
 	}
 	if (!op) {
@@ -198,25 +198,25 @@ void qpg__kvc_on_reply(struct qpg_client_conn *c, void *user, uint8_t type, cons
 		op->owner_rev = (uint64_t)r.value_len << 32 | r.offset;
 	if (op->op == QPG_KV_PUT) {
 		k->outstanding--;
-		op->got--;
-		if (r.status != QPG_KV_OK && op->refused == QPG_KV_OK) {
-			op->refused = r.status; /* the first refusal is the answer */
+		KR(op)->got--;
+		if (r.status != QPG_KV_OK && KR(op)->refused == QPG_KV_OK) {
+			KR(op)->refused = r.status; /* the first refusal is the answer */
 			if (k->put_cur == op)
 				k->put_cur = NULL; /* send no more of it */
 		} else if (r.status == QPG_KV_OK) {
-			op->acked = r.offset;
+			KR(op)->acked = r.offset;
 		}
-		bool failed = op->refused != QPG_KV_OK;
-		if (op->got == 0 && (failed || op->acked >= op->value_len) && k->put_cur != op)
-			qpg__kvc_finish_slot(k, op, op->refused, op->value_len);
+		bool failed = KR(op)->refused != QPG_KV_OK;
+		if (KR(op)->got == 0 && (failed || KR(op)->acked >= op->value_len) && k->put_cur != op)
+			qpg__kvc_finish_slot(k, op, KR(op)->refused, op->value_len);
 	} else if (op->op == QPG_KV_GET && r.op == QPG_KV_RELEASE) {
 		k->outstanding--;
-		if (op->phase != PH_RELEASING) {
+		if (KR(op)->phase != PH_RELEASING) {
 			qpg__kvc_fail_conn(k, "a RELEASE answer for no RELEASE", 0);
 			return;
 		}
-		if (r.status != QPG_KV_OK && op->result == QPG_KV_OK)
-			op->result = r.status;
+		if (r.status != QPG_KV_OK && KR(op)->result == QPG_KV_OK)
+			KR(op)->result = r.status;
 		if (qpg__kv_abuse_of(op) == QPG_KV_ABUSE_AFTER_RELEASE) {
 			/* The window is invalid now: reading it again must fail. */
 			k->outstanding++; /* the slot stays busy until the probe ends */
@@ -226,7 +226,7 @@ void qpg__kvc_on_reply(struct qpg_client_conn *c, void *user, uint8_t type, cons
 						   rc);
 			return;
 		}
-		qpg__kvc_finish_slot(k, op, op->result, op->total);
+		qpg__kvc_finish_slot(k, op, KR(op)->result, KR(op)->total);
 	} else if (op->op == QPG_KV_GET && r.status == QPG_KV_OK && (r.flags & QPG_KV_R_GRANT)) {
 		k->outstanding--;
 		k->last_granted = true;
@@ -234,16 +234,16 @@ void qpg__kvc_on_reply(struct qpg_client_conn *c, void *user, uint8_t type, cons
 		if (k->dead)
 			return;
 	} else if (op->op == QPG_KV_GET && r.status == QPG_KV_OK) {
-		if (op->phase == PH_REQUEST)
+		if (KR(op)->phase == PH_REQUEST)
 			k->last_granted = false; /* asked, and sent the value */
-		if (r.offset != op->got) {
+		if (r.offset != KR(op)->got) {
 			qpg__kvc_fail_conn(k, "a GET answer out of order", 0);
 			return;
 		}
 		if (op->chunk)
 			op->chunk(op, r.chunk, r.chunk_len, r.offset, r.value_len);
-		op->got += r.chunk_len;
-		if (op->got >= r.value_len) {
+		KR(op)->got += r.chunk_len;
+		if (KR(op)->got >= r.value_len) {
 			k->outstanding--;
 			qpg__kvc_finish_slot(k, op, QPG_KV_OK, r.value_len);
 		}

@@ -30,9 +30,9 @@ static int send_release_frame(struct kv_conn *k, uint32_t req_id, uint32_t id)
 
 int qpg__kvc_send_release(struct kv_conn *k, struct qpg_kv_request *op)
 {
-	int rc = send_release_frame(k, op->req_id, op->grant.grant_id);
+	int rc = send_release_frame(k, KR(op)->req_id, KR(op)->grant.grant_id);
 	if (rc == 0)
-		op->phase = PH_RELEASING;
+		KR(op)->phase = PH_RELEASING;
 	return rc;
 }
 
@@ -63,16 +63,16 @@ void qpg__kvc_flush_releases(struct kv_conn *k)
  * that succeeds anyway is counted (abuse_succeeded). */
 int qpg__kvc_post_probe(struct kv_conn *k, struct qpg_kv_request *op)
 {
-	const struct qpg_kv_grant *g = &op->grant;
+	const struct qpg_kv_grant *g = &KR(op)->grant;
 	uint64_t tagged = (uintptr_t)op | PROBE_TAG;
 	if (qpg__kv_abuse_of(op) == QPG_KV_ABUSE_READ_PAST_END) {
 		/* The grant's last bytes and one more. */
-		uint32_t len = op->total + 1 < k->read_max ? op->total + 1 : k->read_max;
+		uint32_t len = KR(op)->total + 1 < k->read_max ? KR(op)->total + 1 : k->read_max;
 		int rc =
-		    qpg_client_read(k->conn, g->addr + op->total + 1 - len, g->rkey, len, tagged);
+		    qpg_client_read(k->conn, g->addr + KR(op)->total + 1 - len, g->rkey, len, tagged);
 		if (rc == 0) {
 			k->reads++;
-			op->posted = op->total; /* this probe is the only READ */
+			KR(op)->posted = KR(op)->total; /* this probe is the only READ */
 		}
 		return rc;
 	}
@@ -118,8 +118,8 @@ int qpg__kvc_post_probe(struct kv_conn *k, struct qpg_kv_request *op)
 /* Post READs for granted GETs, in order, while the read window has room. */
 void qpg__kvc_read_pump(struct kv_conn *k)
 {
-	for (struct qpg_kv_request *op = k->rd_head; op; op = op->next) {
-		if (op->posted == 0 && qpg__kv_abuse_of(op) != QPG_KV_ABUSE_NONE &&
+	for (struct qpg_kv_request *op = k->rd_head; op; op = KR(op)->next) {
+		if (KR(op)->posted == 0 && qpg__kv_abuse_of(op) != QPG_KV_ABUSE_NONE &&
 		    qpg__kv_abuse_of(op) != QPG_KV_ABUSE_AFTER_RELEASE) {
 			int rc = qpg__kvc_post_probe(k, op);
 			if (rc == -EAGAIN)
@@ -128,25 +128,25 @@ void qpg__kvc_read_pump(struct kv_conn *k)
 				qpg__kvc_fail_conn(k, "a grant misuse could not be posted", rc);
 				return;
 			}
-			op->hooks &= (uint8_t)~0x7f; /* once */
+			KR(op)->hooks &= (uint8_t)~0x7f; /* once */
 			if (k->dead)
 				return;
 		}
-		while (op->posted < op->total) {
+		while (KR(op)->posted < KR(op)->total) {
 			if (!k->up || k->dead || k->reads >= k->credits)
 				return;
-			uint32_t len = op->total - op->posted;
+			uint32_t len = KR(op)->total - KR(op)->posted;
 			if (len > k->read_max)
 				len = k->read_max;
-			int rc = qpg_client_read(k->conn, op->grant.addr + op->posted,
-						 op->grant.rkey, len, (uintptr_t)op);
+			int rc = qpg_client_read(k->conn, KR(op)->grant.addr + KR(op)->posted,
+						 KR(op)->grant.rkey, len, (uintptr_t)op);
 			if (rc == -EAGAIN)
 				return; /* the next send completion calls us again */
 			if (rc) {
 				qpg__kvc_fail_conn(k, "a one-sided READ could not be posted", rc);
 				return;
 			}
-			op->posted += len;
+			KR(op)->posted += len;
 			k->reads++;
 		}
 	}
@@ -154,17 +154,17 @@ void qpg__kvc_read_pump(struct kv_conn *k)
 
 void qpg__kvc_on_grant(struct kv_conn *k, struct qpg_kv_request *op, const struct qpg_kv_reply *r)
 {
-	if (!k->get_flags || op->phase != PH_REQUEST ||
-	    qpg_kv_decode_grant(r->chunk, r->chunk_len, &op->grant) || r->value_len == 0) {
+	if (!k->get_flags || KR(op)->phase != PH_REQUEST ||
+	    qpg_kv_decode_grant(r->chunk, r->chunk_len, &KR(op)->grant) || r->value_len == 0) {
 		qpg__kvc_fail_conn(k, "the server sent an invalid grant", 0);
 		return;
 	}
 	if (qpg__kv_abuse_of(op) == QPG_KV_ABUSE_WRONG_DIGEST)
-		op->grant.digest[0] ^= 1;
-	op->total = r->value_len;
-	op->posted = op->got = 0;
-	op->result = QPG_KV_OK;
-	op->phase = PH_READING;
+		KR(op)->grant.digest[0] ^= 1;
+	KR(op)->total = r->value_len;
+	KR(op)->posted = KR(op)->got = 0;
+	KR(op)->result = QPG_KV_OK;
+	KR(op)->phase = PH_READING;
 
 	qpg__kvc_list_push(&k->rd_head, &k->rd_tail, op);
 	qpg__kvc_read_pump(k);
@@ -183,42 +183,42 @@ static bool landed(struct kv_conn *k, struct qpg_kv_request *op, const struct io
 	size_t len = 0;
 	for (unsigned i = 0; i < iovcnt; i++)
 		len += iov[i].iov_len;
-	if (op != k->rd_head || op->phase != PH_READING || len > op->total - op->got) {
+	if (op != k->rd_head || KR(op)->phase != PH_READING || len > KR(op)->total - KR(op)->got) {
 		qpg__kvc_fail_conn(k, "a READ completed out of order", 0);
 		return false;
 	}
-	bool whole = op->got == 0 && len == op->total;
-	if (op->got == 0 &&
+	bool whole = KR(op)->got == 0 && len == KR(op)->total;
+	if (KR(op)->got == 0 &&
 	    !EVP_DigestInit_ex(
-		k->md, qpg__kv_digest_md(&k->th->pool->digests, op->grant.digest_alg), NULL))
-		op->result = QPG_KV_CORRUPT;
-	if (!whole && !op->stage && !(op->stage = malloc(op->total))) {
+		k->md, qpg__kv_digest_md(&k->th->pool->digests, KR(op)->grant.digest_alg), NULL))
+		KR(op)->result = QPG_KV_CORRUPT;
+	if (!whole && !KR(op)->stage && !(KR(op)->stage = malloc(KR(op)->total))) {
 		qpg__kvc_fail_conn(k, "out of memory for a one-sided GET", 0);
 		return false;
 	}
 	for (unsigned i = 0; i < iovcnt; i++) {
-		if (op->stage)
-			memcpy(op->stage + op->got, iov[i].iov_base, iov[i].iov_len);
-		if (op->result == QPG_KV_OK &&
+		if (KR(op)->stage)
+			memcpy(KR(op)->stage + KR(op)->got, iov[i].iov_base, iov[i].iov_len);
+		if (KR(op)->result == QPG_KV_OK &&
 		    !EVP_DigestUpdate(k->md, iov[i].iov_base, iov[i].iov_len))
-			op->result = QPG_KV_CORRUPT;
-		op->got += (uint32_t)iov[i].iov_len;
+			KR(op)->result = QPG_KV_CORRUPT;
+		KR(op)->got += (uint32_t)iov[i].iov_len;
 	}
-	if (op->got < op->total)
+	if (KR(op)->got < KR(op)->total)
 		return true;
 	uint8_t d[QPG_KV_DIGEST_LEN];
 	unsigned dl = 0;
-	if (op->result == QPG_KV_OK && (!EVP_DigestFinal_ex(k->md, d, &dl) || dl != sizeof(d) ||
-					CRYPTO_memcmp(d, op->grant.digest, sizeof(d)) != 0))
-		op->result = QPG_KV_CORRUPT;
-	if (op->result != QPG_KV_OK || !op->chunk)
+	if (KR(op)->result == QPG_KV_OK && (!EVP_DigestFinal_ex(k->md, d, &dl) || dl != sizeof(d) ||
+					CRYPTO_memcmp(d, KR(op)->grant.digest, sizeof(d)) != 0))
+		KR(op)->result = QPG_KV_CORRUPT;
+	if (KR(op)->result != QPG_KV_OK || !op->chunk)
 		return true;
-	if (op->stage) {
-		op->chunk(op, op->stage, op->total, 0, op->total);
+	if (KR(op)->stage) {
+		op->chunk(op, KR(op)->stage, KR(op)->total, 0, KR(op)->total);
 		return true;
 	}
 	for (unsigned i = 0, off = 0; i < iovcnt; off += (uint32_t)iov[i++].iov_len)
-		op->chunk(op, iov[i].iov_base, (uint32_t)iov[i].iov_len, off, op->total);
+		op->chunk(op, iov[i].iov_base, (uint32_t)iov[i].iov_len, off, KR(op)->total);
 	return true;
 }
 
@@ -232,12 +232,12 @@ void qpg__kvc_on_read(struct qpg_client_conn *c, void *user, uint64_t cookie,
 	if (!op || (cookie & PROBE_TAG)) {
 		/* A misuse went through: the hole this hook exists to find. */
 		atomic_fetch_add(&p->abuse_succeeded, 1);
-		if (op && op->phase == PH_READING) { /* past the end: fail it, in order */
-			op->result = QPG_KV_MALFORMED;
-			op->got = op->total;
-		} else if (op && op->phase == PH_RELEASING) { /* after the release */
+		if (op && KR(op)->phase == PH_READING) { /* past the end: fail it, in order */
+			KR(op)->result = QPG_KV_MALFORMED;
+			KR(op)->got = KR(op)->total;
+		} else if (op && KR(op)->phase == PH_RELEASING) { /* after the release */
 			k->outstanding--;
-			qpg__kvc_finish_slot(k, op, QPG_KV_MALFORMED, op->total);
+			qpg__kvc_finish_slot(k, op, QPG_KV_MALFORMED, KR(op)->total);
 			return; /* the caller pumps */
 		}
 		if (!op)
@@ -246,9 +246,9 @@ void qpg__kvc_on_read(struct qpg_client_conn *c, void *user, uint64_t cookie,
 		if (!landed(k, op, iov, iovcnt))
 			return;
 	}
-	if (op->got >= op->total) {
-		free(op->stage);
-		op->stage = NULL;
+	if (KR(op)->got >= KR(op)->total) {
+		free(KR(op)->stage);
+		KR(op)->stage = NULL;
 		qpg__kvc_list_pop(&k->rd_head, &k->rd_tail);
 		/* Read: the next GET may ask, while this one's release is due. */
 		if (k->grants_ahead)
@@ -256,7 +256,7 @@ void qpg__kvc_on_read(struct qpg_client_conn *c, void *user, uint64_t cookie,
 		if (qpg__kv_abuse_of(op) == QPG_KV_ABUSE_AFTER_RELEASE) {
 			/* The probe needs the RELEASE's answer: a RELEASE of
 			 * this GET's own, and the GET ends after the probe. */
-			op->phase = PH_RELEASE_QUEUED;
+			KR(op)->phase = PH_RELEASE_QUEUED;
 			qpg__kvc_list_push(&k->rel_head, &k->rel_tail, op);
 		} else {
 			/* Done now; the grant stays held until released (at
@@ -265,9 +265,9 @@ void qpg__kvc_on_read(struct qpg_client_conn *c, void *user, uint64_t cookie,
 				qpg__kvc_fail_conn(k, "more grants held than allowed", 0);
 				return;
 			}
-			k->rel_ids[k->rel_n++] = op->grant.grant_id;
-			op->phase = PH_NONE;
-			qpg__kvc_finish_slot(k, op, op->result, op->total);
+			k->rel_ids[k->rel_n++] = KR(op)->grant.grant_id;
+			KR(op)->phase = PH_NONE;
+			qpg__kvc_finish_slot(k, op, KR(op)->result, KR(op)->total);
 			/* Free from here: the end of this turn flushes it. */
 			qpg_client_wake(k->th->cl);
 		}

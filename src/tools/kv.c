@@ -193,9 +193,9 @@ static int write_value(const struct cmd *c, const uint8_t *v, uint32_t len)
 
 /* Where the commands go: one server's pool, or a cluster's members. */
 struct target {
-	struct qpg_kv_pool *pool;
-	struct qpg_kv_cluster *cluster;
-	uint64_t view_rev; /* --test-view-rev: a lagging client's view */
+	struct qpg_kv_target *kv;
+	struct qpg_kv_pool *pool; /* --test-abuse: the one server's, to report on */
+	uint64_t view_rev;	  /* --test-view-rev: a lagging client's view */
 };
 
 /* Returns 0 ok, 1 an error status or mismatch, 2 a file, 3 the connection failed. */
@@ -226,17 +226,15 @@ static int run_cmd(const struct target *t, const struct cmd *c, struct pending *
 	};
 	qpg__kv_request_hooks(&p->req, c->op == CMD_BAD, c->op == CMD_GET ? abuse : 0);
 	p->req.view_rev = t->view_rev;
-	int rc = t->cluster ? qpg_kv_cluster_submit(t->cluster, &p->req)
-			    : qpg_kv_submit(t->pool, &p->req);
+	int rc = qpg_kv_target_submit(t->kv, &p->req);
 	pthread_mutex_lock(&p->lock);
 	while (rc == 0 && !p->done)
 		pthread_cond_wait(&p->cv, &p->lock);
 	pthread_mutex_unlock(&p->lock);
 	free(value);
 	if (rc || p->status < 0) {
-		struct qpg_kv_pool_info info = {0};
-		if (t->pool)
-			qpg_kv_pool_info(t->pool, &info);
+		struct qpg_kv_target_info info;
+		qpg_kv_target_info(t->kv, &info);
 		fprintf(stderr, "%s %s: connection failed: %s\n", names[c->op], c->key,
 			info.last_error);
 		free(p->value);
@@ -426,11 +424,14 @@ int main(int argc, char **argv)
 		co.pool = po;
 		co.pool.connect_attempts = 2;
 		co.pool.request_timeout_ms = QPG_KV_CLUSTER_REQUEST_TIMEOUT_MS;
-		crc = qpg_kv_cluster_create(&t.cluster, &co, err, sizeof(err));
+		struct qpg_kv_cluster *c = NULL;
+		crc = qpg_kv_cluster_create(&c, &co, err, sizeof(err));
+		t.kv = qpg_kv_cluster_target(c);
 	} else {
 		po.client.host = argv[optind];
 		po.client.servername = argv[optind + 1];
 		crc = qpg_kv_pool_create(&t.pool, &po, err, sizeof(err));
+		t.kv = qpg_kv_pool_target(t.pool);
 	}
 	if (crc) {
 		fprintf(stderr, "qpgate-kv: %s\n", err);
@@ -449,8 +450,7 @@ int main(int argc, char **argv)
 	}
 	if (abuse != QPG_KV_ABUSE_NONE && t.pool)
 		report_abuse(t.pool, abuse);
-	qpg_kv_pool_destroy(t.pool);
-	qpg_kv_cluster_destroy(t.cluster);
+	qpg_kv_target_destroy(t.kv);
 	free(cmds);
 	return rc;
 }

@@ -219,6 +219,7 @@ int main(int argc, char **argv)
 		return 2;
 	if (!compare)
 		b.po.get_mode = (uint8_t)get_mode;
+	b.refill_misses = clustered; /* a member that took a key over may lack it */
 	if (!clustered) {
 		b.po.client.host = argv[optind];
 		b.po.client.servername = argv[optind + 1];

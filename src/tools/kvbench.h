@@ -47,11 +47,13 @@ struct bench {
 	double *zipf_cdf;
 	uint64_t *expect; /* XXH64 of each key's value */
 	pid_t server_pid; /* --server-pid: its CPU per GET too (0: none) */
-	struct qpg_kv_pool *pool;
-	/* --cluster: the keys spread over the members etcd names, instead of
-	 * one pool (kvbench_cluster.c) */
+	/* Where the GETs go: one server's pool, or with --cluster the members
+	 * etcd names (kvbench_cluster.c), behind one interface. */
+	struct qpg_kv_target *target;
 	struct qpg_cluster_opts etcd;
-	struct qpg_kv_cluster *cluster;
+	/* A miss is filled again (cache-aside): a key evicted, or not (yet)
+	 * held by a member that took it over. Else a miss is an error. */
+	bool refill_misses;
 	struct kvb_view {
 		double t; /* seconds since the run's start */
 		int64_t rev;
@@ -59,7 +61,7 @@ struct bench {
 	} views[256];
 	atomic_int nviews;
 	uint64_t run_t0;
-	json_t *cluster_report; /* the last run's, from kvb_cluster_close */
+	json_t *cluster_report; /* the last run's, from kvb_target_close */
 	atomic_long issued;
 	atomic_bool stop;
 	atomic_int active;
@@ -94,12 +96,14 @@ struct run_result {
 void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsigned workers,
 		      bool do_preload, struct run_result *res);
 
-/* Submit through the cluster, or the one pool. */
+/* Submit to the target. */
 int kvb_submit(struct bench *b, struct qpg_kv_request *r);
-/* kvbench_cluster.c: the cluster in place of the pool for one run. */
-int kvb_cluster_open(struct bench *b, const struct qpg_kv_pool_opts *po, char *err, size_t len);
-/* Per member: ops, misses, unavailable, errors; and the view changes seen,
- * with their times. Printed, and returned as JSON. Then closed. */
-json_t *kvb_cluster_close(struct bench *b);
+/* kvbench_cluster.c: the target for one run, from PO: the cluster etcd
+ * names (--cluster), else PO's one server. */
+int kvb_target_open(struct bench *b, const struct qpg_kv_pool_opts *po, char *err, size_t len);
+/* A target routed by a view (a cluster): per member ops, misses,
+ * unavailable, errors, and the view changes seen, with their times,
+ * printed and returned as JSON (else NULL). Then closed. */
+json_t *kvb_target_close(struct bench *b);
 
 #endif

@@ -31,8 +31,14 @@ static void on_view(void *user, const struct qpg_cluster_view *v)
 			      .active = active};
 }
 
-int kvb_cluster_open(struct bench *b, const struct qpg_kv_pool_opts *po, char *err, size_t len)
+int kvb_target_open(struct bench *b, const struct qpg_kv_pool_opts *po, char *err, size_t len)
 {
+	if (!b->etcd.endpoints) {
+		struct qpg_kv_pool *p = NULL;
+		int rc = qpg_kv_pool_create(&p, po, err, len);
+		b->target = qpg_kv_pool_target(p);
+		return rc;
+	}
 	struct qpg_kv_cluster_opts o;
 	qpg_kv_cluster_opts_default(&o);
 	o.etcd = b->etcd;
@@ -43,14 +49,19 @@ int kvb_cluster_open(struct bench *b, const struct qpg_kv_pool_opts *po, char *e
 	o.user = b;
 	atomic_store(&b->nviews, 0);
 	b->run_t0 = 0;
-	return qpg_kv_cluster_create(&b->cluster, &o, err, len);
+	struct qpg_kv_cluster *c = NULL;
+	int rc = qpg_kv_cluster_create(&c, &o, err, len);
+	b->target = qpg_kv_cluster_target(c);
+	return rc;
 }
 
-json_t *kvb_cluster_close(struct bench *b)
+json_t *kvb_target_close(struct bench *b)
 {
-	struct qpg_kv_cluster_stats st;
-	json_t *members = json_array(), *views = json_array();
-	if (qpg_kv_cluster_stats(b->cluster, &st) == 0) {
+	struct qpg_kv_target_stats st;
+	json_t *members = NULL, *views = NULL;
+	if (qpg_kv_target_stats(b->target, &st) == 0 && st.revision > 0) {
+		members = json_array();
+		views = json_array();
 		printf(
 		    " cluster: view revision %lld, %llu view(s) taken into use, %llu redirect(s), "
 		    "%llu unroutable, etcd %s\n",
@@ -60,7 +71,7 @@ json_t *kvb_cluster_close(struct bench *b)
 		printf(" %-24s %-8s %12s %10s %12s %12s %8s\n", "MEMBER", "STATE", "OPS", "MISSES",
 		       "UNAVAILABLE", "WRONG_OWNER", "ERRORS");
 		for (unsigned i = 0; i < st.n; i++) {
-			const struct qpg_kv_cluster_member_stats *m = &st.m[i];
+			const struct qpg_kv_member_stats *m = &st.m[i];
 			const char *state = m->suspect	? "suspect"
 					    : m->active ? (m->up ? "up" : "down")
 							: "gone";
@@ -76,9 +87,9 @@ json_t *kvb_cluster_close(struct bench *b)
 				      (json_int_t)m->unavailable, "wrong_owner",
 				      (json_int_t)m->wrong_owner, "errors", (json_int_t)m->errors));
 		}
-		free(st.m);
 	}
-	int n = atomic_load(&b->nviews);
+	qpg_kv_target_stats_free(&st);
+	int n = views ? atomic_load(&b->nviews) : 0;
 	int cap = (int)(sizeof(b->views) / sizeof(b->views[0]));
 	for (int i = 0; i < n && i < cap; i++) {
 		const struct kvb_view *v = &b->views[i];
@@ -88,7 +99,7 @@ json_t *kvb_cluster_close(struct bench *b)
 						       "revision", (json_int_t)v->rev, "members",
 						       (int)v->members, "active", (int)v->active));
 	}
-	qpg_kv_cluster_destroy(b->cluster);
-	b->cluster = NULL;
-	return json_pack("{s:o, s:o}", "members", members, "views", views);
+	qpg_kv_target_destroy(b->target);
+	b->target = NULL;
+	return members ? json_pack("{s:o, s:o}", "members", members, "views", views) : NULL;
 }

@@ -78,7 +78,7 @@ static void put_done(struct qpg_kv_request *r, int status, uint32_t len)
 
 int kvb_submit(struct bench *b, struct qpg_kv_request *r)
 {
-	return b->cluster ? qpg_kv_cluster_submit(b->cluster, r) : qpg_kv_submit(b->pool, r);
+	return qpg_kv_target_submit(b->target, r);
 }
 
 /* A finished PUT's status: 0 to go on, or why the preload stops. With
@@ -89,7 +89,7 @@ static int preload_verdict(const struct bench *b, int status, long *unav)
 {
 	if (status == QPG_KV_OK)
 		return 0;
-	if (b->cluster && status == QPG_KV_UNAVAILABLE) {
+	if (status == QPG_KV_UNAVAILABLE) {
 		(*unav)++;
 		return 0;
 	}
@@ -203,7 +203,7 @@ static void get_done(struct qpg_kv_request *r, int status, uint32_t len)
 	struct qpg_hist *h = thread_lat(b);
 	if (h)
 		qpg_hist_add(h, now_ns() - w->t0);
-	if (b->cluster && status == QPG_KV_NOT_FOUND && w->refill) {
+	if (status == QPG_KV_NOT_FOUND && w->refill) {
 		/* A member that took the key over has it not (yet): fill it. */
 		w->misses++;
 		kv_value_fill(w->refill, w->key, b->value_size);
@@ -219,7 +219,7 @@ static void get_done(struct qpg_kv_request *r, int status, uint32_t len)
 			worker_stop(b);
 		return;
 	}
-	if (b->cluster && status == QPG_KV_UNAVAILABLE)
+	if (status == QPG_KV_UNAVAILABLE)
 		w->unavailable++;
 	else if (status != QPG_KV_OK)
 		w->errors++;
@@ -265,15 +265,11 @@ static double per_get_us(const struct proc_sample *a, const struct proc_sample *
 	return (b->cpu_s - a->cpu_s) * 1e6 / (double)gets;
 }
 
-/* The pool, or the cluster (whose report is kept for the tool). */
+/* The target (a cluster's report kept for the tool). */
 static void kvb_close(struct bench *b)
 {
-	if (b->cluster) {
-		json_decref(b->cluster_report);
-		b->cluster_report = kvb_cluster_close(b);
-	}
-	qpg_kv_pool_destroy(b->pool);
-	b->pool = NULL;
+	json_decref(b->cluster_report);
+	b->cluster_report = kvb_target_close(b);
 }
 
 /* One measured run: a fresh pool of CLIENTS connections on THREADS threads,
@@ -302,8 +298,7 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 	struct dev_counts d0, d1;
 	dev_counts(po.client.ib_dev, &d0);
 	char err[256] = "";
-	int rc = b->etcd.endpoints ? kvb_cluster_open(b, &po, err, sizeof(err))
-				   : qpg_kv_pool_create(&b->pool, &po, err, sizeof(err));
+	int rc = kvb_target_open(b, &po, err, sizeof(err));
 	if (rc) {
 		res->connect_error = rc;
 		snprintf(res->why, sizeof(res->why), "%s", err);
@@ -311,11 +306,9 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 	}
 	dev_counts(po.client.ib_dev, &d1);
 	res->dev_qps = d0.ok && d1.ok ? d1.qp - d0.qp : -1;
-	struct qpg_kv_pool_info pi = {0};
-	if (b->pool) {
-		qpg_kv_pool_info(b->pool, &pi);
-		res->credits = pi.credits;
-	}
+	struct qpg_kv_target_info pi;
+	qpg_kv_target_info(b->target, &pi);
+	res->credits = pi.credits;
 	if (pi.retries)
 		fprintf(stderr, "kvbench: %u connections up, %u of them after a retry (%s)\n",
 			pi.connected, pi.retries, pi.last_error);
@@ -344,7 +337,7 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 	bool states = w != NULL;
 	for (unsigned i = 0; w && i < workers; i++) {
 		states &= (w[i].xxh = XXH64_createState()) != NULL;
-		if (b->cluster)
+		if (b->refill_misses)
 			states &= (w[i].refill = malloc(b->value_size ? b->value_size : 1)) != NULL;
 	}
 	if (!w || !b->lat || !states) {
@@ -397,8 +390,7 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 	if (b->server_pid)
 		proc_sample(b->server_pid, &s1);
 	res->rss_kb = c1.rss_kb;
-	if (b->pool)
-		qpg_kv_pool_info(b->pool, &pi); /* why connections failed, if any did */
+	qpg_kv_target_info(b->target, &pi); /* why connections failed, if any did */
 	kvb_close(b);
 	for (unsigned i = 0; i < workers; i++) {
 		res->ops += w[i].ops;

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* One KV target for every caller: a single server's pool
+ * (qpg_kv_pool_target, qpgate/kv_client.h) and a cluster of servers
+ * (qpg_kv_cluster_target, qpgate/kv_cluster.h) take the same requests,
+ * report in the same shape and close the same way, so a tool, a binding
+ * or an application is written once and never asks which one it has.
+ *
+ * A target is the object it came from: destroying the target destroys
+ * the pool or the cluster (and the other way round). */
+#ifndef QPGATE_KV_TARGET_H
+#define QPGATE_KV_TARGET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "qpgate/kv_client.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct qpg_kv_target;
+
+/* Thread-safe. OP must stay valid until its done callback, which runs on
+ * one of the target's threads (or inside qpg_kv_target_run), never inside
+ * this call: 0, or a negative errno with no callback to come (-EINVAL: a
+ * bad request, -ECANCELED: the target is closing). A cluster sets
+ * OP->view_rev to the view it routed the key by. */
+int qpg_kv_target_submit(struct qpg_kv_target *t, struct qpg_kv_request *op);
+/* Fails what is queued (-ECANCELED), closes every connection, joins the
+ * threads, frees T. NULL: nothing. */
+void qpg_kv_target_destroy(struct qpg_kv_target *t);
+
+struct qpg_kv_target_info {
+	const char *kind;      /* "pool" or "cluster" (for a report, not a choice) */
+	unsigned members;      /* servers behind it: a pool's is 1 */
+	unsigned members_up;   /* with a connection up */
+	unsigned conns;	       /* over every member */
+	unsigned connected;    /* of those, up */
+	unsigned retries;      /* connections tried again while they started */
+	uint16_t credits;      /* per connection, as agreed (the first member's) */
+	int64_t view_revision; /* of the view in use; a pool's is 0 */
+	char last_error[200];  /* why the last connection to fail failed */
+};
+void qpg_kv_target_info(struct qpg_kv_target *t, struct qpg_kv_target_info *out);
+
+/* What each member served, counted as requests complete. */
+struct qpg_kv_member_stats {
+	char id[64]; /* a cluster member's id; a pool's server as HOST:PORT */
+	uint64_t incarnation;
+	bool active, up, suspect;
+	uint64_t ops;	      /* completed OK or a miss */
+	uint64_t misses;      /* GETs not found */
+	uint64_t unavailable; /* answered, or failed fast, UNAVAILABLE */
+	uint64_t wrong_owner; /* redirected */
+	uint64_t errors;      /* any other failure */
+};
+struct qpg_kv_target_stats {
+	int64_t revision; /* of the view in use (a pool: 0) */
+	uint64_t views;	  /* views taken into use */
+	uint64_t redirects, unroutable;
+	bool etcd_ok;			/* a pool: true (it asks no etcd) */
+	unsigned n;			/* members, every one ever seen */
+	struct qpg_kv_member_stats *m;	/* N entries: qpg_kv_target_stats_free */
+};
+int qpg_kv_target_stats(struct qpg_kv_target *t, struct qpg_kv_target_stats *out);
+void qpg_kv_target_stats_free(struct qpg_kv_target_stats *s);
+
+/* A target that runs in the caller's event loop (qpgate/kv_call.h:
+ * qpg_kv_pool_open_external): its file descriptor to poll for reading,
+ * or -EINVAL for a target with threads of its own, which needs no loop. */
+int qpg_kv_target_fd(struct qpg_kv_target *t);
+/* One turn of that loop: what is ready, without waiting (0; a target with
+ * threads of its own: 0, nothing to do). */
+int qpg_kv_target_run(struct qpg_kv_target *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

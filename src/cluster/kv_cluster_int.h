@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The KV cluster client's structures, shared by kv_cluster.c (routes,
+ * pools, requests) and kv_cluster_target.c (the cluster as a target: its
+ * info and statistics). */
+#ifndef QPG_KV_CLUSTER_INT_H
+#define QPG_KV_CLUSTER_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kv_target_int.h"
+#include "qpgate/kv_cluster.h"
+
+struct mstats {
+	char id[QPG_CLUSTER_ID_MAX + 1];
+	atomic_ullong ops, misses, unavailable, wrong_owner, errors;
+};
+
+struct member {
+	struct qpg_cluster_member e; /* its entry, as the pool was made for */
+	struct qpg_kv_pool *pool;    /* NULL: could not be brought up */
+	atomic_bool suspect;
+	uint64_t retry_ns; /* suspect: when its pool is tried again */
+	struct mstats *st;
+	struct qpg_kv_cluster *c;
+	struct member *next_dead; /* on the cluster's list of members to close */
+};
+
+struct route {
+	const struct qpg_cluster_view *v;
+	struct member **m; /* v->n entries; NULL where the member is not active */
+};
+
+/* A caller's request while the cluster holds it (as hiredis-cluster's
+ * per-command state): the copy that goes to a member's pool, and where
+ * it has been. */
+struct clreq {
+	struct qpg_kv_request in;  /* to the member's pool */
+	struct qpg_kv_request *op; /* the caller's */
+	struct member *m;	   /* the member IN went to */
+	struct clreq *next;	   /* on the worker's queues */
+	uint8_t redirects;
+};
+
+struct qpg_kv_cluster {
+	struct qpg_kv_target base; /* first: a cluster is a target */
+	struct qpg_kv_cluster_opts o;
+	struct qpg_cluster_watch *w;
+	_Atomic(struct route *) cur;
+	atomic_long readers;
+	pthread_mutex_t build; /* one route builder at a time (watch, worker) */
+	/* per-member statistics, by ID, kept across incarnations */
+	pthread_mutex_t st_lock;
+	struct mstats **st;
+	unsigned nst;
+	/* the builder (no lock while it connects) */
+	pthread_t builder;
+	atomic_bool first_built; /* the first route's pools were made in create */
+	/* Members no route holds any more: their pools are closed by the
+	 * builder, never under the build lock or on the watch's thread (a
+	 * close waits for its connections, seconds for a host that drops
+	 * packets). Under build. */
+	struct member *dead;
+	/* the worker */
+	pthread_t worker;
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	struct clreq *fail_head, *fail_tail; /* complete UNAVAILABLE */
+	struct clreq *redo_head, *redo_tail; /* route again */
+	bool stop;
+	atomic_bool closing; /* destroy has begun: no pool is made again */
+	atomic_ullong views, redirects, unroutable;
+};
+
+extern const struct qpg_kv_target_ops qpg__kv_cluster_target_ops;
+/* kv_cluster.c: the cluster's submit (qpg_kv_cluster_submit). */
+int qpg__kv_cluster_submit(struct qpg_kv_target *t, struct qpg_kv_request *op);
+
+#endif

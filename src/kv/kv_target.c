@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* qpgate/kv_target.h: each call goes to the target's own op. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kv_target_int.h"
+
+int qpg_kv_target_submit(struct qpg_kv_target *t, struct qpg_kv_request *op)
+{
+	if (!t || !op || !op->done)
+		return -EINVAL;
+	return t->ops->submit(t, op);
+}
+
+void qpg_kv_target_destroy(struct qpg_kv_target *t)
+{
+	if (t)
+		t->ops->destroy(t);
+}
+
+void qpg_kv_target_info(struct qpg_kv_target *t, struct qpg_kv_target_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->kind = t->ops->kind;
+	t->ops->info(t, out);
+}
+
+int qpg_kv_target_stats(struct qpg_kv_target *t, struct qpg_kv_target_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	return t->ops->stats(t, out);
+}
+
+void qpg_kv_target_stats_free(struct qpg_kv_target_stats *s)
+{
+	if (!s)
+		return;
+	free(s->m);
+	s->m = NULL;
+	s->n = 0;
+}
+
+int qpg_kv_target_fd(struct qpg_kv_target *t)
+{
+	return t->ops->fd ? t->ops->fd(t) : -EINVAL;
+}
+
+int qpg_kv_target_run(struct qpg_kv_target *t)
+{
+	return t->ops->run ? t->ops->run(t) : 0;
+}

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* What a KV target is made of (qpgate/kv_target.h): a const ops table at
+ * the front of the object that implements it, as Valkey's connection
+ * types are. The pool (kv_pool_target.c) and the cluster
+ * (src/cluster/kv_cluster_target.c) each fill one. */
+#ifndef QPG_KV_TARGET_INT_H
+#define QPG_KV_TARGET_INT_H
+
+#include "qpgate/kv_target.h"
+
+struct qpg_kv_target_ops {
+	const char *kind;
+	int (*submit)(struct qpg_kv_target *t, struct qpg_kv_request *op);
+	void (*destroy)(struct qpg_kv_target *t);
+	void (*info)(struct qpg_kv_target *t, struct qpg_kv_target_info *out);
+	int (*stats)(struct qpg_kv_target *t, struct qpg_kv_target_stats *out);
+	/* NULL: the target has threads of its own, and no loop to run. */
+	int (*fd)(struct qpg_kv_target *t);
+	int (*run)(struct qpg_kv_target *t);
+};
+
+/* The first member of struct qpg_kv_pool and struct qpg_kv_cluster. */
+struct qpg_kv_target {
+	const struct qpg_kv_target_ops *ops;
+};
+
+#endif
