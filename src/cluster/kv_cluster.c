@@ -461,6 +461,41 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* The cluster keeps its options' strings: the watch reconnects, and pools
+ * are made, long after the caller's (a binding's) strings are gone. */
+static int own(struct qpg_kv_cluster *c, const char **p)
+{
+	if (!*p)
+		return 0;
+	char *d = strdup(*p);
+	if (!d)
+		return -ENOMEM;
+	c->owned[c->nowned++] = d;
+	*p = d;
+	return 0;
+}
+
+static int own_strings(struct qpg_kv_cluster *c)
+{
+	struct qpg_cluster_opts *e = &c->o.etcd;
+	struct qpg_client_opts *p = &c->o.pool.client;
+	const char **s[] = {&e->endpoints, &e->name, &e->ca,	  &e->cert, &e->key, &e->user,
+			    &e->password_file, &p->ca, &p->cert, &p->key, &p->ib_dev, &p->source};
+	_Static_assert(sizeof(s) / sizeof(s[0]) <= sizeof(c->owned) / sizeof(c->owned[0]),
+		       "owned[] holds every string");
+	for (unsigned i = 0; i < sizeof(s) / sizeof(s[0]); i++)
+		if (own(c, s[i]))
+			return -ENOMEM;
+	return 0;
+}
+
+static void free_cluster(struct qpg_kv_cluster *c)
+{
+	for (unsigned i = 0; i < c->nowned; i++)
+		free(c->owned[i]);
+	free(c);
+}
+
 int qpg_kv_cluster_create(struct qpg_kv_cluster **out, const struct qpg_kv_cluster_opts *o,
 			  char *err, size_t err_len)
 {
@@ -469,12 +504,17 @@ int qpg_kv_cluster_create(struct qpg_kv_cluster **out, const struct qpg_kv_clust
 		return -ENOMEM;
 	c->base.ops = &qpg__kv_cluster_target_ops;
 	c->o = *o;
+	if (own_strings(c)) {
+		snprintf(err, err_len, "out of memory for the cluster's options");
+		free_cluster(c);
+		return -ENOMEM;
+	}
 	pthread_mutex_init(&c->build, NULL);
 	pthread_mutex_init(&c->st_lock, NULL);
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cv, NULL);
 	/* The first view's route is built inside the start (on_view). */
-	int rc = qpg_cluster_watch_start(&c->w, &o->etcd, on_view, c, err, err_len);
+	int rc = qpg_cluster_watch_start(&c->w, &c->o.etcd, on_view, c, err, err_len);
 	if (rc == 0 && !atomic_load(&c->cur)) {
 		snprintf(err, err_len, "out of memory for the cluster's route");
 		qpg_cluster_watch_stop(c->w);
@@ -505,7 +545,7 @@ int qpg_kv_cluster_create(struct qpg_kv_cluster **out, const struct qpg_kv_clust
 			free(r->m);
 			free(r);
 		}
-		free(c);
+		free_cluster(c);
 		return rc;
 	}
 	*out = c;
@@ -547,5 +587,5 @@ void qpg_kv_cluster_destroy(struct qpg_kv_cluster *c)
 	pthread_mutex_destroy(&c->st_lock);
 	pthread_mutex_destroy(&c->lock);
 	pthread_cond_destroy(&c->cv);
-	free(c);
+	free_cluster(c);
 }

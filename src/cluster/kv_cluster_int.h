@@ -46,7 +46,9 @@ struct clreq {
 
 struct qpg_kv_cluster {
 	struct qpg_kv_target base; /* first: a cluster is a target */
-	struct qpg_kv_cluster_opts o;
+	struct qpg_kv_cluster_opts o; /* its strings are the cluster's own copies */
+	char *owned[12];
+	unsigned nowned;
 	struct qpg_cluster_watch *w;
 	_Atomic(struct route *) cur;
 	atomic_long readers;

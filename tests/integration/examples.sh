@@ -2,18 +2,21 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # examples/ against an installed qpgate, as an application would build
 # them: cmake --install into a fresh prefix, then the examples built once
-# with pkg-config and once with find_package(qpgate), and run over tcp.
+# with pkg-config and once with find_package(qpgate), and run over tcp
+# (kv_cluster against three members and an etcd of the test's own).
 . "$(dirname "$0")/lib.sh"
+. "$here/scripts/etcd.sh"
 build=${QPG_BUILD:-$here/build}
 work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-examples.XXXXXX")
-srv="" esrv=""
-trap 'kill -9 $srv $esrv 2>/dev/null; rm -rf "$work"' EXIT
+srv="" esrv="" members=""
+trap 'kill -9 $srv $esrv $members 2>/dev/null; qpg_etcd_stop; rm -rf "$work"' EXIT
 prefix=$work/prefix
 cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1
 check "cmake --install into a fresh prefix" [ -f "$prefix/lib/libqpgate.a" ]
 for f in include/qpgate/service.h include/qpgate/version.h lib/pkgconfig/qpgate.pc \
-	lib/pkgconfig/qpgate-kv.pc lib/cmake/qpgate/qpgateConfig.cmake lib/libqpgate-kv.a \
-	lib/libqpgate.so.0 lib/libqpgate-kv.so.0 bin/qpgate-server share/man/man8/qpgate-server.8 \
+	lib/pkgconfig/qpgate-kv.pc lib/pkgconfig/qpgate-cluster.pc lib/cmake/qpgate/qpgateConfig.cmake \
+	lib/libqpgate-kv.a lib/libqpgate-cluster.a lib/libqpgate.so.0 lib/libqpgate-kv.so.0 \
+	lib/libqpgate-cluster.so.0 include/qpgate/kv_target.h bin/qpgate-server share/man/man8/qpgate-server.8 \
 	share/man/man1/qpgate-client.1 share/man/man1/qpgate-perf.1 share/man/man1/qpgate-sweep.1 \
 	share/man/man1/qpgate-kv.1 share/man/man1/qpgate-kvbench.1 \
 	lib/systemd/system/qpgate-server.service share/doc/qpgate/LICENSE; do
@@ -32,6 +35,9 @@ fi
 check "libqpgate.so has its SONAME" bash -c "readelf -d '$prefix/lib/libqpgate.so' | grep -q 'SONAME.*libqpgate.so.0'"
 check "libqpgate.so exports no internal qpg__ name but the client's test hooks" \
 	bash -c "! nm -D --defined-only '$prefix/lib/libqpgate.so' | awk '{print \$3}' | grep '^qpg__' | grep -v '^qpg__client_'"
+check "libqpgate-cluster.so has its SONAME, and exports no qpg__ name" \
+	bash -c "readelf -d '$prefix/lib/libqpgate-cluster.so' | grep -q 'SONAME.*libqpgate-cluster.so.0' &&
+		! nm -D --defined-only '$prefix/lib/libqpgate-cluster.so' | awk '{print \$3}' | grep -q '^qpg__'"
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 export LD_LIBRARY_PATH=$prefix/lib
 # A sanitizer build's libraries need the same flags in what links them.
@@ -47,8 +53,12 @@ for ex in echo_server echo_client hello; do
 done
 cc -std=c11 -Wall -Werror $sanflags -o "$work/pc/kv_putget" "$here/examples/kv_putget.c" \
 	$(pkg-config --cflags --libs qpgate-kv) >>"$work/cc.log" 2>&1 || ok=0
+cc -std=c11 -Wall -Werror $sanflags -o "$work/pc/kv_cluster" "$here/examples/kv_cluster.c" \
+	$(pkg-config --cflags --libs qpgate-cluster) >>"$work/cc.log" 2>&1 || ok=0
 [ $ok = 1 ] || sed 's/^/  /' "$work/cc.log"
-check "the examples build with pkg-config qpgate / qpgate-kv" [ $ok = 1 ]
+check "the examples build with pkg-config qpgate / qpgate-kv / qpgate-cluster" [ $ok = 1 ]
+check "kv_cluster links the installed libqpgate-cluster.so.0" \
+	bash -c "ldd '$work/pc/kv_cluster' | grep -q '$prefix/lib/libqpgate-cluster.so.0'"
 check "and link the shared library" bash -c "ldd '$work/pc/echo_client' | grep -q '$prefix/lib/libqpgate.so.0'"
 cmake -S "$here/examples" -B "$work/cm" -DCMAKE_PREFIX_PATH="$prefix" \
 	-DCMAKE_C_FLAGS="$sanflags" -DCMAKE_EXE_LINKER_FLAGS="$sanflags" >"$work/cm.log" 2>&1 &&
@@ -79,6 +89,36 @@ qpg_serve "$work" --transport tcp --service kv --kv-capacity 4M || exit 1
 out=$("$work/pc/kv_putget" 127.0.0.1 "$port" "$work/ca.crt" greeting "hello, qpgate" tcp 2>&1)
 echo "  $out"
 check "kv_putget stored a value and read it back" grep -q 'PUT ok, GET ok: "hello, qpgate"' <<<"$out"
+kill -TERM "$srv"; wait "$srv"; srv=""
+# kv_cluster (pkg-config qpgate-cluster) against three installed servers
+# that join a cluster in an etcd of this test's own.
+if qpg_etcd_start "$work"; then
+	for m in m1 m2 m3; do
+		"$bin/qpgate-server" --transport tcp --service kv --kv-capacity 16M -p 0 \
+			--cert "$work/server.crt" --key "$work/server.key" --cluster "$etcd_url" \
+			--cluster-name ex --cluster-id $m --advertise-name localhost --cluster-ttl 3 \
+			2>>"$work/$m.log" &
+		members="$members $!"
+	done
+	for _ in $(seq 1 150); do
+		[ "$("$bin/qpgate-cluster" --cluster "$etcd_url" --cluster-name ex status 2>/dev/null |
+			grep -c ' active ')" = 3 ] && break
+		sleep 0.1
+	done
+	out=$("$work/pc/kv_cluster" "$etcd_url" ex "$work/ca.crt" 300 2>&1); rc=$?
+	echo "$out" | sed 's/^/  /'
+	check "examples/kv_cluster.c (pkg-config qpgate-cluster): 300 values through a 3-member cluster (exit $rc)" \
+		eval '[ $rc -eq 0 ] && grep -q "300 of 300 values stored and read back" <<<"$out"'
+	check "kv_cluster: every member served some (the keys spread over 3)" \
+		[ "$(grep -cE '^ +m[123] +up +ops [1-9]' <<<"$out")" = 3 ]
+	out=$("$work/cm/kv_cluster" "$etcd_url" ex "$work/ca.crt" 20 2>&1); rc=$?
+	check "kv_cluster built with find_package (qpgate::cluster) runs too (exit $rc)" [ $rc = 0 ]
+	kill -TERM $members; wait $members 2>/dev/null; members=""
+	qpg_etcd_stop
+else
+	check "an etcd for kv_cluster started" false
+fi
+qpg_serve "$work" --transport tcp --service kv --kv-capacity 4M || exit 1
 # The Python package, installed as a user would (a venv of Debian's python3,
 # no downloads), over the installed library; then its example. (An ASan
 # library needs its runtime loaded first; under TSan, not run.)

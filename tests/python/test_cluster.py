@@ -1,0 +1,262 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The Python binding over a cluster: KVPool(cluster=..., cluster_name=...)
+and the same AsyncKVPool, against three KV members and an etcd of the
+test's own on loopback (tcp on the host, rdma in the lab with
+QPG_TRANSPORT=rdma). A member is killed mid-run: its keys raise
+Unavailable, never a wrong value, until its lease ends; then the
+survivors serve them. Asserts states and counts, never times."""
+import asyncio
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+import qpgate
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+BIN = os.environ.get("QPG_BIN", os.path.join(REPO, "build", "bin"))
+TRANSPORT = os.environ.get("QPG_TRANSPORT", "tcp")
+TTL = 3  # the members' lease, in seconds
+
+if not shutil.which("etcd"):
+    pytest.skip("etcd not found: make deps installs etcd-server", allow_module_level=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def healthy(url):
+    host, port = url.rsplit("/", 1)[-1].split(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=1) as s:
+            s.sendall(b"GET /health HTTP/1.0\r\n\r\n")
+            return b'"health":"true"' in s.recv(4096)
+    except OSError:
+        return False
+
+
+def pattern(n, seed):
+    return bytes((i * 131 + seed) & 0xFF for i in range(n))
+
+
+class Cluster:
+    """An etcd on loopback (a temporary data dir) and three KV members."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="qpg-pycl.")
+        subprocess.run([os.path.join(REPO, "scripts", "make-certs"), self.dir, "localhost"],
+                       check=True, capture_output=True)
+        self.ca = os.path.join(self.dir, "ca.crt")
+        self.name = f"py{os.getpid()}"
+        self.etcd = None
+        self.members = {}
+        self.logs = []
+        for _ in range(5):  # a port taken between the pick and the bind: again
+            cport, pport = free_port(), free_port()
+            self.url = f"http://127.0.0.1:{cport}"
+            peer = f"http://127.0.0.1:{pport}"
+            self.etcd = subprocess.Popen(
+                ["etcd", "--name", "default", "--data-dir", os.path.join(self.dir, "etcd"),
+                 "--listen-client-urls", self.url, "--advertise-client-urls", self.url,
+                 "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                 "--initial-cluster", f"default={peer}"],
+                stdout=subprocess.DEVNULL, stderr=self.log("etcd"))
+            for _ in range(100):
+                if healthy(self.url) or self.etcd.poll() is not None:
+                    break
+                time.sleep(0.1)
+            if healthy(self.url):
+                break
+            self.etcd.kill()
+            self.etcd.wait()
+            shutil.rmtree(os.path.join(self.dir, "etcd"), ignore_errors=True)
+        else:
+            raise RuntimeError("etcd did not start")
+        for i in (1, 2, 3):
+            self.start(f"m{i}")
+        self.wait_active(3)
+
+    def log(self, name):
+        f = open(os.path.join(self.dir, f"{name}.log"), "a")
+        self.logs.append(f)
+        return f
+
+    def start(self, mid):
+        log = self.log(mid)
+        self.members[mid] = subprocess.Popen(
+            [os.path.join(BIN, "qpgate-server"), "--transport", TRANSPORT, "--service", "kv",
+             "--kv-capacity", "64M", "--cert", os.path.join(self.dir, "server.crt"),
+             "--key", os.path.join(self.dir, "server.key"), "-p", "0", "--cluster", self.url,
+             "--cluster-name", self.name, "--cluster-id", mid, "--advertise-name",
+             "localhost", "--cluster-ttl", str(TTL)], stderr=log)
+
+    def active(self):
+        out = subprocess.run(
+            [os.path.join(BIN, "qpgate-cluster"), "--cluster", self.url, "--cluster-name",
+             self.name, "status"], capture_output=True, text=True).stdout
+        return sum(1 for line in out.splitlines() if " active " in line)
+
+    def wait_active(self, n, seconds=20):
+        for _ in range(seconds * 10):
+            if self.active() == n:
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"{n} members never active (now {self.active()})")
+
+    def kill(self, mid):
+        p = self.members.pop(mid)
+        p.kill()
+        p.wait()
+
+    def pool(self, cls=qpgate.KVPool, **kw):
+        return cls(cluster=self.url, cluster_name=self.name, ca=self.ca, conns=2, **kw)
+
+    def stop(self):
+        for p in self.members.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.members.values():
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        if self.etcd.poll() is None:
+            self.etcd.terminate()
+            try:
+                self.etcd.wait(10)
+            except subprocess.TimeoutExpired:
+                self.etcd.kill()
+                self.etcd.wait()
+        for f in self.logs:
+            f.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = Cluster()
+    yield c
+    c.stop()
+
+
+def test_every_call_over_a_cluster(cluster):
+    keys = [f"cl/{i}".encode() for i in range(90)]
+    with cluster.pool() as kv:
+        for i, k in enumerate(keys):
+            kv.put(k, pattern(100 + i, i))
+        assert [kv.get(k) for k in keys] == [pattern(100 + i, i) for i in range(len(keys))]
+        out = bytearray(300)
+        assert kv.get_into(keys[5], out) == 105
+        assert bytes(out[:105]) == pattern(105, 5)
+        assert kv.delete(keys[0]) is True
+        assert kv.get(keys[0]) is None
+        assert kv.delete(keys[0]) is False
+
+
+def test_asyncio_over_a_cluster(cluster):
+    async def main():
+        async with cluster.pool(qpgate.AsyncKVPool) as kv:
+            keys = [f"acl/{i}".encode() for i in range(500)]
+            await asyncio.gather(*(kv.put(k, pattern(64 + i % 300, i)) for i, k in
+                                   enumerate(keys)))
+            got = await asyncio.gather(*(kv.get(k) for k in keys))
+            assert got == [pattern(64 + i % 300, i) for i in range(len(keys))]
+            assert await kv.get(b"acl/none") is None
+            assert await kv.delete(keys[1]) is True
+    asyncio.run(main())
+
+
+def test_unreachable_etcd_says_why():
+    with pytest.raises(qpgate.ConnectionError, match="cannot open cluster"):
+        qpgate.KVPool(cluster=f"http://127.0.0.1:{free_port()}", cluster_name="none")
+    with pytest.raises(TypeError):
+        qpgate.KVPool(cluster="http://127.0.0.1:1")  # no cluster_name
+
+
+def _failover(cluster, kv_get, kv_put):
+    """Writes 120 keys, kills m2, then reads every key in rounds (bounded):
+    each read is the value written, Unavailable (m2's keys, until its lease
+    ends), or a miss (once a survivor took the key over). Returns the
+    counts."""
+    keys = [f"fo/{i}".encode() for i in range(120)]
+    for i, k in enumerate(keys):
+        kv_put(k, pattern(200, i))
+    cluster.kill("m2")
+    seen = {"ok": 0, "unavailable": 0, "miss": 0, "wrong": 0}
+    deadline = time.monotonic() + 4 * TTL + 10
+    clean = 0
+    while time.monotonic() < deadline and clean < 2:
+        round_unav = 0
+        for i, k in enumerate(keys):
+            try:
+                v = kv_get(k)
+            except qpgate.Unavailable:
+                seen["unavailable"] += 1
+                round_unav += 1
+                continue
+            if v is None:
+                seen["miss"] += 1
+                kv_put(k, pattern(200, i))  # cache-aside: filled again
+            elif v == pattern(200, i):
+                seen["ok"] += 1
+            else:
+                seen["wrong"] += 1
+        clean = clean + 1 if round_unav == 0 else 0
+        time.sleep(0.2)
+    return seen, clean
+
+
+def test_a_member_killed_mid_run(cluster):
+    with cluster.pool() as kv:
+        seen, clean = _failover(cluster, kv.get, kv.put)
+        print("sync failover:", seen)
+        assert seen["wrong"] == 0
+        assert seen["unavailable"] > 0, "m2's keys were never Unavailable"
+        assert seen["miss"] > 0, "no survivor took m2's keys over"
+        assert clean == 2, "m2's keys stayed Unavailable past its lease"
+    cluster.start("m2")
+    cluster.wait_active(3)
+
+
+def test_asyncio_through_a_failover(cluster):
+    async def main():
+        async with cluster.pool(qpgate.AsyncKVPool) as kv:
+            keys = [f"afo/{i}".encode() for i in range(120)]
+            await asyncio.gather(*(kv.put(k, pattern(300, i)) for i, k in enumerate(keys)))
+            cluster.kill("m1")
+            unav = wrong = miss = 0
+            clean = 0
+            deadline = time.monotonic() + 4 * TTL + 10
+            while time.monotonic() < deadline and clean < 2:
+                got = await asyncio.gather(*(kv.get(k) for k in keys), return_exceptions=True)
+                round_unav = 0
+                for i, g in enumerate(got):
+                    if isinstance(g, qpgate.Unavailable):
+                        round_unav += 1
+                    elif isinstance(g, BaseException):
+                        raise g
+                    elif g is None:
+                        miss += 1
+                        await kv.put(keys[i], pattern(300, i))
+                    elif g != pattern(300, i):
+                        wrong += 1
+                unav += round_unav
+                clean = clean + 1 if round_unav == 0 else 0
+                await asyncio.sleep(0.2)
+            return unav, wrong, miss, clean
+    unav, wrong, miss, clean = asyncio.run(main())
+    print("asyncio failover: unavailable", unav, "wrong", wrong, "miss", miss)
+    assert wrong == 0
+    assert unav > 0 and miss > 0 and clean == 2
+    cluster.start("m1")
+    cluster.wait_active(3)
