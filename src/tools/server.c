@@ -21,7 +21,7 @@ static struct srv_cluster g_cluster = {.drain_ms = 500};
 
 static void on_signal(int sig)
 {
-	if (g_cluster.reg && sig == SIGTERM)
+	if (g_cluster.join && sig == SIGTERM)
 		srv_cluster_signal(&g_cluster); /* draining, then a stop */
 	else if (g_server)
 		qpg_server_stop(g_server);
@@ -343,7 +343,7 @@ int main(int argc, char **argv)
 		qpg_kv_service_destroy(kvs);
 		return 1;
 	}
-	if (g_cluster.reg)
+	if (g_cluster.join)
 		metrics_http_extra(metrics, srv_cluster_metrics, &g_cluster);
 	struct reloader rl = {.s = s};
 	bool reloading = pthread_create(&rl.thread, NULL, reload_thread, &rl) == 0;

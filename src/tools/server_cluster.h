@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* qpgate-server in a cluster (server_cluster.c): its flags, its
- * registration in etcd, and a graceful leave on SIGTERM. */
+/* qpgate-server in a cluster (server_cluster.c): its flags, and the
+ * library's join and leave (qpgate/cluster_join.h) called with them. */
 #ifndef QPG_TOOLS_SERVER_CLUSTER_H
 #define QPG_TOOLS_SERVER_CLUSTER_H
 
@@ -9,15 +9,14 @@
 
 #include "etcd_opts.h"
 #include "opts.h"
-#include "qpgate/cluster.h"
+#include "qpgate/cluster_join.h"
 #include "qpgate/server.h"
 
 struct srv_cluster {
 	struct qpg_cluster_opts etcd;
 	const char *id, *advertise, *advertise_name;
 	unsigned ttl_s, weight, drain_ms, staleness_ms;
-	struct qpg_cluster_reg *reg;
-	struct qpg_cluster_kv *kv; /* the KV service's gate, with --service kv */
+	struct qpg_cluster_join *join;
 };
 
 /* clang-format off */
