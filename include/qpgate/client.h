@@ -113,6 +113,18 @@ int qpg_client_connect_session(struct qpg_client *cl, unsigned n, void *const *u
 /* Copy PAYLOAD into a registered buffer and send it. -EAGAIN: no credit, or
  * the send queue is full (retry from the sent callback). */
 int qpg_client_send(struct qpg_client_conn *c, uint8_t type, const void *payload, uint32_t len);
+/* Zero copy, as a service's qpg_conn_buf_get / qpg_conn_send: a registered
+ * buffer of the connection's loop to build a message of up to
+ * qpg_conn_info.max_msg bytes in, at qpg_buf_payload(B) (NULL: the
+ * connection is not up, or no buffer is free); then send LEN bytes of it.
+ * The send takes B back whatever it returns (errors as qpg_client_send's);
+ * a buffer not sent goes back with qpg_client_buf_put. From the
+ * connection's loop thread only, as every call on a connection. */
+struct qpg_buf;
+struct qpg_buf *qpg_client_buf_get(struct qpg_client_conn *c);
+void qpg_client_buf_put(struct qpg_client_conn *c, struct qpg_buf *b);
+uint8_t *qpg_buf_payload(struct qpg_buf *b);
+int qpg_client_send_buf(struct qpg_client_conn *c, struct qpg_buf *b, uint8_t type, uint32_t len);
 /* A READ scatters into at most this many registered buffers (fewer where
  * the device allows fewer): qpg_conn_info.read_max / read_piece. */
 #define QPG_CLIENT_READ_SLOTS 8

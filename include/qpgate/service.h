@@ -22,7 +22,10 @@
 #include <stdio.h>
 
 #include "qpgate/qpgate.h"
-#include "qpgate/verbs.h"
+
+/* A registered message buffer (its layout: qpgate/verbs.h). A service uses
+ * it only through the calls below, on any transport. */
+struct qpg_buf;
 
 struct qpg_conn;   /* a server connection, as its service sees it */
 struct qpg_region; /* memory a service lets peers READ through windows */

@@ -42,6 +42,12 @@ void qpg_client_opts_default(struct qpg_client_opts *o)
 	o->keepalive_ms = 60000;
 }
 
+static void transport_teardown(struct qpg_client *cl)
+{
+	if (cl->t && cl->t->teardown)
+		cl->t->teardown(&cl->dev);
+}
+
 static struct qpg_client *of(struct qpg__conn *c)
 {
 	return (struct qpg_client *)c->ep;
@@ -157,40 +163,33 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	}
 	/* Message slots the client's pool may register (and, over rdma, pin). */
 	uint32_t pool_slots = o->pool_max ? o->pool_max : 16384;
-	if (t == &qpg__transport_rdma) {
-		/* The server checks HELLO's GID against the control connection's
-		 * address (reflection), so over rdma that is the address the GID
-		 * carries: each source address's own GID (one device and port for
-		 * all), or the one routed toward the server. */
-		struct sockaddr_storage local = cl->src[0];
-		if (cl->nsrc > 1 && (rc = qpg__client_pick_source_gids(cl, o, err, err_len)) != 0) {
-			free(cl);
-			return rc;
-		}
-		bool routed = cl->nsrc == 1 || qpg__local_addr_toward((struct sockaddr *)&cl->addr,
-								      cl->addr_len, &local) == 0;
-		rc = qpg__rdma_dev_open_for(&cl->dev, routed ? (struct sockaddr *)&local : NULL,
-					    cl->nsrc ? "the source address"
-						     : "the source address toward the server",
-					    o->ib_dev, o->ib_port, o->gid_index, err, err_len);
-		if (rc == 0 && (rc = qpg__client_fill_source_gids(cl, err, err_len)) != 0)
-			qpg_rdma_dev_close(&cl->dev);
-		if (rc == 0) {
-			rc = qpg__memlock_check((uint64_t)pool_slots *
-							qpg__pool_slot_size(o->max_msg) +
-						    QPG__MEMLOCK_MARGIN,
-						"the client's message pool", err, err_len);
-			if (rc)
-				qpg_rdma_dev_close(&cl->dev);
-		}
-		if (rc) {
-			free(cl);
-			return rc;
-		}
+	/* The server checks HELLO's GID against the control connection's
+	 * address (reflection), so over rdma that is the address the GID
+	 * carries: each source address's own GID (one device and port for
+	 * all), or the one routed toward the server. */
+	struct sockaddr_storage local = cl->src[0];
+	bool routed = cl->nsrc == 1 ||
+		      qpg__local_addr_toward((struct sockaddr *)&cl->addr, cl->addr_len, &local) == 0;
+	struct qpg__transport_setup su = {
+	    .toward = routed ? (struct sockaddr *)&local : NULL,
+	    .toward_what = cl->nsrc ? "the source address" : "the source address toward the server",
+	    .src = cl->src,
+	    .nsrc = cl->nsrc,
+	    .src_gid = cl->src_gid,
+	    .ib_dev = o->ib_dev,
+	    .ib_port = o->ib_port,
+	    .gid_index = o->gid_index,
+	    .pinned_bytes = (uint64_t)pool_slots * qpg__pool_slot_size(o->max_msg),
+	    .pinned_what = "the client's message pool",
+	};
+	if (t->setup && (rc = t->setup(&su, &cl->dev, err, err_len)) != 0) {
+		free(cl);
+		return rc;
 	}
+	cl->t = t;
 	struct qpg__ep_opts eo = {
 	    .t = t,
-	    .dev = t == &qpg__transport_rdma ? &cl->dev : NULL,
+	    .dev = t->setup ? &cl->dev : NULL,
 	    .max_msg = o->max_msg,
 	    .srq_depth = o->srq_depth,
 	    .pool_max = pool_slots, /* as checked above */
@@ -207,7 +206,7 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	rc = qpg__endpoint_init(&cl->ep, &eo);
 	if (rc) {
 		snprintf(err, err_len, "cannot set up %s resources: %s", t->name, strerror(-rc));
-		qpg_rdma_dev_close(&cl->dev);
+		transport_teardown(cl);
 		free(cl);
 		return rc;
 	}
@@ -216,7 +215,7 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	SSL_CTX *ctx = qpg__tls_client_ctx(&tf, err, err_len);
 	if (!ctx) {
 		qpg__endpoint_fini(&cl->ep);
-		qpg_rdma_dev_close(&cl->dev);
+		transport_teardown(cl);
 		free(cl);
 		return -EINVAL;
 	}
@@ -225,7 +224,7 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 		snprintf(err, err_len, "cannot set up TLS resumption");
 		qpg__tls_slot_fini(&cl->tls);
 		qpg__endpoint_fini(&cl->ep);
-		qpg_rdma_dev_close(&cl->dev);
+		transport_teardown(cl);
 		free(cl);
 		return -EIO;
 	}
@@ -270,7 +269,7 @@ void qpg_client_destroy(struct qpg_client *cl)
 	qpg__endpoint_fini(&cl->ep);
 	qpg__client_retry_drop(cl);
 	qpg__tls_slot_fini(&cl->tls);
-	qpg_rdma_dev_close(&cl->dev);
+	transport_teardown(cl);
 	free(cl);
 }
 
@@ -339,7 +338,8 @@ int qpg_client_connect_session(struct qpg_client *cl, unsigned n, void *const *u
 	return (int)n;
 }
 
-int qpg_client_send(struct qpg_client_conn *u, uint8_t type, const void *payload, uint32_t len)
+/* Whether U may send LEN bytes now: 0, or why not. */
+static int send_check(struct qpg_client_conn *u, uint32_t len)
 {
 	struct qpg__conn *c = u->c;
 	if (!c || c->state != QPG_CONN_ESTABLISHED)
@@ -350,10 +350,13 @@ int qpg_client_send(struct qpg_client_conn *u, uint8_t type, const void *payload
 		return -EMSGSIZE;
 	if (u->outstanding >= c->credits)
 		return -EAGAIN;
-	struct qpg_buf *b = qpg_pool_get(&c->ep->pool);
-	if (!b)
-		return -ENOBUFS;
-	memcpy(qpg__frame_payload(b), payload, len);
+	return 0;
+}
+
+/* Send B (its payload built, LEN bytes) on U, checked. */
+static int send_built(struct qpg_client_conn *u, struct qpg_buf *b, uint8_t type, uint32_t len)
+{
+	struct qpg__conn *c = u->c;
 	uint64_t t = u->first_send_ns ? 0 : qpg__now_ns(); /* only the first send is timed */
 	int rc = qpg__conn_send(c, b, type, len);
 	if (rc == 0) {
@@ -362,6 +365,42 @@ int qpg_client_send(struct qpg_client_conn *u, uint8_t type, const void *payload
 			u->first_send_ns = t;
 	}
 	return rc;
+}
+
+int qpg_client_send(struct qpg_client_conn *u, uint8_t type, const void *payload, uint32_t len)
+{
+	int rc = send_check(u, len);
+	if (rc)
+		return rc;
+	struct qpg_buf *b = qpg_pool_get(&u->c->ep->pool);
+	if (!b)
+		return -ENOBUFS;
+	memcpy(qpg__frame_payload(b), payload, len);
+	return send_built(u, b, type, len);
+}
+
+struct qpg_buf *qpg_client_buf_get(struct qpg_client_conn *u)
+{
+	struct qpg__conn *c = u->c;
+	if (!c || c->state != QPG_CONN_ESTABLISHED)
+		return NULL;
+	return qpg_pool_get(&c->ep->pool);
+}
+
+void qpg_client_buf_put(struct qpg_client_conn *u, struct qpg_buf *b)
+{
+	if (b && u->c)
+		qpg_pool_put(&u->c->ep->pool, b);
+}
+
+int qpg_client_send_buf(struct qpg_client_conn *u, struct qpg_buf *b, uint8_t type, uint32_t len)
+{
+	int rc = send_check(u, len);
+	if (rc) {
+		qpg_client_buf_put(u, b);
+		return rc;
+	}
+	return send_built(u, b, type, len);
 }
 
 /* Registered buffers for a one-sided operation of LEN bytes: one slot, or

@@ -19,6 +19,7 @@ struct qpg_client {
 	struct qpg_client_opts o;
 	struct qpg_client_cbs cbs;
 	uint8_t test_mutation; /* enum qpg__hello_mutation: a test breaks its HELLOs */
+	const struct qpg__transport_ops *t; /* set up (its setup done) */
 	struct qpg_rdma_dev dev;
 	struct sockaddr_storage addr;
 	socklen_t addr_len;
@@ -69,14 +70,10 @@ enum qpg__verdict {
 int qpg__client_attempt(struct qpg_client *cl, struct qpg_client_conn *h);
 
 /* client_sources.c. Parse LIST (comma-separated numeric addresses of
- * FAMILY) into CL->src; over rdma with several, pick the GID each carries
- * (one device and port for all), and read their bytes once the device is
- * open. 0, or a negative errno with the reason in ERR. */
+ * FAMILY) into CL->src (the GID each carries over rdma: the transport's
+ * setup, rdma_setup.c). 0, or a negative errno with the reason in ERR. */
 int qpg__client_parse_sources(struct qpg_client *cl, const char *list, int family, char *err,
 			      size_t err_len);
-int qpg__client_pick_source_gids(struct qpg_client *cl, const struct qpg_client_opts *o, char *err,
-				 size_t err_len);
-int qpg__client_fill_source_gids(struct qpg_client *cl, char *err, size_t err_len);
 /* The endpoint's closed callback: another attempt, or the caller hears. */
 void qpg__client_conn_closed(struct qpg__conn *c);
 /* Start the attempts whose backoff has passed; report cancelled ones. */

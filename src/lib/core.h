@@ -29,11 +29,37 @@
 struct qpg__endpoint;
 struct qpg__conn;
 
+/* What a process's side of a transport is set up with, before any
+ * endpoint (qpg__transport_ops.setup). */
+struct qpg__transport_setup {
+	bool passive;		       /* a server: the device of BIND_ADDR */
+	const char *bind_addr;	       /* server: its --bind address (numeric; NULL: any) */
+	const struct sockaddr *toward; /* client: our address toward the server (NULL: unknown) */
+	const char *toward_what;       /* that address, in an error */
+	const struct sockaddr_storage *src; /* client: its --source addresses */
+	unsigned nsrc;
+	struct qpg__src_gid *src_gid; /* out, NSRC entries: the GID each source carries */
+	const char *ib_dev;
+	int ib_port;
+	int gid_index;
+	uint64_t pinned_bytes; /* registered memory the process may pin */
+	const char *pinned_what;
+};
+
 struct qpg__transport_ops {
 	const char *name;
 	uint8_t wire_id;
 	size_t conn_size;      /* the transport's conn struct, which embeds qpg__conn first */
 	uint32_t busy_poll_us; /* its busy-poll window when none is chosen */
+	/* Process setup (NULL: none, as tcp's): open DEV, the device the
+	 * setup's address is on, learn each source's GID, and check that
+	 * memlock admits what will be pinned. 0, or a negative errno with a
+	 * reason in ERR and nothing left open. teardown undoes it. */
+	int (*setup)(const struct qpg__transport_setup *su, struct qpg_rdma_dev *dev, char *err,
+		     size_t err_len);
+	void (*teardown)(struct qpg_rdma_dev *dev);
+	/* " on DEV port P GID G" for the server's start line (NULL: nothing). */
+	void (*describe)(const struct qpg_rdma_dev *dev, char *buf, size_t len);
 	int (*ep_init)(struct qpg__endpoint *ep);
 	void (*ep_fini)(struct qpg__endpoint *ep);
 	/* Every tick (100 ms), NULL if nothing to do: the transport's own

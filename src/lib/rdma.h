@@ -113,6 +113,11 @@ void qpg__rdma_spare_fini(struct rdma_spares *s, struct qpg__ep_stats *st);
 /* rdma_windows.c */
 void qpg__rdma_window_done(struct rdma_window *w, const struct ibv_wc *wc);
 int qpg__rdma_windows_probe(struct qpg__endpoint *ep);
+/* rdma_setup.c: the process setup (qpg__transport_ops.setup). */
+int qpg__rdma_setup(const struct qpg__transport_setup *su, struct qpg_rdma_dev *dev, char *err,
+		    size_t err_len);
+void qpg__rdma_teardown(struct qpg_rdma_dev *dev);
+void qpg__rdma_describe(const struct qpg_rdma_dev *dev, char *buf, size_t len);
 int qpg__rdma_region_open(struct qpg__endpoint *ep, void *addr, size_t len, void **region);
 void qpg__rdma_region_close(void *region);
 int qpg__rdma_grant_read(struct qpg__conn *c, void *region, const void *addr, uint32_t len,

@@ -239,34 +239,23 @@ int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, 
 		snprintf(err, err_len, "unknown transport");
 		goto fail;
 	}
-	if (t == &qpg__transport_rdma) {
-		struct addrinfo hints = {.ai_family = AF_UNSPEC,
-					 .ai_socktype = SOCK_STREAM,
-					 .ai_flags = AI_PASSIVE | AI_NUMERICHOST},
-				*ai = NULL;
-		if (getaddrinfo(s->o.bind_addr, NULL, &hints, &ai)) {
-			snprintf(err, err_len, "bad --bind address '%s' (a numeric address)",
-				 s->o.bind_addr);
-			rc = -EINVAL;
-			goto fail;
-		}
-		rc = qpg__rdma_dev_open_for(&s->dev, ai->ai_addr, "the --bind address", s->o.ib_dev,
-					    s->o.ib_port, s->o.gid_index, err, err_len);
-		freeaddrinfo(ai);
-		if (rc)
-			goto fail;
-		/* Each thread's pool registers up to QPG__SERVER_POOL_SLOTS slots. */
-		char what[96];
-		snprintf(what, sizeof(what),
-			 "%u threads' message pools (%u slots of %u bytes each)", s->o.threads,
-			 QPG__SERVER_POOL_SLOTS, (unsigned)qpg__pool_slot_size(s->o.max_msg));
-		rc = qpg__memlock_check((uint64_t)s->o.threads * QPG__SERVER_POOL_SLOTS *
-						qpg__pool_slot_size(s->o.max_msg) +
-					    QPG__MEMLOCK_MARGIN,
-					what, err, err_len);
-		if (rc)
-			goto fail;
-	}
+	/* Each thread's pool registers up to QPG__SERVER_POOL_SLOTS slots. */
+	char what[96];
+	snprintf(what, sizeof(what), "%u threads' message pools (%u slots of %u bytes each)",
+		 s->o.threads, QPG__SERVER_POOL_SLOTS, (unsigned)qpg__pool_slot_size(s->o.max_msg));
+	struct qpg__transport_setup su = {
+	    .passive = true,
+	    .bind_addr = s->o.bind_addr,
+	    .ib_dev = s->o.ib_dev,
+	    .ib_port = s->o.ib_port,
+	    .gid_index = s->o.gid_index,
+	    .pinned_bytes = (uint64_t)s->o.threads * QPG__SERVER_POOL_SLOTS *
+			    qpg__pool_slot_size(s->o.max_msg),
+	    .pinned_what = what,
+	};
+	if (t->setup && (rc = t->setup(&su, &s->dev, err, err_len)))
+		goto fail;
+	s->t = t;
 	if (s->o.tls_ticket_period_s &&
 	    (rc = qpg__tls_tickets_new(&s->tickets, s->o.tls_ticket_period_s,
 				       s->o.tls_resume_max_s)) != 0) {
@@ -303,7 +292,7 @@ int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, 
 		w->listen_io.fd = -1;
 		struct qpg__ep_opts eo = {
 		    .t = t,
-		    .dev = t == &qpg__transport_rdma ? &s->dev : NULL,
+		    .dev = t->setup ? &s->dev : NULL,
 		    .max_msg = s->o.max_msg,
 		    .srq_depth = s->o.srq_depth,
 		    .pool_max = QPG__SERVER_POOL_SLOTS,
@@ -384,12 +373,8 @@ uint16_t qpg_server_port(const struct qpg_server *s)
 int qpg_server_run(struct qpg_server *s)
 {
 	char where[160] = "";
-	if (s->o.transport == QPG_KIND_RDMA) {
-		char g[INET6_ADDRSTRLEN] = "?";
-		inet_ntop(AF_INET6, s->dev.gid.raw, g, sizeof(g));
-		snprintf(where, sizeof(where), " on %s port %u GID %d %s", s->dev.name, s->dev.port,
-			 s->dev.gid_index, g);
-	}
+	if (s->t && s->t->describe)
+		s->t->describe(&s->dev, where, sizeof(where));
 	qpg__srv_log(s,
 		     "listening on %s:%u, transport %s%s, %u threads, max %u clients, "
 		     "handshake timeout %u ms, message auth %s, mTLS %s",
@@ -480,7 +465,8 @@ void qpg_server_destroy(struct qpg_server *s)
 	if (s->tls_ready)
 		qpg__tls_slot_fini(&s->tls);
 	qpg__tls_tickets_free(s->tickets);
-	qpg_rdma_dev_close(&s->dev);
+	if (s->t && s->t->teardown)
+		s->t->teardown(&s->dev);
 	free(s);
 }
 

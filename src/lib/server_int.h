@@ -28,6 +28,7 @@ struct worker {
 struct qpg_server {
 	struct qpg_server_opts o;
 	const struct qpg_service *service;
+	const struct qpg__transport_ops *t; /* set up (its setup done) */
 	struct qpg_rdma_dev dev;
 	struct qpg__tls_slot tls;
 	bool tls_ready;
