@@ -178,6 +178,8 @@ int main(int argc, char **argv)
 	    {"duration", 'D', OPT_DOUBLE, &b.duration_s, 0.1, 86400, "S",
 	     "measure for S seconds (default 10)"},
 	    {"ops", 'n', OPT_LONG, &b.max_ops, 1, 1e12, "N", "or: stop after N GETs"},
+	    {"put-ratio", 0, OPT_UINT, &b.put_pct, 0, 100, "PCT",
+	     "this share of operations are PUTs of the key's own value (default 0: GETs)"},
 	    {"dist", 0, OPT_CALL, &b.zipf, 0, 0, "uniform|zipf",
 	     "key popularity (default uniform; zipf s=0.99)", parse_dist},
 	    {"max-msg", 's', OPT_U32, &b.po.client.max_msg, 512, 1 << 20, "BYTES",
@@ -231,10 +233,23 @@ int main(int argc, char **argv)
 	uint8_t *value = malloc(b.value_size ? b.value_size : 1);
 	if (!b.expect || !value)
 		return 1;
+	/* --put-ratio: every key's value at hand, so a PUT costs what the
+	 * client does with it, not its making. */
+	uint64_t values_len = (uint64_t)b.nkeys * b.value_size;
+	if (b.put_pct && values_len > (1ull << 30)) {
+		fprintf(stderr,
+			"error: --put-ratio keeps every value in memory: %u keys x %u bytes is over "
+			"1 GiB; give fewer --num-keys\n",
+			b.nkeys, b.value_size);
+		return 2;
+	}
+	if (b.put_pct && !(b.values = malloc(values_len ? values_len : 1)))
+		return 1;
 	/* What every key holds, preloaded now or by an earlier run. */
 	for (uint32_t k = 0; k < b.nkeys; k++) {
-		kv_value_fill(value, k, b.value_size);
-		b.expect[k] = XXH64(value, b.value_size, 0);
+		uint8_t *v = b.values ? b.values + (size_t)k * b.value_size : value;
+		kv_value_fill(v, k, b.value_size);
+		b.expect[k] = XXH64(v, b.value_size, 0);
 	}
 	free(value);
 	if (b.zipf) {
@@ -272,8 +287,13 @@ int main(int argc, char **argv)
 			print_row(&r, base);
 			json_t *row = row_json(&r, base);
 			rc |= r.connect_error || r.errors || r.mismatches || r.ops == 0;
-			printf(" %ld GETs verified, %ld mismatches, %ld errors\n", r.ops,
-			       r.mismatches, r.errors);
+			if (b.put_pct)
+				printf(" %ld PUTs, %ld GETs verified, %ld mismatches, %ld errors\n",
+				       r.puts, r.ops - r.puts, r.mismatches, r.errors);
+			else
+				printf(" %ld GETs verified, %ld mismatches, %ld errors\n", r.ops,
+				       r.mismatches, r.errors);
+			json_object_set_new(row, "puts", json_integer(r.puts));
 			if (clustered) {
 				/* Misses and UNAVAILABLE answers are what a failover
 				 * costs; anything else, or a value that fails its
@@ -326,6 +346,7 @@ int main(int argc, char **argv)
 	}
 	json_decref(b.cluster_report);
 	free(b.expect);
+	free(b.values);
 	free(b.zipf_cdf);
 	return rc ? 1 : 0;
 }

@@ -28,6 +28,7 @@ struct worker {
 	XXH64_state_t *xxh; /* running checksum of the value being received */
 	uint64_t t0;
 	long ops, mismatches, errors;
+	long puts; /* of OPS, PUTs (--put-ratio) */
 	/* --cluster: a miss is filled again (cache-aside), with this value */
 	long misses, unavailable, refills;
 	uint8_t *refill;
@@ -46,6 +47,11 @@ struct bench {
 	bool zipf;
 	double *zipf_cdf;
 	uint64_t *expect; /* XXH64 of each key's value */
+	/* --put-ratio: this percentage of the workers' operations are PUTs of
+	 * the key's own value (so GETs still verify), from VALUES, every
+	 * key's value laid out in turn (NULL without PUTs). */
+	unsigned put_pct;
+	uint8_t *values;
 	pid_t server_pid; /* --server-pid: its CPU per GET too (0: none) */
 	/* Where the GETs go: one server's pool, or with --cluster the members
 	 * etcd names (kvbench_cluster.c), behind one interface. */
@@ -77,6 +83,7 @@ struct run_result {
 	unsigned workers, clients, threads;
 	unsigned credits; /* per connection, as agreed with the server */
 	long ops, mismatches, errors;
+	long puts; /* of OPS (--put-ratio) */
 	long misses, unavailable, refills; /* --cluster */
 	double secs, ops_per_s, gib_per_s;
 	struct qpg_hist lat;

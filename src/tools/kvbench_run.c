@@ -122,7 +122,10 @@ static int preload(struct bench *b, long *unav)
 		pthread_mutex_unlock(&b->lock);
 		if (rc)
 			break;
-		kv_value_fill(s->value, k, b->value_size);
+		if (b->values)
+			memcpy(s->value, b->values + (size_t)k * b->value_size, b->value_size);
+		else
+			kv_value_fill(s->value, k, b->value_size);
 		int n = key_name(s->key, sizeof(s->key), k);
 		s->req = (struct qpg_kv_request){.op = QPG_KV_PUT,
 						 .key = s->key,
@@ -234,6 +237,27 @@ static void get_done(struct qpg_kv_request *r, int status, uint32_t len)
 	issue(w);
 }
 
+/* --put-ratio: a worker's PUT is in. */
+static void put_done_w(struct qpg_kv_request *r, int status, uint32_t len)
+{
+	(void)len;
+	struct worker *w = r->user;
+	struct qpg_hist *h = thread_lat(w->b);
+	if (h)
+		qpg_hist_add(h, now_ns() - w->t0);
+	if (status == QPG_KV_UNAVAILABLE)
+		w->unavailable++;
+	else if (status != QPG_KV_OK)
+		w->errors++;
+	else
+		w->ops++, w->puts++;
+	if (status < 0) {
+		worker_stop(w->b);
+		return;
+	}
+	issue(w);
+}
+
 static void issue(struct worker *w)
 {
 	struct bench *b = w->b;
@@ -244,6 +268,19 @@ static void issue(struct worker *w)
 	}
 	w->key = pick_key(w);
 	int n = key_name(w->keybuf, sizeof(w->keybuf), w->key);
+	if (b->put_pct && xorshift(&w->rng) % 100 < b->put_pct) {
+		w->req = (struct qpg_kv_request){.op = QPG_KV_PUT,
+						 .key = w->keybuf,
+						 .key_len = (uint16_t)n,
+						 .value = b->values + (size_t)w->key * b->value_size,
+						 .value_len = b->value_size,
+						 .done = put_done_w,
+						 .user = w};
+		w->t0 = now_ns();
+		if (kvb_submit(b, &w->req) != 0)
+			worker_stop(b);
+		return;
+	}
 	w->req = (struct qpg_kv_request){.op = QPG_KV_GET,
 					 .key = w->keybuf,
 					 .key_len = (uint16_t)n,
@@ -394,6 +431,7 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 	kvb_close(b);
 	for (unsigned i = 0; i < workers; i++) {
 		res->ops += w[i].ops;
+		res->puts += w[i].puts;
 		res->mismatches += w[i].mismatches;
 		res->errors += w[i].errors;
 		res->misses += w[i].misses;
