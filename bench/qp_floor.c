@@ -24,6 +24,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "floor.h"
+
 #include "qpgate/verbs.h"
 
 enum { S_CREATE, S_INIT, S_RTR, S_RTS, S_DESTROY, S_N };
@@ -37,32 +39,6 @@ struct probe {
 	struct ibv_mr *mr;
 	uint8_t *buf; /* [0, 64): what A sends; [64, 128): where B receives */
 };
-
-static double cpu_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double wall_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static long num(const char *s, long lo, long hi)
-{
-	char *e;
-	errno = 0;
-	long v = strtol(s, &e, 10);
-	if (errno || *e || v < lo || v > hi) {
-		fprintf(stderr, "qpg_qp_floor: '%s' is not a number in %ld..%ld\n", s, lo, hi);
-		exit(2);
-	}
-	return v;
-}
 
 static int probe_send(struct ibv_qp *a, const struct probe *p, unsigned round)
 {
@@ -101,7 +77,7 @@ static int pair_round(struct qpg_rdma_dev *dev, const struct qpg_qp_opts *qo, do
 	struct qpg_qp_addr addr[2];
 	uint32_t psn[2];
 	int rc = 0;
-	double t = cpu_s(), u;
+	double t = floor_clock_s(CLOCK_PROCESS_CPUTIME_ID), u;
 	for (int i = 0; i < 2 && !rc; i++)
 		if ((rc = qpg_psn_random(&psn[i])) == 0 && !q[i])
 			rc = qpg_qp_create(dev, qo, &q[i]);
@@ -109,7 +85,7 @@ static int pair_round(struct qpg_rdma_dev *dev, const struct qpg_qp_opts *qo, do
 		*what = "QP create";
 		goto out;
 	}
-	u = cpu_s(), step[S_CREATE] += u - t, t = u;
+	u = floor_clock_s(CLOCK_PROCESS_CPUTIME_ID), step[S_CREATE] += u - t, t = u;
 	for (int i = 0; i < 2; i++)
 		qpg_qp_local_addr(dev, q[i], psn[i], &addr[i]);
 	for (int i = 0; i < 2 && !rc; i++)
@@ -118,34 +94,34 @@ static int pair_round(struct qpg_rdma_dev *dev, const struct qpg_qp_opts *qo, do
 		*what = "INIT";
 		goto out;
 	}
-	u = cpu_s(), step[S_INIT] += u - t, t = u;
+	u = floor_clock_s(CLOCK_PROCESS_CPUTIME_ID), step[S_INIT] += u - t, t = u;
 	for (int i = 0; i < 2 && !rc; i++)
 		rc = qpg_qp_to_rtr(dev, q[i], &addr[!i], qo);
 	if (rc) {
 		*what = "RTR";
 		goto out;
 	}
-	u = cpu_s(), step[S_RTR] += u - t, t = u;
+	u = floor_clock_s(CLOCK_PROCESS_CPUTIME_ID), step[S_RTR] += u - t, t = u;
 	for (int i = 0; i < 2 && !rc; i++)
 		rc = qpg_qp_to_rts(dev, q[i], psn[i], qo);
 	if (rc) {
 		*what = "RTS";
 		goto out;
 	}
-	u = cpu_s(), step[S_RTS] += u - t, t = u;
+	u = floor_clock_s(CLOCK_PROCESS_CPUTIME_ID), step[S_RTS] += u - t, t = u;
 	if (keep) {
 		if ((rc = probe_send(q[0], probe, round)) != 0) {
 			*what = "a message through the pair";
 			goto out;
 		}
-		t = cpu_s(); /* the message is not a step of the bring-up */
+		t = floor_clock_s(CLOCK_PROCESS_CPUTIME_ID); /* the message is not a step of the bring-up */
 		struct ibv_qp_attr reset = {.qp_state = IBV_QPS_RESET};
 		for (int i = 0; i < 2 && !rc; i++)
 			rc = -ibv_modify_qp(q[i], &reset, IBV_QP_STATE);
 		if (rc)
 			*what = "RESET";
 		else
-			step[S_DESTROY] += cpu_s() - t;
+			step[S_DESTROY] += floor_clock_s(CLOCK_PROCESS_CPUTIME_ID) - t;
 		return rc;
 	}
 out:
@@ -153,7 +129,7 @@ out:
 		if (own[i])
 			qpg_qp_destroy(&own[i]);
 	if (!rc && !keep)
-		step[S_DESTROY] += cpu_s() - t;
+		step[S_DESTROY] += floor_clock_s(CLOCK_PROCESS_CPUTIME_ID) - t;
 	return rc;
 }
 
@@ -173,10 +149,10 @@ int main(int argc, char **argv)
 			devname = optarg;
 			break;
 		case 'g':
-			gid_index = (int)num(optarg, 0, 255);
+			gid_index = (int)floor_num("qpg_qp_floor", optarg, 0, 255);
 			break;
 		case 'n':
-			pairs = num(optarg, 1, 1000000);
+			pairs = floor_num("qpg_qp_floor", optarg, 1, 1000000);
 			break;
 		default:
 			fprintf(
@@ -227,7 +203,7 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
-	double step[S_N] = {0}, t0 = cpu_s(), w0 = wall_s();
+	double step[S_N] = {0}, t0 = floor_clock_s(CLOCK_PROCESS_CPUTIME_ID), w0 = floor_clock_s(CLOCK_MONOTONIC);
 	const char *what = NULL;
 	long done = 0;
 	for (; done < pairs; done++)
@@ -237,7 +213,7 @@ int main(int argc, char **argv)
 				strerror(-rc));
 			break;
 		}
-	double cpu = cpu_s() - t0, wall = wall_s() - w0;
+	double cpu = floor_clock_s(CLOCK_PROCESS_CPUTIME_ID) - t0, wall = floor_clock_s(CLOCK_MONOTONIC) - w0;
 	for (int i = 0; i < 2; i++)
 		if (kept[i])
 			qpg_qp_destroy(&kept[i]);

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "floor.h"
 #include "qpgate/verbs.h"
 
 #define NVALS 16 /* distinct values the responder holds */
@@ -202,18 +203,6 @@ static void usage(void)
 	exit(2);
 }
 
-static long num(const char *s, long lo, long hi)
-{
-	char *e;
-	errno = 0;
-	long v = strtol(s, &e, 10);
-	if (errno || *e || v < lo || v > hi) {
-		fprintf(stderr, "qpg_read_floor: '%s' is not a number in %ld..%ld\n", s, lo, hi);
-		exit(2);
-	}
-	return v;
-}
-
 int main(int argc, char **argv)
 {
 	struct opts o = {.size = 65536,
@@ -230,16 +219,16 @@ int main(int argc, char **argv)
 			o.dev = optarg;
 			break;
 		case 's':
-			o.size = (uint32_t)num(optarg, 1, 1 << 24);
+			o.size = (uint32_t)floor_num("qpg_read_floor", optarg, 1, 1 << 24);
 			break;
 		case 'q':
-			o.depth = (unsigned)num(optarg, 1, 1024);
+			o.depth = (unsigned)floor_num("qpg_read_floor", optarg, 1, 1024);
 			break;
 		case 't':
-			o.threads = (unsigned)num(optarg, 1, 64);
+			o.threads = (unsigned)floor_num("qpg_read_floor", optarg, 1, 64);
 			break;
 		case 'D':
-			o.secs = (double)num(optarg, 1, 3600);
+			o.secs = (double)floor_num("qpg_read_floor", optarg, 1, 3600);
 			break;
 		case 'V':
 			o.verify = optarg;

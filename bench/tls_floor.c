@@ -46,14 +46,9 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
 
-static double cpu_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
+#include "floor.h"
+#include <unistd.h>
 
 struct side {
 	SSL *ssl;
@@ -66,9 +61,9 @@ static int step(struct side *s, char *why, size_t why_len)
 {
 	if (s->done)
 		return 0;
-	double t0 = cpu_now();
+	double t0 = floor_clock_s(CLOCK_THREAD_CPUTIME_ID);
 	enum qpg__tls_io r = qpg__tls_handshake(s->ssl, why, why_len);
-	s->cpu += cpu_now() - t0;
+	s->cpu += floor_clock_s(CLOCK_THREAD_CPUTIME_ID) - t0;
 	if (r == QPG_TLS_DONE)
 		s->done = 1;
 	return r == QPG_TLS_FAILED ? -1 : 0;
@@ -80,9 +75,9 @@ static void take_ticket(struct side *c)
 {
 	char b[1], why[256];
 	size_t n;
-	double t0 = cpu_now();
+	double t0 = floor_clock_s(CLOCK_THREAD_CPUTIME_ID);
 	(void)qpg__tls_read(c->ssl, b, sizeof(b), &n, why, sizeof(why));
-	c->cpu += cpu_now() - t0;
+	c->cpu += floor_clock_s(CLOCK_THREAD_CPUTIME_ID) - t0;
 }
 
 /* --tcp: the listener on 127.0.0.1 the pairs are made from (-1:
@@ -119,7 +114,7 @@ static int make_pair(int fds[2], double *ccpu, double *scpu)
 		}
 		return 0;
 	}
-	double t0 = cpu_now();
+	double t0 = floor_clock_s(CLOCK_THREAD_CPUTIME_ID);
 	fds[0] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fds[0] < 0 || (connect(fds[0], (struct sockaddr *)&tcp_addr, sizeof(tcp_addr)) &&
 			   errno != EINPROGRESS)) {
@@ -129,12 +124,12 @@ static int make_pair(int fds[2], double *ccpu, double *scpu)
 		return -1;
 	}
 	qpg__sock_tune(fds[0]);
-	*ccpu += cpu_now() - t0;
+	*ccpu += floor_clock_s(CLOCK_THREAD_CPUTIME_ID) - t0;
 	fds[1] = -1;
 	for (int i = 0; i < 1000 && fds[1] < 0; i++) {
-		t0 = cpu_now();
+		t0 = floor_clock_s(CLOCK_THREAD_CPUTIME_ID);
 		fds[1] = accept4(tcp_listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		*scpu += cpu_now() - t0;
+		*scpu += floor_clock_s(CLOCK_THREAD_CPUTIME_ID) - t0;
 		if (fds[1] < 0 && errno != EAGAIN)
 			break;
 		if (fds[1] < 0)
@@ -163,11 +158,11 @@ static int handshakes(struct qpg__tls_slot *cs, SSL_CTX *sctx, const char *name,
 		struct side c = {0}, s = {0};
 		if (make_pair(fds, &c.cpu, &s.cpu))
 			return -1;
-		double t0 = cpu_now();
+		double t0 = floor_clock_s(CLOCK_THREAD_CPUTIME_ID);
 		c.ssl = qpg__tls_slot_session(cs, fds[0], 0, name);
-		double t1 = cpu_now();
+		double t1 = floor_clock_s(CLOCK_THREAD_CPUTIME_ID);
 		s.ssl = qpg__tls_session(sctx, fds[1], 1, NULL);
-		s.cpu += cpu_now() - t1;
+		s.cpu += floor_clock_s(CLOCK_THREAD_CPUTIME_ID) - t1;
 		c.cpu += t1 - t0;
 		char why[256] = "";
 		int rounds = 0;
@@ -191,13 +186,13 @@ static int handshakes(struct qpg__tls_slot *cs, SSL_CTX *sctx, const char *name,
 		}
 		/* As qpgate does once the bootstrap is over: TLS goes, the
 		 * connection (and the client's ticket) stays good. */
-		t0 = cpu_now();
+		t0 = floor_clock_s(CLOCK_THREAD_CPUTIME_ID);
 		qpg__tls_release(c.ssl);
 		close(fds[0]);
-		t1 = cpu_now();
+		t1 = floor_clock_s(CLOCK_THREAD_CPUTIME_ID);
 		qpg__tls_release(s.ssl);
 		close(fds[1]);
-		s.cpu += cpu_now() - t1;
+		s.cpu += floor_clock_s(CLOCK_THREAD_CPUTIME_ID) - t1;
 		c.cpu += t1 - t0;
 		out->cli_cpu += c.cpu;
 		out->srv_cpu += s.cpu;

@@ -61,14 +61,8 @@ int main(int argc, char **argv)
 	     "test hook: no keepalive frames, not even as each QP comes up"},
 	    QPG_OPT_END};
 	struct cluster_pick pick = {0};
-	const struct qpg_opt cluster[] = {QPG_OPTS_CLUSTER_PICK(&pick), QPG_OPT_END};
-	const struct qpg_opt *const tables[] = {client, own, cluster, NULL};
-	bool clustered = cluster_pick_wanted(argc, argv);
-	int optind =
-	    qpg_opts_parse(argc, argv, tables,
-			   clustered ? "qpgate-client --cluster URL --cluster-name NAME [options]"
-				     : "qpgate-client [options] HOST SERVERNAME",
-			   clustered ? 0 : 2);
+	bool clustered;
+	int optind = cluster_pick_parse(&pick, argc, argv, client, own, "qpgate-client", &clustered);
 	if (clustered) {
 		if (cluster_pick(&pick, &o, "qpgate-client"))
 			return 1;

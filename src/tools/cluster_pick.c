@@ -24,6 +24,19 @@ bool cluster_pick_wanted(int argc, char **argv)
 	return false;
 }
 
+int cluster_pick_parse(struct cluster_pick *p, int argc, char **argv, const struct qpg_opt *client,
+		       const struct qpg_opt *own, const char *synopsis, bool *clustered)
+{
+	const struct qpg_opt cluster[] = {QPG_OPTS_CLUSTER_PICK(p), QPG_OPT_END};
+	const struct qpg_opt *const tables[] = {client, own, cluster, NULL};
+	char usage[256];
+	*clustered = cluster_pick_wanted(argc, argv);
+	snprintf(usage, sizeof(usage), *clustered ? "%s --cluster URL --cluster-name NAME [options]"
+						  : "%s [options] HOST SERVERNAME",
+		 synopsis);
+	return qpg_opts_parse(argc, argv, tables, usage, *clustered ? 0 : 2);
+}
+
 static double load_of(const struct qpg_cluster_member *m)
 {
 	return m->max_clients ? (double)m->clients / m->max_clients : (double)m->clients;

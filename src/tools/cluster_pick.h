@@ -22,6 +22,12 @@ struct cluster_pick {
 
 /* True when --cluster was given (then the tool takes no HOST SERVERNAME). */
 bool cluster_pick_wanted(int argc, char **argv);
+/* Parse ARGV with the tool's CLIENT and OWN option tables and the
+ * cluster's: SYNOPSIS is how the tool starts ("qpgate-perf -c N"), followed
+ * by "HOST SERVERNAME" or the cluster's flags. *CLUSTERED says which. The
+ * first argument after the options. */
+int cluster_pick_parse(struct cluster_pick *p, int argc, char **argv, const struct qpg_opt *client,
+		       const struct qpg_opt *own, const char *synopsis, bool *clustered);
 /* Choose an active member of CO's transport: two at random, the less
  * loaded wins; a member that refuses a TCP connect is left out and another
  * chosen. Sets CO's host, port, servername and SPKI pin. 0, or 1 with the

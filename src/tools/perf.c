@@ -248,14 +248,8 @@ int main(int argc, char **argv)
 	     "append 'LOCAL_PSN PEER_PSN' per rdma connection (PSN audits)"},
 	    QPG_OPT_END};
 	struct cluster_pick pick = {0};
-	const struct qpg_opt cluster[] = {QPG_OPTS_CLUSTER_PICK(&pick), QPG_OPT_END};
-	const struct qpg_opt *const tables[] = {client, own, cluster, NULL};
-	bool clustered = cluster_pick_wanted(argc, argv);
-	int optind = qpg_opts_parse(
-	    argc, argv, tables,
-	    clustered ? "qpgate-perf -c N --cluster URL --cluster-name NAME [options]"
-		      : "qpgate-perf -c N [options] HOST SERVERNAME",
-	    clustered ? 0 : 2);
+	bool clustered;
+	int optind = cluster_pick_parse(&pick, argc, argv, client, own, "qpgate-perf -c N", &clustered);
 	s.server_pid = (pid_t)server_pid;
 	if (proc_check_server_pid(s.server_pid))
 		return 2;

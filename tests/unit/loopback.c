@@ -141,3 +141,18 @@ int qpg_loopback_echo_once(struct qpg_client *cl, char *why, size_t why_len)
 		return -2;
 	return ci.resumed;
 }
+
+struct qpg_loopback qpg_lb;
+
+int qpg_loopback_group_start(void **state)
+{
+	(void)state;
+	return qpg_loopback_init(&qpg_lb) || qpg_loopback_start(&qpg_lb) ? -1 : 0;
+}
+
+int qpg_loopback_group_stop(void **state)
+{
+	(void)state;
+	qpg_loopback_fini(&qpg_lb);
+	return 0;
+}

@@ -24,6 +24,11 @@ int qpg_loopback_init(struct qpg_loopback *lb);
 int qpg_loopback_start(struct qpg_loopback *lb);
 int qpg_loopback_stop(struct qpg_loopback *lb);
 void qpg_loopback_fini(struct qpg_loopback *lb);
+/* One loopback server for a whole group of tests: pass these as
+ * QPG_UNIT_MAIN's group setup and teardown, and use qpg_lb. */
+extern struct qpg_loopback qpg_lb;
+int qpg_loopback_group_start(void **state);
+int qpg_loopback_group_stop(void **state);
 /* Options for a tcp client of LB (host 127.0.0.1, servername localhost). */
 void qpg_loopback_client_opts(const struct qpg_loopback *lb, struct qpg_client_opts *o);
 

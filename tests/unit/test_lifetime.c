@@ -23,19 +23,6 @@
 #include "loopback.h"
 #include "qpgate/wire.h"
 
-static struct qpg_loopback lb;
-
-static int start(void **state)
-{
-	return qpg_loopback_init(&lb) || qpg_loopback_start(&lb) ? -1 : 0;
-}
-
-static int stop(void **state)
-{
-	qpg_loopback_fini(&lb);
-	return 0;
-}
-
 /* Per-connection state a test's callbacks see. */
 struct conn {
 	struct qpg_client_conn *c;
@@ -110,7 +97,7 @@ static struct qpg_client *client(uint16_t port)
 static struct qpg_client *client_at(const char *host, uint16_t port, unsigned attempts)
 {
 	struct qpg_client_opts o;
-	qpg_loopback_client_opts(&lb, &o);
+	qpg_loopback_client_opts(&qpg_lb, &o);
 	o.host = host;
 	o.port = port;
 	o.connect_attempts = attempts;
@@ -122,7 +109,7 @@ static struct qpg_client *client_at(const char *host, uint16_t port, unsigned at
 
 static void close_self_inside_reply(void **state)
 {
-	struct qpg_client *cl = client(lb.port);
+	struct qpg_client *cl = client(qpg_lb.port);
 	struct conn k = {.close_self = true};
 	assert_int_equal(qpg_client_connect(cl, &k, &k.c), 0);
 	RUN_UNTIL(cl, k.up);
@@ -142,7 +129,7 @@ static void close_self_inside_reply(void **state)
 static void close_other_in_same_batch(void **state)
 {
 	enum { N = 16 };
-	struct qpg_client *cl = client(lb.port);
+	struct qpg_client *cl = client(qpg_lb.port);
 	struct conn k[2 * N];
 	memset(k, 0, sizeof(k));
 	for (int i = 0; i < 2 * N; i++) {
@@ -208,7 +195,7 @@ static void failed_connect_reaches_closed_with_user(void **state)
  * connection, before the service sees it, and no other. */
 static void wrong_frame_type_closes_only_its_connection(void **state)
 {
-	struct qpg_client *cl = client(lb.port);
+	struct qpg_client *cl = client(qpg_lb.port);
 	struct conn bad = {0}, good = {0};
 	assert_int_equal(qpg_client_connect(cl, &bad, &bad.c), 0);
 	assert_int_equal(qpg_client_connect(cl, &good, &good.c), 0);
@@ -230,7 +217,7 @@ static void wrong_frame_type_closes_only_its_connection(void **state)
  * caller, and the leader says which QP it was. */
 static void session_shares_one_fate(void **state)
 {
-	struct qpg_client *cl = client(lb.port);
+	struct qpg_client *cl = client(qpg_lb.port);
 	struct conn k = {0};
 	assert_int_equal(qpg_client_connect(cl, &k, &k.c), 0);
 	struct qpg_client_conn *h1 = qpg__client_test_member(k.c, NULL);
@@ -294,7 +281,7 @@ static void busy_poll_default_is_the_transports(void **state)
 	free(ep);
 }
 
-QPG_UNIT_MAIN(start, stop, cmocka_unit_test(busy_poll_default_is_the_transports),
+QPG_UNIT_MAIN(qpg_loopback_group_start, qpg_loopback_group_stop, cmocka_unit_test(busy_poll_default_is_the_transports),
 	      cmocka_unit_test(close_self_inside_reply),
 	      cmocka_unit_test(close_other_in_same_batch),
 	      cmocka_unit_test(failed_connect_reaches_closed_with_user),

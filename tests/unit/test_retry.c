@@ -27,19 +27,6 @@
 #include "loopback.h"
 #include "qpgate/wire.h"
 
-static struct qpg_loopback lb;
-
-static int start(void **state)
-{
-	return qpg_loopback_init(&lb) || qpg_loopback_start(&lb) ? -1 : 0;
-}
-
-static int stop(void **state)
-{
-	qpg_loopback_fini(&lb);
-	return 0;
-}
-
 struct conn {
 	struct qpg_client_conn *c;
 	int up, closed;
@@ -110,7 +97,7 @@ static unsigned attempts_of(struct qpg_client_conn *c)
 
 static void refused_is_tried_up_to_the_attempts(void **state)
 {
-	struct qpg_client *cl = client_of(&lb, free_port(), NULL, 3);
+	struct qpg_client *cl = client_of(&qpg_lb, free_port(), NULL, 3);
 	struct conn k = {0};
 	assert_int_equal(qpg_client_connect(cl, &k, &k.c), 0);
 	RUN_UNTIL(cl, k.closed);
@@ -151,7 +138,7 @@ static void server_that_starts_late_is_reached(void **state)
 
 static void wrong_host_name_is_not_tried_again(void **state)
 {
-	struct qpg_client *cl = client_of(&lb, lb.port, "not-this-server.example", 5);
+	struct qpg_client *cl = client_of(&qpg_lb, qpg_lb.port, "not-this-server.example", 5);
 	struct conn k = {0};
 	assert_int_equal(qpg_client_connect(cl, &k, &k.c), 0);
 	RUN_UNTIL(cl, k.closed);
@@ -193,7 +180,7 @@ static void full_address_is_not_tried_again(void **state)
 
 static void close_between_attempts_is_reported_once(void **state)
 {
-	struct qpg_client *cl = client_of(&lb, free_port(), NULL, 5);
+	struct qpg_client *cl = client_of(&qpg_lb, free_port(), NULL, 5);
 	struct conn k = {0};
 	assert_int_equal(qpg_client_connect(cl, &k, &k.c), 0);
 	RUN_UNTIL(cl, qpg__client_test_conn(k.c) == NULL); /* waiting for its next try */
@@ -231,7 +218,7 @@ static void transient_classes(void **state)
 	assert_false(qpg__client_transient(QPG_ERR_NONE, 0));
 }
 
-QPG_UNIT_MAIN(start, stop, cmocka_unit_test(transient_classes),
+QPG_UNIT_MAIN(qpg_loopback_group_start, qpg_loopback_group_stop, cmocka_unit_test(transient_classes),
 	      cmocka_unit_test(refused_is_tried_up_to_the_attempts),
 	      cmocka_unit_test(server_that_starts_late_is_reached),
 	      cmocka_unit_test(wrong_host_name_is_not_tried_again),
