@@ -325,9 +325,8 @@ int qpg__kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts 
 			k->slots = calloc(k->nslots, sizeof(*k->slots));
 			k->rel_cap = QPG_MAX(QPG__KVC_GRANTS_MAX, k->nslots);
 			k->rel_ids = calloc(k->rel_cap, sizeof(*k->rel_ids));
-			k->frame = malloc(p->o.client.max_msg);
 			k->md = EVP_MD_CTX_new();
-			if (!k->slots || !k->rel_ids || !k->frame || !k->md)
+			if (!k->slots || !k->rel_ids || !k->md)
 				rc = -ENOMEM;
 		}
 		/* Each thread's client sizes its pool for its connections. */
@@ -429,7 +428,6 @@ void qpg_kv_pool_destroy(struct qpg_kv_pool *p)
 		for (unsigned i = 0; th->conns && i < th->nconns; i++) {
 			free(th->conns[i].slots);
 			free(th->conns[i].rel_ids);
-			free(th->conns[i].frame);
 			EVP_MD_CTX_free(th->conns[i].md);
 		}
 		free(th->conns);
@@ -477,12 +475,3 @@ int qpg__kv_pool_run(struct qpg_kv_pool *p)
 	return 0;
 }
 
-void qpg__kv_request_hooks(struct qpg_kv_request *op, bool unknown_op, uint8_t abuse)
-{
-	KR(op)->hooks = (uint8_t)((unknown_op ? QPG__KV_HOOK_UNKNOWN_OP : 0) | (abuse & 0x7f));
-}
-
-uint8_t qpg__kv_abuse_of(const struct qpg_kv_request *op)
-{
-	return KR((struct qpg_kv_request *)op)->hooks & 0x7f;
-}

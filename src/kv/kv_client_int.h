@@ -79,7 +79,6 @@ struct kv_conn {
 	struct qpg_kv_request *head, *tail; /* waiting for a slot */
 	struct qpg_kv_request *put_cur;	    /* a PUT with chunks still to send */
 	struct qpg_kv_request *unsent;	    /* a GET/DEL whose request found the queue full */
-	uint8_t *frame;			    /* scratch for building requests */
 	/* one-sided GETs */
 	uint8_t get_flags; /* on each GET: whether (or when) to ask for a grant */
 	bool pumping;	   /* tcp completes sends inside the send call: no nesting */
@@ -160,6 +159,12 @@ void qpg__kvc_list_push(struct qpg_kv_request **head, struct qpg_kv_request **ta
 			struct qpg_kv_request *op);
 struct qpg_kv_request *qpg__kvc_list_pop(struct qpg_kv_request **head,
 					 struct qpg_kv_request **tail);
+
+/* kv_client_req.c: one request frame, R's header and key, then CHUNK,
+ * built in a registered buffer and sent. 0, or why not (-EAGAIN: no
+ * credit, -ENOBUFS...). */
+int qpg__kvc_send_req(struct kv_conn *k, const struct qpg_kv_req *r, const void *chunk,
+		      uint32_t chunk_len);
 
 /* kv_client_io.c: send what K may send now (releases, chunks, requests). */
 void qpg__kvc_pump(struct kv_conn *k);

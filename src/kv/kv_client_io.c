@@ -35,12 +35,7 @@ static int send_frame(struct kv_conn *k, struct qpg_kv_request *op, uint32_t off
 		r.flags |= QPG_KV_F_RELEASE;
 		r.offset = k->rel_ids[0];
 	}
-	int n = qpg_kv_encode_req(k->frame, k->max_msg, &r);
-	if (n < 0)
-		return n;
-	if (chunk)
-		memcpy(k->frame + n, (const uint8_t *)op->value + off, chunk);
-	int rc = qpg_client_send(k->conn, QPG_FRAME_KV_REQ, k->frame, (uint32_t)n + chunk);
+	int rc = qpg__kvc_send_req(k, &r, chunk ? (const uint8_t *)op->value + off : NULL, chunk);
 	if (rc == 0) {
 		if (k->outstanding++ == 0)
 			k->answer_ns = qpg__now_ns();

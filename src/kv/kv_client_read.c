@@ -21,8 +21,7 @@
 static int send_release_frame(struct kv_conn *k, uint32_t req_id, uint32_t id)
 {
 	struct qpg_kv_req r = {.op = QPG_KV_RELEASE, .req_id = req_id, .offset = id};
-	int n = qpg_kv_encode_req(k->frame, k->max_msg, &r);
-	int rc = n < 0 ? n : qpg_client_send(k->conn, QPG_FRAME_KV_REQ, k->frame, (uint32_t)n);
+	int rc = qpg__kvc_send_req(k, &r, NULL, 0);
 	if (rc == 0)
 		k->outstanding++;
 	return rc;
