@@ -277,7 +277,7 @@ static void tick(struct engine *e, const char *phase, uint64_t *next)
 		return;
 	*next = now + 250000000ull;
 	if (e->o->sync)
-		load_sync_progress(e->o->sync, e->r, phase); /* the sum, from one engine */
+		e->o->sync_progress(e->o->sync, e->r, phase); /* the sum, from one engine */
 	else if (e->o->progress)
 		e->o->progress(e->r, phase, e->o->progress_arg);
 }
@@ -327,7 +327,7 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 		free(e.waiting);
 		return -ENOMEM;
 	}
-	uint64_t t0 = o->sync ? load_sync_t0(o->sync) : now_ns();
+	uint64_t t0 = o->sync ? o->sync_t0(o->sync) : now_ns();
 	uint64_t deadline = t0 + (uint64_t)o->timeout_ms * 1000000ull, next = 0;
 
 	/* Open connections keeping at most WINDOW handshakes in flight (and at
@@ -390,7 +390,7 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 	uint64_t t_up = now_ns();
 	r->connect_s = (double)(t_up - t0) / 1e9;
 	if (o->sync)
-		load_sync_connected(o->sync, cl, r); /* every engine's connects are over */
+		o->sync_connected(o->sync, cl, r); /* every engine's connects are over */
 	else
 		load_announce_connected(o, r);
 	/* Every connection stays up through the hold: concurrency is real. */

@@ -55,9 +55,15 @@ struct load_opts {
 	 * (with threads, from each engine's thread). */
 	void (*conn_done)(const struct qpg_conn_info *ci, void *arg);
 	/* Set by load_run_spread for each of its engines: the global index of
-	 * the engine's first connection, and what the engines share. */
+	 * the engine's first connection, and what the engines share (NULL for
+	 * an engine alone): their common start, their rendezvous once
+	 * connected (the first announces the sum), and their summed progress
+	 * (load_spread.c). */
 	int base;
-	struct load_sync *sync;
+	void *sync;
+	uint64_t (*sync_t0)(void *sync);
+	void (*sync_connected)(void *sync, struct qpg_client *cl, const struct load_result *r);
+	void (*sync_progress)(void *sync, const struct load_result *r, const char *phase);
 };
 
 struct load_result {
@@ -120,12 +126,6 @@ int load_default_threads(int nconns);
 /* What an engine of load_run_spread calls (load.c). */
 void load_result_init(struct load_result *r, int nconns);
 void load_announce_connected(const struct load_opts *o, const struct load_result *r);
-uint64_t load_sync_t0(struct load_sync *s);
-/* At the end of an engine's connect phase: serves CL until every engine is
- * there, then the first announces the sum, then all go on. */
-void load_sync_connected(struct load_sync *s, struct qpg_client *cl, const struct load_result *r);
-/* Every 250 ms: R is one engine's; the first engine reports the sum. */
-void load_sync_progress(struct load_sync *s, const struct load_result *r, const char *phase);
 /* perftest-style summary on stdout. */
 /* perftest-style tables; bandwidth in MiB/s, or Gb/s with O->report_gbits. */
 void load_print(const struct load_result *r, const struct load_opts *o);

@@ -54,8 +54,10 @@ int load_default_threads(int nconns)
 	return t < 1 ? 1 : t > 64 ? 64 : (int)t;
 }
 
-uint64_t load_sync_t0(struct load_sync *s)
+/* At the start of an engine's connect phase: the engines' common start. */
+static uint64_t sync_t0(void *arg)
 {
+	struct load_sync *s = arg;
 	return s->t0;
 }
 
@@ -92,14 +94,19 @@ static struct load_result *sum_slots(struct load_sync *s)
 	return sum;
 }
 
-void load_sync_progress(struct load_sync *s, const struct load_result *r, const char *phase)
+/* Every 250 ms: R is one engine's; the first engine reports the sum. */
+static void sync_progress(void *arg, const struct load_result *r, const char *phase)
 {
+	struct load_sync *s = arg;
 	if (publish(s, r) == 0 && s->o->progress)
 		s->o->progress(sum_slots(s), phase, s->o->progress_arg);
 }
 
-void load_sync_connected(struct load_sync *s, struct qpg_client *cl, const struct load_result *r)
+/* At the end of an engine's connect phase: serves CL until every engine is
+ * there, then the first announces the sum, then all go on. */
+static void sync_connected(void *arg, struct qpg_client *cl, const struct load_result *r)
 {
+	struct load_sync *s = arg;
 	atomic_fetch_add(&s->arrived, 1);
 	while (atomic_load(&s->arrived) < s->n)
 		qpg_client_run(cl, 5); /* its connections stay served meanwhile */
@@ -219,6 +226,9 @@ int load_run_spread(const struct qpg_client_opts *co, const struct load_opts *o,
 			e->o.inflight = share(o->inflight, i, threads);
 		e->o.ramp = o->ramp / threads;
 		e->o.sync = &s;
+		e->o.sync_t0 = sync_t0;
+		e->o.sync_connected = sync_connected;
+		e->o.sync_progress = sync_progress;
 		e->s = &s;
 		e->r = s.results[i] = malloc(sizeof(*e->r));
 		if (!e->r)
