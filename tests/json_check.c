@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* json_check FILE...: each file has the one JSON shape of qpgate's tools
- * (src/tools/jsondoc.h, docs/json.md). Prints why not; exit 1 if any. */
+ * (src/tools/cli/jsondoc.h, docs/json.md). Prints why not; exit 1 if any. */
 #include <stdio.h>
 
 #include "jsondoc.h"

@@ -16,7 +16,7 @@ check "cmake --install into a fresh prefix" [ -f "$prefix/lib/libqpgate.a" ]
 for f in include/qpgate/service.h include/qpgate/version.h lib/pkgconfig/qpgate.pc \
 	lib/pkgconfig/qpgate-kv.pc lib/pkgconfig/qpgate-cluster.pc lib/cmake/qpgate/qpgateConfig.cmake \
 	lib/libqpgate-kv.a lib/libqpgate-cluster.a lib/libqpgate.so.0 lib/libqpgate-kv.so.0 \
-	lib/libqpgate-cluster.so.0 include/qpgate/kv_target.h bin/qpgate-server share/man/man8/qpgate-server.8 \
+	lib/libqpgate-cluster.so.0 include/qpgate/kv_target.h share/qpgate/seed-runs.json bin/qpgate-server share/man/man8/qpgate-server.8 \
 	share/man/man1/qpgate-client.1 share/man/man1/qpgate-perf.1 share/man/man1/qpgate-sweep.1 \
 	share/man/man1/qpgate-kv.1 share/man/man1/qpgate-kvbench.1 \
 	lib/systemd/system/qpgate-server.service share/doc/qpgate/LICENSE; do

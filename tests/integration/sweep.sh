@@ -24,6 +24,12 @@ check "refusals are reported by reason" j '.results.points[] | select(.clients =
 check "every run settled and its server exited cleanly" j '[.results.points[] | .settled and .server_exit_ok] | all'
 check "every run kept qpgate-perf's own JSON" j '[.results.points[] | .perf.tool == "qpgate-perf"] | all'
 check "with --compare-seeds, the seeds' published numbers are in the report" j '.parameters.compare_seeds and .results.seeds.largest_at_100 == 300 and (.results.seeds.runs | length) == 7'
+check "report.md sets them beside ours, from the data file" grep -q '^| largest N at 100% success | .* | 300 |' "$work/rep/report.md"
+mkdir -p "$work/badseeds"
+echo '{"source": "x", "runs": []}' >"$work/badseeds/seed-runs.json"
+out=$(QPGATE_DATADIR=$work/badseeds "$bin/qpgate-sweep" --compare-seeds -- 127.0.0.1 localhost 2>&1); rc=$?
+check "a seed file that does not parse is refused before any run, naming it (exit $rc)" \
+	eval '[ $rc -eq 2 ] && grep -q "seed figures in $work/badseeds/seed-runs.json" <<<"$out"'
 check "report.md has the table" grep -q "^| $limit | search-100 | $limit | 100.00% | all verified" "$work/rep/report.md"
 check "report.html has four SVG charts" [ "$(grep -c '<svg ' "$work/rep/report.html")" -eq 4 ]
 check "report.html is self-contained (no external fetches)" sh -c "! grep -Eq '(src|href)=\"?(https?:)?//' '$work/rep/report.html'"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The load tools' echo payload (src/tools/pattern.h): made 16 bytes at a
+/* The load tools' echo payload (src/tools/load/pattern.h): made 16 bytes at a
  * time, it is byte for byte the formula it documents, and its check finds
  * any one byte changed (in a full row or in the tail), another message's
  * payload, another connection's, and a payload cut short by a byte. */

@@ -8,16 +8,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The original team's published capacity runs (seeds 002 and 003:
- * thread-per-client prototype, Soft-RoCE on a 2-vCPU t3.large), kept
- * beside ours so a reader can compare like with like. */
-static const struct {
-	int clients, connected;
-} seed_runs[] = {
-    {100, 100}, {200, 200}, {300, 300}, {400, 368}, {450, 386}, {475, 449}, {500, 490},
-};
-#define SEED_FULL 300 /* their largest N at 100% */
-#define SEED_MAX  500 /* "absolute practical limit", 98% */
+/* The original team's published capacity runs (rep->seeds, from their
+ * data file: seeds.c), kept beside ours so a reader can compare like with
+ * like. Their largest N at or above 99% success. */
+static int seed_p99(const struct seed_runs *s)
+{
+	int best = 0;
+	for (int i = 0; i < s->n; i++)
+		if (100 * s->run[i].connected >= 99 * s->run[i].clients && s->run[i].clients > best)
+			best = s->run[i].clients;
+	return best;
+}
+
+static double seed_rate(const struct seed_runs *s, int clients)
+{
+	for (int i = 0; i < s->n; i++)
+		if (s->run[i].clients == clients)
+			return 100.0 * s->run[i].connected / s->run[i].clients;
+	return -1;
+}
 
 const char *sweep_stage_name(enum sweep_stage s)
 {
@@ -90,26 +99,26 @@ static int write_json(const struct sweep_report *rep, const char *path)
 			json_object_set_new(bpj, "clients", json_integer(bp->clients));
 	}
 	json_object_set_new(results, "breaking_point", bpj);
-	if (results && rep->compare_seeds) {
+	if (results && rep->seeds) {
 		json_t *seeds = json_array();
-		for (size_t i = 0; i < sizeof(seed_runs) / sizeof(seed_runs[0]); i++)
+		const struct seed_runs *sr = rep->seeds;
+		for (int i = 0; i < sr->n; i++)
 			json_array_append_new(
 			    seeds,
-			    json_pack("{s:i, s:i, s:f}", "clients", seed_runs[i].clients,
-				      "connected", seed_runs[i].connected, "success_rate",
-				      (double)seed_runs[i].connected / seed_runs[i].clients));
+			    json_pack("{s:i, s:i, s:f}", "clients", sr->run[i].clients,
+				      "connected", sr->run[i].connected, "success_rate",
+				      (double)sr->run[i].connected / sr->run[i].clients));
 		json_object_set_new(
 		    results, "seeds",
 		    json_pack(
-			"{s:s, s:o, s:i, s:i, s:s}", "source",
-			"../shared/seeds 002 and 003 (thread per client, Soft-RoCE, t3.large)",
-			"runs", seeds, "largest_at_100", SEED_FULL, "practical_limit", SEED_MAX,
-			"resources_per_client", "1 QP + 2 CQ + 2 MR"));
+			"{s:s, s:o, s:i, s:i, s:s}", "source", sr->source, "runs", seeds,
+			"largest_at_100", sr->largest_at_100, "practical_limit",
+			sr->practical_limit, "resources_per_client", sr->resources));
 	}
 	json_t *root = qpg_json_doc("qpgate-sweep",
 				    json_pack("{s:s, s:s, s:s, s:b}", "title", rep->title,
 					      "command", rep->command, "transport", rep->transport,
-					      "compare_seeds", rep->compare_seeds),
+					      "compare_seeds", rep->seeds != NULL),
 				    results);
 	if (!root)
 		return -EINVAL;
@@ -163,13 +172,13 @@ static int write_md(const struct sweep_report *rep, const char *path)
 	bound_text(p99, sizeof(p99), &rep->p99);
 	fprintf(f, "# %s\n\n%s, %s transport, %.0f s in all.\n\n`%s`\n\n", rep->title, rep->date,
 		rep->transport, rep->total_s, rep->command);
-	if (rep->compare_seeds) {
+	if (rep->seeds) {
 		fprintf(f, "| | qpgate | seed prototype |\n|---|---|---|\n");
-		fprintf(f, "| largest N at 100%% success | %s | %d |\n", full, SEED_FULL);
-		fprintf(f, "| largest N at >= 99%% success | %s | none above 300 (500 at 98%%) |\n",
-			p99);
-		fprintf(f,
-			"| resources per client | 1 QP (server side) | 1 QP + 2 CQ + 2 MR |\n\n");
+		const struct seed_runs *sr = rep->seeds;
+		fprintf(f, "| largest N at 100%% success | %s | %d |\n", full, sr->largest_at_100);
+		fprintf(f, "| largest N at >= 99%% success | %s | %d (%d at %.0f%%) |\n", p99,
+			seed_p99(sr), sr->practical_limit, seed_rate(sr, sr->practical_limit));
+		fprintf(f, "| resources per client | 1 QP (server side) | %s |\n\n", sr->resources);
 	} else {
 		fprintf(f,
 			"| | qpgate |\n|---|---|\n| largest N at 100%% success | %s |\n"
@@ -196,13 +205,14 @@ static int write_md(const struct sweep_report *rep, const char *path)
 			t.rate, t.l50, t.l99, p->settled ? "yes" : "NO",
 			p->failures[0] ? p->failures : "-");
 	}
-	if (!rep->compare_seeds)
+	if (!rep->seeds)
 		return fclose(f) ? -errno : 0;
 	fprintf(f, "\n## Seed prototype (published, seeds 002/003)\n\n| clients | connected | "
 		   "success |\n|---:|---:|---:|\n");
-	for (size_t i = 0; i < sizeof(seed_runs) / sizeof(seed_runs[0]); i++)
-		fprintf(f, "| %d | %d | %.0f%% |\n", seed_runs[i].clients, seed_runs[i].connected,
-			100.0 * seed_runs[i].connected / seed_runs[i].clients);
+	for (int i = 0; i < rep->seeds->n; i++)
+		fprintf(f, "| %d | %d | %.0f%% |\n", rep->seeds->run[i].clients,
+			rep->seeds->run[i].connected,
+			100.0 * rep->seeds->run[i].connected / rep->seeds->run[i].clients);
 	return fclose(f) ? -errno : 0;
 }
 
@@ -399,11 +409,12 @@ static int write_html(const struct sweep_report *rep, const char *path)
 		rate[i] = p[i].msgs_per_s;
 		qps[i] = p[i].dev_qps_per_client;
 	}
-	enum { NSEED = sizeof(seed_runs) / sizeof(seed_runs[0]) };
-	double sx[NSEED], sy[NSEED];
-	for (int i = 0; i < NSEED; i++) {
-		sx[i] = seed_runs[i].clients;
-		sy[i] = 100.0 * seed_runs[i].connected / seed_runs[i].clients;
+	const struct seed_runs *sr = rep->seeds;
+	int nseed = sr ? sr->n : 0;
+	double sx[SEED_RUNS_MAX], sy[SEED_RUNS_MAX];
+	for (int i = 0; i < nseed; i++) {
+		sx[i] = sr->run[i].clients;
+		sy[i] = 100.0 * sr->run[i].connected / sr->run[i].clients;
 	}
 
 	fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -432,23 +443,25 @@ static int write_html(const struct sweep_report *rep, const char *path)
 		snprintf(esc, sizeof(esc), "%s", exhausted_name(bp->exh.what));
 		html_card(f, "", esc, what);
 	}
-	if (rep->compare_seeds) {
-		snprintf(big, sizeof(big), "%d", SEED_FULL);
+	if (rep->seeds) {
+		snprintf(big, sizeof(big), "%d", sr->largest_at_100);
 		html_card(f, "seed", big, "seed prototype at 100% (thread per client)");
-		snprintf(big, sizeof(big), "%d", SEED_MAX);
-		html_card(f, "seed", big, "seed prototype's practical limit (98%)");
+		snprintf(big, sizeof(big), "%d", sr->practical_limit);
+		snprintf(what, sizeof(what), "seed prototype's practical limit (%.0f%%)",
+			 seed_rate(sr, sr->practical_limit));
+		html_card(f, "seed", big, what);
 	}
 	fputs("</div>\n<div class=\"charts\">\n", f);
 
 	struct series s1[] = {{"qpgate", "#0b6bcb", n, x, succ, false},
-			      {"seed prototype", "#d98200", NSEED, sx, sy, true}};
+			      {"seed prototype", "#d98200", nseed, sx, sy, true}};
 	struct series s2[] = {{"p50", "#0b6bcb", n, x, c50, false},
 			      {"p99", "#b3261e", n, x, c99, false}};
 	struct series s3[] = {{"server RSS per client", "#1b7f3b", n, x, kb, false}};
 	struct series s4[] = {{"echoes verified per second", "#6b3fa0", n, x, rate, false}};
 	struct chart charts[] = {
 	    {"Success rate vs clients", "concurrent clients", "connected [%]", 100, s1,
-	     rep->compare_seeds ? 2 : 1},
+	     rep->seeds ? 2 : 1},
 	    {"Connect time (TCP + TLS 1.3 + QP to RTS)", "concurrent clients", "ms", 0, s2, 2},
 	    {"Server memory per connected client", "concurrent clients", "kB", 0, s3, 1},
 	    {"Throughput vs clients", "concurrent clients", "messages/s", 0, s4, 1},
@@ -483,19 +496,19 @@ static int write_html(const struct sweep_report *rep, const char *path)
 		fputs("</td></tr>\n", f);
 	}
 	fputs("</table></div>\n", f);
-	if (rep->compare_seeds)
+	if (rep->seeds)
 		fputs("<h2>Seed prototype, as published (seeds 002 and 003)</h2>\n<div "
 		      "class=\"tw\"><table><tr>"
 		      "<th>clients</th><th>connected</th><th>success</th><th class=\"l\">resources "
 		      "per client</th></tr>\n",
 		      f);
-	for (int i = 0; rep->compare_seeds && i < NSEED; i++)
-		fprintf(f,
-			"<tr><td>%d</td><td>%d</td><td class=\"%s\">%.0f%%</td><td class=\"l\">1 "
-			"QP + 2 CQ + 2 MR</td></tr>\n",
-			seed_runs[i].clients, seed_runs[i].connected, sy[i] >= 100 ? "ok" : "bad",
-			sy[i]);
-	if (rep->compare_seeds)
+	for (int i = 0; i < nseed; i++) {
+		fprintf(f, "<tr><td>%d</td><td>%d</td><td class=\"%s\">%.0f%%</td><td class=\"l\">",
+			sr->run[i].clients, sr->run[i].connected, sy[i] >= 100 ? "ok" : "bad", sy[i]);
+		svg_escape(f, sr->resources);
+		fputs("</td></tr>\n", f);
+	}
+	if (rep->seeds)
 		fputs("</table></div>\n", f);
 	fputs("<p class=\"sub\">qpgate: one QP per client on the server, sharing "
 	      "each "

@@ -474,6 +474,15 @@ int main(int argc, char **argv)
 			synopsis);
 		return 2;
 	}
+	static struct seed_runs seeds;
+	char serr[PATH_MAX + 300];
+	if (sw.rep.compare_seeds) {
+		if (seed_runs_load(&seeds, NULL, serr, sizeof(serr))) {
+			fprintf(stderr, "error: --compare-seeds: %s\n", serr);
+			return 2;
+		}
+		sw.rep.seeds = &seeds;
+	}
 	sw.perf_args = argv + optind;
 	sw.nperf_args = argc - optind;
 	sw.rep.transport = "rdma";

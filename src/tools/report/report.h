@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "exhaust.h"
+#include "seeds.h"
 
 enum sweep_stage { STAGE_STEP, STAGE_SEARCH_FULL, STAGE_SEARCH_99 };
 
@@ -51,6 +52,7 @@ struct sweep_report {
 	struct sweep_bound full, p99;
 	double total_s;
 	bool compare_seeds; /* --compare-seeds: the seed prototype's figures beside ours */
+	const struct seed_runs *seeds; /* read from their data file (seeds.h) */
 };
 
 /* Writes DIR/report.json, DIR/report.md and DIR/report.html. Returns 0, or
