@@ -216,6 +216,26 @@ def _failover(cluster, kv_get, kv_put):
     return seen, clean
 
 
+def _rounds_until_clean(kv, keys, size, seconds):
+    """Reads (and fills again) KEYS in rounds until one has no Unavailable,
+    or SECONDS pass: how many Unavailable the last round had."""
+    deadline = time.monotonic() + seconds
+    while True:
+        unav = 0
+        for i, k in enumerate(keys):
+            try:
+                v = kv.get(k)
+                if v is None:
+                    kv.put(k, pattern(size, i))
+                else:
+                    assert v == pattern(size, i)
+            except qpgate.Unavailable:
+                unav += 1
+        if unav == 0 or time.monotonic() > deadline:
+            return unav
+        time.sleep(0.2)
+
+
 def test_a_member_killed_mid_run(cluster):
     with cluster.pool() as kv:
         seen, clean = _failover(cluster, kv.get, kv.put)
@@ -224,8 +244,14 @@ def test_a_member_killed_mid_run(cluster):
         assert seen["unavailable"] > 0, "m2's keys were never Unavailable"
         assert seen["miss"] > 0, "no survivor took m2's keys over"
         assert clean == 2, "m2's keys stayed Unavailable past its lease"
-    cluster.start("m2")
-    cluster.wait_active(3)
+        # m2 comes back: the pool makes it a pool again, long after
+        # KVPool() returned (with the option strings it was given then),
+        # and its keys are served again.
+        cluster.start("m2")
+        cluster.wait_active(3)
+        keys = [f"fo/{i}".encode() for i in range(120)]
+        assert _rounds_until_clean(kv, keys, 200, 4 * TTL + 10) == 0, \
+            "m2's keys stayed Unavailable after it came back"
 
 
 def test_asyncio_through_a_failover(cluster):
