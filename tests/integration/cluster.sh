@@ -136,7 +136,7 @@ sleep 1
 check "and keeps running (the first start succeeded)" kill -0 "${pids[kv5]}"
 check "it said it took the entry over" grep -q "taken over" "$work/kv5.log"
 inc5b=$(cl status | awk '$1=="kv5" {print $NF}')
-check "under a new incarnation ($inc5 -> $inc5b)" [ -n "$inc5b" ] && [ "$inc5b" != "$inc5" ]
+check "under a new incarnation ($inc5 -> $inc5b)" eval '[ -n "$inc5b" ] && [ "$inc5b" != "$inc5" ]'
 sleep 1 # the old lease's revoke (right after the takeover) must not have taken the new entry
 check "the entry outlives the old lease" [ "$(cl status | awk '$1=="kv5" {print $NF}')" = "$inc5b" ]
 kill -TERM "${pids[kv5]}"
@@ -151,7 +151,7 @@ check "a frozen member's entry goes when its lease ends" wait_for 1 "" 8
 kill -CONT "${pids[kv4]}"
 check "it registers again (2 active members)" wait_for 2 active 10
 inc4b=$(cl status | awk '$1=="kv4" {print $NF}')
-check "under a new incarnation ($inc4 -> $inc4b)" [ -n "$inc4b" ] && [ "$inc4b" != "$inc4" ]
+check "under a new incarnation ($inc4 -> $inc4b)" eval '[ -n "$inc4b" ] && [ "$inc4b" != "$inc4" ]'
 check "it logged the lost lease" grep -q "lease lost" "$work/kv4.log"
 
 echo "== etcd stopped for 10 s, then restarted: no member leaves the view"

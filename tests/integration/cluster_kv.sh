@@ -130,7 +130,11 @@ start m1
 check "m1 back (3 active)" wait_active 3
 
 echo "== a fourth member joins under load: about a quarter of the keys move"
-kvbench "$work/b4" 8 &
+# The keys first, in a run of their own (as the failover's): a preload that
+# outlasts the 2 s before the join (a sanitizer build's does) puts keys on
+# owners that lose them at once, and counts its own UNAVAILABLE answers.
+kvbench "$work/b4p" 1 || echo "   (the preload run exited $?)"
+kvbench "$work/b4" 8 --no-preload &
 b=$!
 sleep 2
 start m4
@@ -139,7 +143,8 @@ rc=$?
 bench_ok "$work/b4" "join" $rc
 refills=$(awk '/^ cluster: [0-9]+ misses/ {print $2}' "$work/b4")
 echo "   $refills of 3000 keys were missed once and filled again on their new owner"
-check "join: between 20% and 30% of the keys moved ($refills of 3000)" [ "${refills:-0}" -ge 600 ] && [ "${refills:-0}" -le 900 ]
+check "join: between 20% and 30% of the keys moved ($refills of 3000)" \
+	eval '[ "${refills:-0}" -ge 600 ] && [ "${refills:-0}" -le 900 ]'
 # A join may answer a few GETs UNAVAILABLE while the members' views catch
 # up with the clients' (one loop thread at a time waits for that): a few,
 # never an error.
