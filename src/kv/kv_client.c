@@ -299,6 +299,8 @@ int qpg__kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts 
 	}
 	p->base.ops = &qpg__kv_pool_target_ops;
 	p->o = *o;
+	snprintf(p->id, sizeof(p->id), "%.56s:%u", o->client.host ? o->client.host : "",
+		 (unsigned)o->client.port);
 	p->o.client.service = QPG_SERVICE_KV;
 	p->external = external;
 	p->nthreads = external ? 1 : o->threads < o->conns ? o->threads : o->conns;

@@ -117,7 +117,8 @@ struct pool_thread {
 
 struct qpg_kv_pool {
 	struct qpg_kv_target base; /* first: a pool is a target */
-	struct qpg_kv_pool_opts o;
+	struct qpg_kv_pool_opts o; /* (its strings are the caller's: read at create only) */
+	char id[64];		   /* HOST:PORT, for the target's stats */
 	struct pool_thread *th;
 	unsigned nthreads, nconns;
 	struct qpg__kv_digests digests; /* whichever a grant names */

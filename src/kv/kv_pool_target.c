@@ -47,8 +47,7 @@ static int pool_stats(struct qpg_kv_target *t, struct qpg_kv_target_stats *out)
 	struct qpg_kv_member_stats *m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	snprintf(m->id, sizeof(m->id), "%s:%u", p->o.client.host ? p->o.client.host : "",
-		 (unsigned)p->o.client.port);
+	snprintf(m->id, sizeof(m->id), "%s", p->id);
 	struct qpg_kv_pool_info pi;
 	qpg_kv_pool_info(p, &pi);
 	m->active = true;

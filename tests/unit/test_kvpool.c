@@ -3,7 +3,8 @@
  * that issue their next request from their done callback (as kvbench's
  * do) get every value back as they put it, and each stays on the pool
  * thread that ran its first callback: no request of theirs wakes another
- * thread. */
+ * thread; and the pool as a KV target (qpgate/kv_target.h). */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -14,8 +15,10 @@
 #include "unit.h"
 
 #include "loopback.h"
+#include "qpgate/kv_call.h"
 #include "qpgate/kv_client.h"
 #include "qpgate/kv_server.h"
+#include "qpgate/kv_target.h"
 
 #define WORKERS 8
 #define ROUNDS	40 /* a PUT and a GET each */
@@ -143,4 +146,82 @@ static void test_workers_stay_on_their_thread(void **state)
 	qpg_kv_service_destroy(kvs);
 }
 
-QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_workers_stay_on_their_thread))
+/* The pool as a KV target: the calls of qpgate/kv_call.h through it, then
+ * its info and per-member stats, counted as the requests completed; the
+ * caller's host string may be gone by then (a binding's is). */
+static void test_pool_as_a_target(void **state)
+{
+	(void)state;
+	struct qpg_loopback lb;
+	assert_int_equal(qpg_loopback_init(&lb), 0);
+	struct qpg_kv_server_opts ko;
+	qpg_kv_server_opts_default(&ko);
+	ko.capacity = 4u << 20;
+	struct qpg_kv_service *kvs;
+	char err[256] = "";
+	assert_int_equal(qpg_kv_service_create(&kvs, &ko, err, sizeof(err)), 0);
+	lb.o.service = qpg_kv_service_ops();
+	lb.o.service_ctx = kvs;
+	assert_int_equal(qpg_loopback_start(&lb), 0);
+
+	struct qpg_kv_pool_opts po;
+	qpg_kv_pool_opts_default(&po);
+	qpg_loopback_client_opts(&lb, &po.client);
+	char host[32];
+	snprintf(host, sizeof(host), "%s", po.client.host);
+	po.client.host = host;
+	po.client.service = QPG_SERVICE_KV;
+	po.threads = 1;
+	po.conns = 2;
+	struct qpg_kv_pool *pool;
+	assert_int_equal(qpg_kv_pool_create(&pool, &po, err, sizeof(err)), 0);
+	memset(host, 'x', sizeof(host) - 1); /* the caller's string, gone */
+	struct qpg_kv_target *t = qpg_kv_pool_target(pool);
+
+	uint8_t got[16];
+	uint32_t len = 0;
+	assert_int_equal(qpg_kv_call_wait(t, QPG_KV_PUT, "k", 1, "value", 5, NULL, 0, NULL, NULL),
+			 QPG_KV_OK);
+	assert_int_equal(
+	    qpg_kv_call_wait(t, QPG_KV_GET, "k", 1, NULL, 0, got, sizeof(got), &len, NULL),
+	    QPG_KV_OK);
+	assert_int_equal(len, 5);
+	assert_memory_equal(got, "value", 5);
+	assert_int_equal(qpg_kv_call_wait(t, QPG_KV_GET, "none", 4, NULL, 0, got, sizeof(got),
+					  &len, NULL),
+			 QPG_KV_NOT_FOUND);
+	assert_int_equal(qpg_kv_call_wait(t, QPG_KV_DEL, "k", 1, NULL, 0, NULL, 0, NULL, NULL),
+			 QPG_KV_OK);
+	/* A bad request is refused in the call, with no callback to come. */
+	struct qpg_kv_request bad = {.op = QPG_KV_GET, .key = "", .key_len = 0};
+	assert_int_equal(qpg_kv_target_submit(t, &bad), -EINVAL);
+
+	struct qpg_kv_target_info info;
+	qpg_kv_target_info(t, &info);
+	assert_string_equal(info.kind, "pool");
+	assert_int_equal(info.members, 1);
+	assert_int_equal(info.members_up, 1);
+	assert_int_equal(info.conns, 2);
+	assert_int_equal(info.connected, 2);
+	assert_int_equal(info.view_revision, 0);
+	struct qpg_kv_target_stats st;
+	assert_int_equal(qpg_kv_target_stats(t, &st), 0);
+	assert_int_equal(st.n, 1);
+	char id[64];
+	snprintf(id, sizeof(id), "127.0.0.1:%u", (unsigned)lb.port);
+	assert_string_equal(st.m[0].id, id);
+	assert_true(st.m[0].up);
+	assert_int_equal(st.m[0].ops, 4);    /* PUT, GET, the miss, DEL */
+	assert_int_equal(st.m[0].misses, 1);
+	assert_int_equal(st.m[0].errors, 0);
+	qpg_kv_target_stats_free(&st);
+	assert_null(st.m);
+	assert_int_equal(qpg_kv_target_fd(t), -EINVAL); /* it has threads: no loop to run */
+	assert_int_equal(qpg_kv_target_run(t), 0);
+	qpg_kv_target_destroy(t);
+	qpg_loopback_fini(&lb);
+	qpg_kv_service_destroy(kvs);
+}
+
+QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_workers_stay_on_their_thread),
+	      cmocka_unit_test(test_pool_as_a_target))
