@@ -64,7 +64,7 @@ med() { awk -v l="$1" -v s="$2" -v p="$3" -v c="$4" '$1==l && $2==s && $3==p {pr
 		set -- $shape
 		ao=$(med A "$1" "$2" 4) bo=$(med B "$1" "$2" 4)
 		printf ' %-9s %-5s %10.0f %10.0f %6.2f %14.1f %14.1f %14.1f %14.1f\n' "$1" "$2" "$ao" "$bo" \
-			"$(awk -v a="$ao" -v b="$bo" 'BEGIN {print a > 0 ? b / a : 0}')" \
+			"$(awk -v a="$ao" -v b="$bo" 'BEGIN {print (a > 0 ? b / a : 0)}')" \
 			"$(med A "$1" "$2" 5)" "$(med B "$1" "$2" 5)" "$(med A "$1" "$2" 6)" "$(med B "$1" "$2" 6)"
 	done
 } | tee "$out/kvbench-ab.txt"
