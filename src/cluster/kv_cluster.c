@@ -293,12 +293,10 @@ static void route(struct qpg_kv_cluster *c, struct clreq *cr)
 	fail_later(c, cr);
 }
 
+/* (Through qpg_kv_target_submit, which checked OP.) */
 int qpg__kv_cluster_submit(struct qpg_kv_target *t, struct qpg_kv_request *op)
 {
 	struct qpg_kv_cluster *c = (struct qpg_kv_cluster *)t;
-	if (!op->done || op->key_len == 0 || op->key_len > QPG_KV_MAX_KEY ||
-	    op->op < QPG_KV_PUT || op->op > QPG_KV_DEL)
-		return -EINVAL;
 	struct clreq *cr = malloc(sizeof(*cr));
 	if (!cr)
 		return -ENOMEM;
@@ -321,7 +319,7 @@ int qpg__kv_cluster_submit(struct qpg_kv_target *t, struct qpg_kv_request *op)
 
 int qpg_kv_cluster_submit(struct qpg_kv_cluster *c, struct qpg_kv_request *op)
 {
-	return qpg__kv_cluster_submit(&c->base, op);
+	return qpg_kv_target_submit(&c->base, op);
 }
 
 /* Whether member M needs a pool now: none yet (it joined), or a suspect

@@ -384,8 +384,7 @@ int qpg_kv_submit(struct qpg_kv_pool *p, struct qpg_kv_request *op)
 {
 	if (atomic_load(&p->stop))
 		return -ECANCELED;
-	if (op->key_len == 0 || op->key_len > QPG_KV_MAX_KEY || op->op < QPG_KV_PUT ||
-	    op->op > QPG_KV_DEL)
+	if (!qpg__kv_request_ok(op))
 		return -EINVAL;
 	struct pool_thread *th = this_thread;
 	if (th && th->pool == p) {

@@ -6,9 +6,15 @@
 
 #include "kv_target_int.h"
 
+bool qpg__kv_request_ok(const struct qpg_kv_request *op)
+{
+	return op->key_len > 0 && op->key_len <= QPG_KV_MAX_KEY && op->op >= QPG_KV_PUT &&
+	       op->op <= QPG_KV_DEL;
+}
+
 int qpg_kv_target_submit(struct qpg_kv_target *t, struct qpg_kv_request *op)
 {
-	if (!t || !op || !op->done)
+	if (!t || !op || !op->done || !qpg__kv_request_ok(op))
 		return -EINVAL;
 	return t->ops->submit(t, op);
 }

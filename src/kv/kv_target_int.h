@@ -6,6 +6,8 @@
 #ifndef QPG_KV_TARGET_INT_H
 #define QPG_KV_TARGET_INT_H
 
+#include <stdbool.h>
+
 #include "qpgate/kv_target.h"
 
 struct qpg_kv_target_ops {
@@ -18,6 +20,10 @@ struct qpg_kv_target_ops {
 	int (*fd)(struct qpg_kv_target *t);
 	int (*run)(struct qpg_kv_target *t);
 };
+
+/* Whether OP is a request any target can take: PUT, GET or DEL of a key of
+ * 1 to QPG_KV_MAX_KEY bytes (kv_target.c). */
+bool qpg__kv_request_ok(const struct qpg_kv_request *op);
 
 /* The first member of struct qpg_kv_pool and struct qpg_kv_cluster. */
 struct qpg_kv_target {

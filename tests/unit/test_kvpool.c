@@ -88,25 +88,33 @@ static void issue(struct worker *w)
 	}
 }
 
+/* A KV service of CAPACITY bytes on LB's loopback server, and options in
+ * PO for a pool of its clients. */
+static void kv_loopback(struct qpg_loopback *lb, struct qpg_kv_service **kvs, size_t capacity,
+			struct qpg_kv_pool_opts *po)
+{
+	assert_int_equal(qpg_loopback_init(lb), 0);
+	struct qpg_kv_server_opts ko;
+	qpg_kv_server_opts_default(&ko);
+	ko.capacity = capacity;
+	char err[256] = "";
+	assert_int_equal(qpg_kv_service_create(kvs, &ko, err, sizeof(err)), 0);
+	lb->o.service = qpg_kv_service_ops();
+	lb->o.service_ctx = *kvs;
+	assert_int_equal(qpg_loopback_start(lb), 0);
+	qpg_kv_pool_opts_default(po);
+	qpg_loopback_client_opts(lb, &po->client);
+	po->client.service = QPG_SERVICE_KV;
+}
+
 static void test_workers_stay_on_their_thread(void **state)
 {
 	(void)state;
 	struct qpg_loopback lb;
-	assert_int_equal(qpg_loopback_init(&lb), 0);
-	struct qpg_kv_server_opts ko;
-	qpg_kv_server_opts_default(&ko);
-	ko.capacity = 16u << 20;
 	struct qpg_kv_service *kvs;
-	char err[256] = "";
-	assert_int_equal(qpg_kv_service_create(&kvs, &ko, err, sizeof(err)), 0);
-	lb.o.service = qpg_kv_service_ops();
-	lb.o.service_ctx = kvs;
-	assert_int_equal(qpg_loopback_start(&lb), 0);
-
 	struct qpg_kv_pool_opts po;
-	qpg_kv_pool_opts_default(&po);
-	qpg_loopback_client_opts(&lb, &po.client);
-	po.client.service = QPG_SERVICE_KV;
+	char err[256] = "";
+	kv_loopback(&lb, &kvs, 16u << 20, &po);
 	po.threads = 2;
 	po.conns = 4;
 	struct qpg_kv_pool *pool;
@@ -153,24 +161,13 @@ static void test_pool_as_a_target(void **state)
 {
 	(void)state;
 	struct qpg_loopback lb;
-	assert_int_equal(qpg_loopback_init(&lb), 0);
-	struct qpg_kv_server_opts ko;
-	qpg_kv_server_opts_default(&ko);
-	ko.capacity = 4u << 20;
 	struct qpg_kv_service *kvs;
-	char err[256] = "";
-	assert_int_equal(qpg_kv_service_create(&kvs, &ko, err, sizeof(err)), 0);
-	lb.o.service = qpg_kv_service_ops();
-	lb.o.service_ctx = kvs;
-	assert_int_equal(qpg_loopback_start(&lb), 0);
-
 	struct qpg_kv_pool_opts po;
-	qpg_kv_pool_opts_default(&po);
-	qpg_loopback_client_opts(&lb, &po.client);
+	char err[256] = "";
+	kv_loopback(&lb, &kvs, 4u << 20, &po);
 	char host[32];
 	snprintf(host, sizeof(host), "%s", po.client.host);
 	po.client.host = host;
-	po.client.service = QPG_SERVICE_KV;
 	po.threads = 1;
 	po.conns = 2;
 	struct qpg_kv_pool *pool;
