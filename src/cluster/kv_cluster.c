@@ -252,8 +252,13 @@ static void member_done(struct qpg_kv_request *in, int status, uint32_t len)
 		 * and its keys are not sent elsewhere until the view changes. */
 		if (!atomic_exchange(&m->suspect, true)) {
 			m->retry_ns = now_ns() + SUSPECT_RETRY_NS;
-			fprintf(stderr, "qpgate: cluster: member %s suspect (%s)\n", m->e.id,
-				strerror(-status));
+			/* With the reason its pool heard, when a connection closed. */
+			struct qpg_kv_pool_info pi;
+			qpg_kv_pool_info(m->pool, &pi);
+			fprintf(stderr, "qpgate: cluster: member %s suspect (%s%s%s)\n", m->e.id,
+				strerror(-status),
+				pi.last_error[0] ? "; its pool's last closed connection: " : "",
+				pi.last_error);
 		}
 		status = QPG_KV_UNAVAILABLE;
 	}

@@ -58,6 +58,18 @@ bench_ok() {
 	check "$2: kvbench exit 0 (exit $3)" [ "$3" -eq 0 ]
 	check "$2: every value verified (0 mismatches, 0 errors)" grep -q " 0 mismatches, 0 errors" "$1"
 }
+# load_running OUT: waits (60 s at most) until kvbench's load has begun: its
+# connects and preload can outlast a fixed sleep under emulation, and a
+# fault that lands before the load has nothing to fail.
+load_running() {
+	local i
+	for i in $(seq 1 600); do
+		grep -q "^kvbench: load running" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "   (kvbench's load never began: $1)"
+	return 1
+}
 member_col() { # member_col OUT ID COLUMN: from kvbench's member table
 	awk -v id="$2" -v c="$3" '$1==id && NF==7 {print $c}' "$1"
 }
@@ -70,12 +82,14 @@ failover() {
 	local label=$1
 	shift
 	echo "== kill -9 one member under load ($label)"
-	# The keys first, in a run of their own: a preload under emulation can
-	# outlast the 3 s before the kill, which then finds no load to fail.
+	# The keys first, in a run of their own, and the kill 2 s into the load
+	# (load_running): under emulation the connects alone can outlast a fixed
+	# sleep, and m2's lease then ends before the load begins.
 	kvbench "$work/b0" 1 "$@" || echo "   (the preload run exited $?)"
 	kvbench "$work/b1" 10 --no-preload "$@" &
 	local b=$!
-	sleep 3
+	load_running "$work/b1"
+	sleep 2
 	kill -9 "${pids[m2]}"
 	wait "${pids[m2]}" 2>/dev/null
 	wait $b
@@ -103,6 +117,7 @@ fi
 echo "== SIGSTOP one member (a hang) under load, SIGCONT later"
 kvbench "$work/b2" 12 &
 b=$!
+load_running "$work/b2"
 sleep 2
 kill -STOP "${pids[m3]}"
 sleep 6
@@ -117,6 +132,7 @@ check "m3 active again" wait_active 3
 echo "== a graceful leave under load"
 kvbench "$work/b3" 8 &
 b=$!
+load_running "$work/b3"
 sleep 2
 kill -TERM "${pids[m1]}"
 wait "${pids[m1]}"
@@ -136,6 +152,7 @@ echo "== a fourth member joins under load: about a quarter of the keys move"
 kvbench "$work/b4p" 1 || echo "   (the preload run exited $?)"
 kvbench "$work/b4" 8 --no-preload &
 b=$!
+load_running "$work/b4"
 sleep 2
 start m4
 wait $b

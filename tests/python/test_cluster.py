@@ -6,11 +6,13 @@ QPG_TRANSPORT=rdma). A member is killed mid-run: its keys raise
 Unavailable, never a wrong value, until its lease ends; then the
 survivors serve them. Asserts states and counts, never times."""
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -112,6 +114,16 @@ class Cluster:
             time.sleep(0.1)
         raise RuntimeError(f"{n} members never active (now {self.active()})")
 
+    def tails(self, lines=12):
+        """The last lines of every member's log: what a failure prints."""
+        out = []
+        for name in sorted(os.listdir(self.dir)):
+            if name.endswith(".log") and name != "etcd.log":
+                with open(os.path.join(self.dir, name), errors="replace") as f:
+                    tail = f.read().splitlines()[-lines:]
+                out.append(f"--- {name}\n" + "\n".join(tail))
+        return "\n".join(out)
+
     def kill(self, mid):
         p = self.members.pop(mid)
         p.kill()
@@ -147,6 +159,17 @@ def cluster():
     c = Cluster()
     yield c
     c.stop()
+
+
+@contextlib.contextmanager
+def logs_on_failure(cluster):
+    """A failure prints the tails of the members' logs (as captured stderr):
+    they are gone once the module's cluster stops."""
+    try:
+        yield
+    except BaseException:
+        print(cluster.tails(), file=sys.stderr)
+        raise
 
 
 def test_every_call_over_a_cluster(cluster):
@@ -237,7 +260,7 @@ def _rounds_until_clean(kv, keys, size, seconds):
 
 
 def test_a_member_killed_mid_run(cluster):
-    with cluster.pool() as kv:
+    with logs_on_failure(cluster), cluster.pool() as kv:
         seen, clean = _failover(cluster, kv.get, kv.put)
         print("sync failover:", seen)
         assert seen["wrong"] == 0
@@ -280,9 +303,10 @@ def test_asyncio_through_a_failover(cluster):
                 clean = clean + 1 if round_unav == 0 else 0
                 await asyncio.sleep(0.2)
             return unav, wrong, miss, clean
-    unav, wrong, miss, clean = asyncio.run(main())
-    print("asyncio failover: unavailable", unav, "wrong", wrong, "miss", miss)
-    assert wrong == 0
-    assert unav > 0 and miss > 0 and clean == 2
+    with logs_on_failure(cluster):
+        unav, wrong, miss, clean = asyncio.run(main())
+        print("asyncio failover: unavailable", unav, "wrong", wrong, "miss", miss)
+        assert wrong == 0
+        assert unav > 0 and miss > 0 and clean == 2
     cluster.start("m1")
     cluster.wait_active(3)

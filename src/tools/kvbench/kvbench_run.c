@@ -402,6 +402,10 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 		proc_sample(b->server_pid, &s0);
 	uint64_t t0 = now_ns();
 	b->run_t0 = t0;
+	/* The moment the load begins (after the connects and the preload, which
+	 * under emulation can take seconds): what a fault injector waits for. */
+	fprintf(stderr, "kvbench: load running: %u workers over %u connections\n", workers,
+		clients);
 	for (unsigned i = 0; i < workers; i++) {
 		w[i].b = b;
 		w[i].rng = 0x9e3779b97f4a7c15ull * (i + 1) ^ t0;
