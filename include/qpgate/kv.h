@@ -58,7 +58,7 @@
 #define QPG_KV_REQ_HDR_LEN 24 /* a request's */
 #define QPG_KV_MAX_KEY	   250
 #define QPG_KV_MIN_MSG	   512	       /* frames must carry a header, the longest key and data */
-#define QPG_KV_MAX_VALUE   (64u << 20) /* hard protocol limit; servers set lower */
+#define QPG_KV_MAX_VALUE   (256u << 20) /* hard protocol limit; servers set lower */
 
 /* The KV service's id in the HELLO and its frame types. */
 #define QPG_SERVICE_KV	   2

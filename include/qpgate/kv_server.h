@@ -21,7 +21,7 @@
 #include "qpgate/service.h"
 
 struct qpg_kv_server_opts {
-	size_t capacity;	 /* bytes of value space (default 256 MiB, at most 4 GiB) */
+	size_t capacity;	 /* bytes of value space (default 256 MiB, at most 1 TiB) */
 	uint32_t max_value;	 /* largest value (default 1 MiB) */
 	uint32_t grant_min;	 /* GETs that leave it to the server get a grant (RDMA
 				    READ) from this size on (default 32 KiB) */

@@ -169,7 +169,7 @@ int qpg_kv_service_create(struct qpg_kv_service **out, const struct qpg_kv_serve
 			 "cannot create the KV store (%zu bytes, values up to %u): %s", o->capacity,
 			 o->max_value,
 			 rc == -EINVAL ? "the largest value must fit the store, which is at most "
-					 "4 GiB, and the protocol's 64 MiB"
+					 "1 TiB, and the protocol's 256 MiB"
 				       : strerror(-rc));
 		free(k);
 		return rc;

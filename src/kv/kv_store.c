@@ -25,15 +25,15 @@ static size_t block_size(uint8_t c)
 }
 
 /* Free blocks form doubly linked lists per order; the links (offset + 1,
- * 0 = none) live in the first 8 bytes of the free block itself. */
-static uint32_t *links(struct qpg__kv_store *s, uint32_t off)
+ * 0 = none) live in the first 16 bytes of the free block itself. */
+static uint64_t *links(struct qpg__kv_store *s, uint64_t off)
 {
-	return (uint32_t *)(void *)(s->arena + off);
+	return (uint64_t *)(void *)(s->arena + off);
 }
 
-static void push_free(struct qpg__kv_store *s, uint32_t off, uint8_t c)
+static void push_free(struct qpg__kv_store *s, uint64_t off, uint8_t c)
 {
-	uint32_t *l = links(s, off);
+	uint64_t *l = links(s, off);
 	l[0] = s->free_head[c]; /* next */
 	l[1] = 0;		/* prev */
 	if (s->free_head[c])
@@ -42,9 +42,9 @@ static void push_free(struct qpg__kv_store *s, uint32_t off, uint8_t c)
 	s->free_order[off / MIN_BLOCK] = (uint8_t)(c + 1);
 }
 
-static void unlink_free(struct qpg__kv_store *s, uint32_t off, uint8_t c)
+static void unlink_free(struct qpg__kv_store *s, uint64_t off, uint8_t c)
 {
-	uint32_t *l = links(s, off);
+	uint64_t *l = links(s, off);
 	if (l[1])
 		links(s, l[1] - 1)[0] = l[0];
 	else
@@ -57,14 +57,15 @@ static void unlink_free(struct qpg__kv_store *s, uint32_t off, uint8_t c)
 int qpg__kv_store_init(struct qpg__kv_store *s, size_t capacity, uint32_t max_value)
 {
 	memset(s, 0, sizeof(*s));
-	/* Offsets are 32-bit: up to 4 GiB of values per store. */
-	if (capacity < MIN_BLOCK || capacity > UINT32_MAX || max_value == 0 ||
+	if (capacity < MIN_BLOCK || capacity > QPG__KVS_MAX_CAPACITY || max_value == 0 ||
 	    max_value > QPG__KVS_MAX_VALUE || block_size(order_of(max_value)) > capacity)
 		return -EINVAL;
 	capacity -= capacity % MIN_BLOCK;
 	/* Anonymous mapping: page-aligned for registration, and untouched pages
-	 * cost nothing until a value lands there. */
-	void *a = mmap(NULL, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	 * cost nothing until a value lands there (MAP_NORESERVE: a store larger
+	 * than memory plus swap is the operator's call, not the heuristic's). */
+	void *a = mmap(NULL, capacity, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (a == MAP_FAILED)
 		return -ENOMEM;
 	s->arena = a;
@@ -92,7 +93,7 @@ int qpg__kv_store_init(struct qpg__kv_store *s, size_t capacity, uint32_t max_va
 	size_t off = 0;
 	for (int c = s->top_order; c >= 0; c--)
 		while (off + block_size((uint8_t)c) <= capacity) {
-			push_free(s, (uint32_t)off, (uint8_t)c);
+			push_free(s, off, (uint8_t)c);
 			off += block_size((uint8_t)c);
 		}
 	return 0;
@@ -134,30 +135,30 @@ void qpg__kv_store_close_regions(struct qpg__kv_store *s)
 }
 
 /* Under the lock. Returns the offset, or -1 when no block is big enough. */
-static long alloc_block(struct qpg__kv_store *s, uint8_t c)
+static int64_t alloc_block(struct qpg__kv_store *s, uint8_t c)
 {
 	uint8_t k = c;
 	while (k <= s->top_order && !s->free_head[k])
 		k++;
 	if (k > s->top_order)
 		return -1;
-	uint32_t off = s->free_head[k] - 1;
+	uint64_t off = s->free_head[k] - 1;
 	unlink_free(s, off, k);
 	while (k > c) { /* split, keeping the lower half */
 		k--;
-		push_free(s, off + (uint32_t)block_size(k), k);
+		push_free(s, off + block_size(k), k);
 	}
 	s->allocated += block_size(c);
-	return off;
+	return (int64_t)off;
 }
 
 /* Under the lock: merge with free buddies as far as they go. */
-static void free_block(struct qpg__kv_store *s, uint32_t off, uint8_t c)
+static void free_block(struct qpg__kv_store *s, uint64_t off, uint8_t c)
 {
 	s->allocated -= block_size(c);
 	while (c < s->top_order) {
-		uint32_t buddy = off ^ (uint32_t)block_size(c);
-		if ((size_t)buddy + block_size(c) > s->capacity ||
+		uint64_t buddy = off ^ block_size(c);
+		if (buddy + block_size(c) > s->capacity ||
 		    s->free_order[buddy / MIN_BLOCK] != c + 1)
 			break;
 		unlink_free(s, buddy, c);
@@ -243,7 +244,7 @@ int qpg__kv_reserve(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_le
 	if (!v)
 		return QPG__KVS_FULL;
 	pthread_mutex_lock(&s->lock);
-	long off = alloc_block(s, c);
+	int64_t off = alloc_block(s, c);
 	/* At most every key there is now: each pass takes one out. */
 	for (size_t left = s->nkeys; off < 0 && s->evict && left > 0; left--) {
 		struct qpg__kv_value *victim = sieve_victim(s);
@@ -263,7 +264,7 @@ int qpg__kv_reserve(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_le
 	atomic_init(&v->refs, 1); /* the writer's, becomes the table's on commit */
 	v->hash = hash_key(key, key_len);
 	v->len = len;
-	v->off = (uint32_t)off;
+	v->off = (uint64_t)off;
 	v->cls = c;
 	v->key_len = key_len;
 	memcpy(v->key, key, key_len);

@@ -34,7 +34,10 @@ enum qpg__kvs_status {
 };
 
 #define QPG__KVS_DIGEST_LEN 32	       /* SHA-256 or SHA-512/256 */
-#define QPG__KVS_MAX_VALUE  (1u << 31) /* a block's offset and size fit in 32 bits */
+#define QPG__KVS_MAX_VALUE  (1u << 31) /* a value's length fits in 32 bits */
+/* Offsets are 64-bit; the bound is what the per-256-byte free map and the
+ * address space make sensible (1 TiB: a 4 GiB map). */
+#define QPG__KVS_MAX_CAPACITY ((size_t)1 << 40)
 
 struct qpg__kv_value {
 	struct qpg__kv_value *next;	    /* hash chain */
@@ -43,7 +46,7 @@ struct qpg__kv_value {
 	atomic_int refs;	    /* the table's + each reader's */
 	uint64_t hash;
 	uint32_t len;
-	uint32_t off;			     /* in the arena */
+	uint64_t off;			     /* in the arena */
 	uint8_t cls;			     /* buddy order of the allocation */
 	uint8_t digest[QPG__KVS_DIGEST_LEN]; /* under the store's digest, set at commit */
 	void *region;			     /* registered for one-sided GETs, or NULL */
@@ -65,7 +68,7 @@ struct qpg__kv_store {
 	size_t live_bytes; /* bytes of committed values */
 	uint32_t max_value;
 	uint8_t top_order;		    /* largest block */
-	uint32_t free_head[QPG__KV_ORDERS]; /* offset + 1 of a free block, 0: none */
+	uint64_t free_head[QPG__KV_ORDERS]; /* offset + 1 of a free block, 0: none */
 	uint8_t *free_order; /* per 256-byte unit: order + 1 if a free block starts here */
 	struct qpg__kv_value **buckets;
 	size_t nbuckets;

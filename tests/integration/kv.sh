@@ -235,6 +235,28 @@ check "the stalled clients stayed connected, and their late chunks were refused"
 kill -TERM "$srv"; wait "$srv"; src=$?; srv=""
 check "server exit 0 on SIGTERM" [ $src -eq 0 ]
 
+# Past 4 GiB, and a value of the protocol's largest size (tcp, on the host:
+# the lab VM has 3 GiB of memory). An 8 GiB store takes memory only where
+# values land: a 256 MiB value is stored, read back and verified, and the
+# server's resident memory stays near that, far from 8 GiB.
+if [ "$transport" = tcp ]; then
+	qpg_serve "$work" --transport tcp --service kv --kv-capacity 8G --kv-max-value 256M -s 8192 || exit 1
+	out=$(kv put huge 256M 51 get huge 256M 51 2>&1)
+	sed 's/^/  /' <<<"$out"
+	check "a 256 MiB value stored in an 8 GiB store, read back and verified" \
+		grep -q '^GET huge: ok, 268435456 bytes in .*verified' <<<"$out"
+	rss=$(awk '/^VmRSS/ {print $2}' "/proc/$srv/status")
+	echo "  server resident memory: $rss kB"
+	check "the 8 GiB store holds only what landed (server RSS $rss kB < 1 GiB)" [ "${rss:-9999999}" -lt 1048576 ]
+	kill -TERM "$srv"; wait "$srv"; srv=""
+	out=$("$bin/qpgate-server" --service kv --kv-max-value 512M -p 0 --cert "$work/server.crt" --key "$work/server.key" 2>&1)
+	check "a value past the protocol's 256 MiB is refused, with the bound" \
+		grep -q "kv-max-value wants a size from 1 to 268435456 bytes" <<<"$out"
+	out=$("$bin/qpgate-server" --service kv --kv-capacity 2T -p 0 --cert "$work/server.crt" --key "$work/server.key" 2>&1)
+	check "a store past 1 TiB is refused, with the bound" \
+		grep -q "kv-capacity wants a size from 4096 to 1099511627776 bytes" <<<"$out"
+fi
+
 if [ "$qpg_check_fails" -gt 0 ]; then
 	echo "  server log (last 30 lines):"
 	tail -n 30 "$work/server.log" | sed 's/^/    /'

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The KV wire format and store: every malformed request is refused with
  * its reason, and the store's accounting holds across put/replace/delete. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -452,7 +453,61 @@ static void test_store_reader_keeps_value(void **st)
 	qpg__kv_store_fini(&s);
 }
 
+/* A store past 4 GiB: offsets are 64-bit. Six 1 GiB reservations (never
+ * written, so they cost no memory) take all of a 6 GiB store, each at its
+ * own offset; the highest is given back, and a small value then lands past
+ * 5 GiB, is written and read back there, and every block comes back whole. */
+static void test_store_past_4_gib(void **st)
+{
+	struct qpg__kv_store s;
+	const size_t gib = (size_t)1 << 30;
+	assert_int_equal(qpg__kv_store_init(&s, 6 * gib, 1u << 30), 0);
+	assert_true(s.capacity == 6 * gib);
+	s.evict = false;
+	struct qpg__kv_value *big[6];
+	char key[16];
+	size_t sum = 0, top = 0;
+	for (int i = 0; i < 6; i++) {
+		snprintf(key, sizeof(key), "G%d", i);
+		assert_int_equal(qpg__kv_reserve(&s, (const uint8_t *)key, 2, 1u << 30, &big[i]),
+				 QPG__KVS_OK);
+		sum += big[i]->off;
+		if (big[i]->off > big[top]->off)
+			top = (size_t)i;
+	}
+	/* 0 + 1 + ... + 5 GiB: no two share an offset (32-bit ones would). */
+	assert_true(sum == 15 * gib);
+	assert_true(big[top]->off == 5 * gib);
+	assert_int_equal(put(&s, "full", "F", 1), QPG__KVS_FULL);
+	qpg__kv_release(&s, big[top]);
+	assert_int_equal(put(&s, "small", "Z", 4096), QPG__KVS_OK);
+	struct qpg__kv_value *v = qpg__kv_get(&s, (const uint8_t *)"small", 5);
+	assert_non_null(v);
+	assert_true(v->off >= 5 * gib);
+	assert_int_equal(qpg__kv_data(&s, v)[0], 'Z');
+	assert_int_equal(qpg__kv_data(&s, v)[4095], 'Z');
+	qpg__kv_release(&s, v);
+	assert_true(s.allocated == 5 * gib + 4096);
+	for (int i = 0; i < 6; i++)
+		if ((size_t)i != top)
+			qpg__kv_release(&s, big[i]);
+	assert_int_equal(qpg__kv_del(&s, (const uint8_t *)"small", 5), QPG__KVS_OK);
+	assert_true(s.allocated == 0);
+	/* Merged back: six values of the largest size fit again. */
+	for (int i = 0; i < 6; i++) {
+		snprintf(key, sizeof(key), "H%d", i);
+		assert_int_equal(qpg__kv_reserve(&s, (const uint8_t *)key, 2, 1u << 30, &big[i]),
+				 QPG__KVS_OK);
+	}
+	for (int i = 0; i < 6; i++)
+		qpg__kv_release(&s, big[i]);
+	qpg__kv_store_fini(&s);
+	/* The bound: 1 TiB. */
+	assert_int_equal(qpg__kv_store_init(&s, QPG__KVS_MAX_CAPACITY + 4096, 4096), -EINVAL);
+}
+
 QPG_UNIT_MAIN(NULL, NULL,
+	      cmocka_unit_test(test_store_past_4_gib),
 	      cmocka_unit_test(test_req_round_trip),
 	      cmocka_unit_test(test_req_refusals),
 	      cmocka_unit_test(test_reply_round_trip),

@@ -47,13 +47,15 @@ unsigned long long qpg_cli_size(const char *arg, unsigned long long min, unsigne
 		shift = 20;
 	else if (*end == 'G' || *end == 'g')
 		shift = 30;
+	else if (*end == 'T' || *end == 't')
+		shift = 40;
 	if (shift)
 		end++;
 	if (errno || end == arg || *end || arg[0] == '-' || (v << shift) >> shift != v ||
 	    (v << shift) < min || (v << shift) > max) {
 		fprintf(
 		    stderr,
-		    "error: %s wants a size from %llu to %llu bytes (K/M/G allowed), not '%s'\n",
+		    "error: %s wants a size from %llu to %llu bytes (K/M/G/T allowed), not '%s'\n",
 		    flag, min, max, arg);
 		exit(2);
 	}
