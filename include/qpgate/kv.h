@@ -3,13 +3,16 @@
  * the payload of QPG_FRAME_KV_REQ / QPG_FRAME_KV_REPLY data frames (so they
  * get the frame's version, sequence number and authentication tag).
  *
- * Request (24-byte header, then the key, then for PUT a chunk of the value):
- *   0  u8  op         QPG_KV_PUT | QPG_KV_GET | QPG_KV_DEL | QPG_KV_RELEASE
+ * Request (24-byte header, then the key, then for PUT a chunk of the value;
+ * EXISTS: no key, then its key list):
+ *   0  u8  op         QPG_KV_PUT | QPG_KV_GET | QPG_KV_DEL | QPG_KV_RELEASE |
+ *                     QPG_KV_EXISTS
  *   1  u8  flags      GET: QPG_KV_F_ONE_SIDED or QPG_KV_F_GRANT_LARGE (not
  *                     both), and QPG_KV_F_RELEASE; others: 0
  *   2  u16 key_len    1..QPG_KV_MAX_KEY; RELEASE: 0
  *   4  u32 req_id     chosen by the client, echoed in every reply frame
- *   8  u32 value_len  PUT: the whole value's length; others: 0
+ *   8  u32 value_len  PUT: the whole value's length; EXISTS: how many keys
+ *                     its list holds (1..QPG_KV_EXISTS_MAX); others: 0
  *  12  u32 offset     PUT: where this chunk goes in the value;
  *                     RELEASE, or GET with QPG_KV_F_RELEASE: the grant id
  *                     released; other GETs and DEL: 0
@@ -27,6 +30,16 @@
  *  12  u32 offset     GET: where this chunk sits in the value
  *  WRONG_OWNER: value_len and offset hold the server's view revision
  *  (high and low 32 bits): the client refreshes its view to at least that
+ *
+ * EXISTS asks whether each of up to QPG_KV_EXISTS_MAX keys is stored, in
+ * one message: key_len 0, then the list, each key as a u8 length (1..250)
+ * and its bytes. It reads nothing and pins nothing (no reference, no
+ * eviction credit). Its OK reply has value_len = the number of keys, offset
+ * = how many keys from the first are all stored (a prefix lookup's
+ * answer), and a bitmap of (value_len + 7) / 8 bytes: bit i % 8 of byte
+ * i / 8 is set when key i is stored (bits past the last key are 0). A
+ * clustered server answers it only if it owns every key; else the whole
+ * request gets WRONG_OWNER (or UNAVAILABLE).
  *
  * Values larger than one frame travel as consecutive chunks in order; a
  * PUT's value is committed when its last chunk arrives, a GET is complete
@@ -65,7 +78,16 @@
 #define QPG_FRAME_KV_REQ   3
 #define QPG_FRAME_KV_REPLY 4
 
-enum qpg_kv_op { QPG_KV_PUT = 1, QPG_KV_GET = 2, QPG_KV_DEL = 3, QPG_KV_RELEASE = 4 };
+enum qpg_kv_op {
+	QPG_KV_PUT = 1,
+	QPG_KV_GET = 2,
+	QPG_KV_DEL = 3,
+	QPG_KV_RELEASE = 4,
+	QPG_KV_EXISTS = 5,
+	QPG_KV_OP_MAX = QPG_KV_EXISTS,
+};
+#define QPG_KV_EXISTS_MAX    256 /* keys in one EXISTS */
+#define QPG_KV_EXISTS_BITMAP (QPG_KV_EXISTS_MAX / 8)
 
 #define QPG_KV_F_ONE_SIDED 0x01 /* request flag, GET: grant a window to READ */
 #define QPG_KV_F_GRANT_LARGE                                                                       \
@@ -160,5 +182,22 @@ int qpg_kv_encode_grant(uint8_t *out, size_t cap, const struct qpg_kv_grant *g);
 int qpg_kv_decode_grant(const uint8_t *in, size_t len, struct qpg_kv_grant *g);
 
 const char *qpg_kv_status_name(uint8_t status);
+
+/* EXISTS's key list (LEN bytes): how many keys it holds, 1 to
+ * QPG_KV_EXISTS_MAX, or -EINVAL when it is anything but whole entries of a
+ * u8 length (1..QPG_KV_MAX_KEY) and that many bytes. */
+int qpg_kv_exists_count(const uint8_t *list, size_t len);
+/* The key at *POS of a list qpg_kv_exists_count accepted, *POS moved past
+ * it: its length, or 0 at the end. */
+static inline uint8_t qpg_kv_exists_next(const uint8_t *list, size_t len, size_t *pos,
+					 const uint8_t **key)
+{
+	if (*pos >= len)
+		return 0;
+	uint8_t n = list[*pos];
+	*key = list + *pos + 1;
+	*pos += 1u + n;
+	return n;
+}
 
 #endif

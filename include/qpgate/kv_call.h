@@ -82,6 +82,15 @@ int qpg_kv_call_many(struct qpg_kv_target *t, const struct qpg_kv_call_req *reqs
 int qpg_kv_call_wait(struct qpg_kv_target *t, uint8_t op, const void *key, uint16_t key_len,
 		     const void *value, uint32_t value_len, void *buf, uint32_t cap,
 		     uint32_t *value_len_out, void **data);
+/* EXISTS of N keys in one round trip (qpg_kv_target_exists): PRESENT gets
+ * the bitmap ((N + 7) / 8 bytes, valid until DONE), and DONE's VALUE_LEN is
+ * how many keys from the first are stored; DATA is NULL. KEYS are copied. */
+int qpg_kv_call_exists(struct qpg_kv_target *t, const struct qpg_kv_key *keys, unsigned n,
+		       uint8_t *present, qpg_kv_call_done done, void *arg, uint64_t token);
+/* The same, waiting for it (never from a pool thread): the status, and the
+ * stored prefix in *PREFIX. */
+int qpg_kv_call_exists_wait(struct qpg_kv_target *t, const struct qpg_kv_key *keys, unsigned n,
+			    uint8_t *present, uint32_t *prefix);
 /* Frees what a GET given no buffer allocated. */
 void qpg_kv_free(void *data);
 

@@ -29,16 +29,23 @@ struct qpg_kv_target;
 
 struct qpg_kv_request {
 	/* set by the caller */
-	uint8_t op; /* QPG_KV_PUT | QPG_KV_GET | QPG_KV_DEL */
+	uint8_t op; /* QPG_KV_PUT | QPG_KV_GET | QPG_KV_DEL | QPG_KV_EXISTS */
 	const void *key;
 	uint16_t key_len;
-	const void *value; /* PUT: must stay valid until done */
+	/* PUT: the value, valid until done. EXISTS: its key list (qpgate/kv.h:
+	 * a u8 length and the key, for each; key NULL, key_len 0), which must
+	 * fit one message (else the answer is QPG_KV_VALUE_TOO_LARGE):
+	 * qpg_kv_target_exists (qpgate/kv_target.h) builds and splits lists. */
+	const void *value;
 	uint32_t value_len;
-	/* GET, optional: each piece of the value, in order; valid during the call. */
+	/* GET, optional: each piece of the value, in order; valid during the
+	 * call. EXISTS: its bitmap, once (LEN bytes; VALUE_LEN keys). */
 	void (*chunk)(struct qpg_kv_request *op, const uint8_t *data, uint32_t len, uint32_t offset,
 		      uint32_t value_len);
 	/* STATUS is an enum qpg_kv_status, or a negative errno when the
-	 * connection failed (-ECONNRESET) or the pool is shutting down. */
+	 * connection failed (-ECONNRESET) or the pool is shutting down.
+	 * VALUE_LEN: a GET's value length; EXISTS: how many keys from the
+	 * first are all stored. */
 	void (*done)(struct qpg_kv_request *op, int status, uint32_t value_len);
 	void *user;
 	/* Set by a cluster (qpgate/kv_target.h) to the etcd revision of the
@@ -104,6 +111,7 @@ struct qpg_kv_pool_info {
 	unsigned threads, conns, connected;
 	unsigned retries;     /* connections tried again while the pool started */
 	uint16_t credits;     /* per connection, as agreed */
+	uint32_t max_msg;     /* the largest message, as agreed (0: none up yet) */
 	char last_error[200]; /* why the last connection to fail failed */
 };
 void qpg_kv_pool_info(const struct qpg_kv_pool *p, struct qpg_kv_pool_info *out);

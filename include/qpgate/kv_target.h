@@ -40,6 +40,8 @@ struct qpg_kv_target_info {
 	unsigned retries;      /* connections tried again while they started */
 	uint16_t credits;      /* per connection, as agreed (the first member's) */
 	int64_t view_revision; /* of the view in use; a pool's is 0 */
+	uint32_t max_msg;      /* the largest request message, as agreed (the least
+				* over members; 0 while none is up) */
 	char last_error[200];  /* why the last connection to fail failed */
 };
 void qpg_kv_target_info(struct qpg_kv_target *t, struct qpg_kv_target_info *out);
@@ -65,6 +67,25 @@ struct qpg_kv_target_stats {
 };
 int qpg_kv_target_stats(struct qpg_kv_target *t, struct qpg_kv_target_stats *out);
 void qpg_kv_target_stats_free(struct qpg_kv_target_stats *s);
+
+/* EXISTS of N keys (1 to QPG_KV_EXISTS_MAX) in one round trip: which are
+ * stored, without reading or pinning any (a prefix-cache lookup). The keys
+ * are grouped by the member that owns them (a cluster), packed into as few
+ * requests as a message holds, and sent at once; KEYS are copied. PRESENT
+ * is (N + 7) / 8 bytes, valid until DONE: bit i % 8 of byte i / 8 is set
+ * when KEYS[i] is stored. DONE runs once, on a target thread (or inside
+ * qpg_kv_target_run): STATUS is QPG_KV_OK when every key was answered, else
+ * the first failure (an enum qpg_kv_status or a negative errno), whose keys
+ * read as absent; PREFIX is how many keys from the first are all stored.
+ * 0, or a negative errno with no callback (-EINVAL: a bad key or count). A
+ * target that begins closing part way may run DONE inside this call. */
+struct qpg_kv_key {
+	const void *key;
+	uint16_t len;
+};
+typedef void (*qpg_kv_exists_done)(void *arg, int status, uint32_t prefix);
+int qpg_kv_target_exists(struct qpg_kv_target *t, const struct qpg_kv_key *keys, unsigned n,
+			 uint8_t *present, qpg_kv_exists_done done, void *arg);
 
 /* A target that runs in the caller's event loop (qpgate/kv_call.h:
  * qpg_kv_pool_open_external): its file descriptor to poll for reading,

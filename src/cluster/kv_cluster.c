@@ -273,12 +273,34 @@ static void member_done(struct qpg_kv_request *in, int status, uint32_t len)
 	finish(cr, status, len);
 }
 
+/* The owner of OP's key in view V; an EXISTS's, of its first key (the
+ * keys of one were grouped by owner: qpg_kv_target_exists). */
+static int owner_of(const struct qpg_cluster_view *v, const struct qpg_kv_request *op)
+{
+	if (op->op != QPG_KV_EXISTS)
+		return qpg_cluster_owner(v, op->key, op->key_len);
+	size_t pos = 0;
+	const uint8_t *key = NULL;
+	uint8_t n = qpg_kv_exists_next(op->value, op->value_len, &pos, &key);
+	return qpg_cluster_owner(v, key, n);
+}
+
+/* (The target's group op: a batch's keys, grouped by owner.) */
+int qpg__kv_cluster_group(struct qpg_kv_target *t, const void *key, uint16_t len)
+{
+	struct qpg_kv_cluster *c = (struct qpg_kv_cluster *)t;
+	atomic_fetch_add(&c->readers, 1);
+	int o = qpg_cluster_owner(atomic_load(&c->cur)->v, key, len);
+	atomic_fetch_sub(&c->readers, 1);
+	return o;
+}
+
 /* Route CR by the view in use. */
 static void route(struct qpg_kv_cluster *c, struct clreq *cr)
 {
 	atomic_fetch_add(&c->readers, 1);
 	struct route *r = atomic_load(&c->cur);
-	int o = qpg_cluster_owner(r->v, cr->in.key, cr->in.key_len);
+	int o = owner_of(r->v, &cr->in);
 	struct member *m = o >= 0 ? r->m[o] : NULL;
 	int rc = -EAGAIN;
 	if (m && m->pool && !atomic_load(&m->suspect)) {

@@ -46,6 +46,8 @@ static void cluster_info(struct qpg_kv_target *t, struct qpg_kv_target_info *out
 		out->retries += pi.retries;
 		if (!out->credits)
 			out->credits = pi.credits;
+		if (pi.max_msg && (!out->max_msg || pi.max_msg < out->max_msg))
+			out->max_msg = pi.max_msg;
 		if (pi.last_error[0])
 			snprintf(out->last_error, sizeof(out->last_error), "%s: %.130s", m->e.id,
 				 pi.last_error);
@@ -97,4 +99,5 @@ const struct qpg_kv_target_ops qpg__kv_cluster_target_ops = {
 	.destroy = cluster_destroy,
 	.info = cluster_info,
 	.stats = cluster_stats,
+	.group = qpg__kv_cluster_group,
 };

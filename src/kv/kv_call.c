@@ -151,6 +151,35 @@ int qpg_kv_call_many(struct qpg_kv_target *t, const struct qpg_kv_call_req *reqs
 	return k;
 }
 
+/* An EXISTS batch for a binding: its completion as qpg_kv_call's. */
+struct xcall {
+	qpg_kv_call_done done;
+	void *arg;
+	uint64_t token;
+};
+
+static void on_exists(void *arg, int status, uint32_t prefix)
+{
+	struct xcall x = *(struct xcall *)arg;
+	free(arg);
+	x.done(x.arg, x.token, status, prefix, NULL);
+}
+
+int qpg_kv_call_exists(struct qpg_kv_target *t, const struct qpg_kv_key *keys, unsigned n,
+		       uint8_t *present, qpg_kv_call_done done, void *arg, uint64_t token)
+{
+	if (!done)
+		return -EINVAL;
+	struct xcall *x = malloc(sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	*x = (struct xcall){.done = done, .arg = arg, .token = token};
+	int rc = qpg_kv_target_exists(t, keys, n, present, on_exists, x);
+	if (rc)
+		free(x);
+	return rc;
+}
+
 struct waiter {
 	pthread_mutex_t lock;
 	pthread_cond_t cv;
@@ -192,5 +221,23 @@ int qpg_kv_call_wait(struct qpg_kv_target *t, uint8_t op, const void *key, uint1
 		*data = w.data;
 	else if (!buf)
 		free(w.data);
+	return w.status;
+}
+
+int qpg_kv_call_exists_wait(struct qpg_kv_target *t, const struct qpg_kv_key *keys, unsigned n,
+			    uint8_t *present, uint32_t *prefix)
+{
+	struct waiter w = {.lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+	int rc = qpg_kv_call_exists(t, keys, n, present, wake, &w, 0);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&w.lock);
+	while (!w.finished)
+		pthread_cond_wait(&w.cv, &w.lock);
+	pthread_mutex_unlock(&w.lock);
+	pthread_mutex_destroy(&w.lock);
+	pthread_cond_destroy(&w.cv);
+	if (prefix)
+		*prefix = w.len;
 	return w.status;
 }

@@ -61,6 +61,7 @@ static void on_established(struct qpg_client_conn *c, void *user)
 	p->up++;
 	p->retries += ci.attempts > 1 ? ci.attempts - 1 : 0;
 	p->credits = ci.credits;
+	p->max_msg = ci.max_msg;
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->lock);
 	qpg__kvc_pump(k);
@@ -450,6 +451,7 @@ void qpg_kv_pool_info(const struct qpg_kv_pool *p, struct qpg_kv_pool_info *out)
 	out->connected = p->up;
 	out->retries = p->retries;
 	out->credits = p->credits;
+	out->max_msg = p->max_msg;
 	snprintf(out->last_error, sizeof(out->last_error), "%s", p->last_error);
 	pthread_mutex_unlock(&m->lock);
 }

@@ -131,6 +131,7 @@ struct qpg_kv_pool {
 	unsigned up, failed, exited;
 	unsigned retries; /* connections tried again while the pool started */
 	uint16_t credits;
+	uint32_t max_msg; /* as the last connection up agreed */
 	char err[256];
 	char last_error[200];
 	atomic_ullong abuse_succeeded;

@@ -35,6 +35,12 @@ static int send_frame(struct kv_conn *k, struct qpg_kv_request *op, uint32_t off
 		r.flags |= QPG_KV_F_RELEASE;
 		r.offset = k->rel_ids[0];
 	}
+	if (op->op == QPG_KV_EXISTS) { /* no key: its list, whole */
+		r.key_len = 0;
+		r.key = NULL;
+		r.value_len = KR(op)->total;
+		chunk = op->value_len;
+	}
 	int rc = qpg__kvc_send_req(k, &r, chunk ? (const uint8_t *)op->value + off : NULL, chunk);
 	if (rc == 0) {
 		if (k->outstanding++ == 0)
@@ -133,6 +139,15 @@ static void pump_unguarded(struct kv_conn *k)
 				return;
 			grant = false;
 		}
+		if (op->op == QPG_KV_EXISTS && op->value_len > k->max_msg - QPG_KV_REQ_HDR_LEN) {
+			/* A list that one message cannot carry is never sent. */
+			k->head = KR(op)->next;
+			if (!k->head)
+				k->tail = NULL;
+			KR(op)->next = NULL;
+			qpg__kvc_complete(k->th, op, QPG_KV_VALUE_TOO_LARGE, 0);
+			continue;
+		}
 		int slot = free_slot(k);
 		if (slot < 0)
 			return;
@@ -145,6 +160,8 @@ static void pump_unguarded(struct kv_conn *k)
 		KR(op)->sent = KR(op)->acked = KR(op)->got = 0;
 		KR(op)->refused = QPG_KV_OK;
 		KR(op)->phase = grant ? PH_REQUEST : PH_NONE;
+		if (op->op == QPG_KV_EXISTS) /* its keys, checked at submit */
+			KR(op)->total = (uint32_t)qpg_kv_exists_count(op->value, op->value_len);
 		k->grants_ahead += grant;
 		k->grants_held += grant;
 		k->slots[slot] = op;
@@ -242,6 +259,16 @@ void qpg__kvc_on_reply(struct qpg_client_conn *c, void *user, uint8_t type, cons
 			k->outstanding--;
 			qpg__kvc_finish_slot(k, op, QPG_KV_OK, r.value_len);
 		}
+	} else if (op->op == QPG_KV_EXISTS && r.status == QPG_KV_OK) {
+		/* (The decoder checked the bitmap against the count and prefix.) */
+		if (r.op != QPG_KV_EXISTS || r.value_len != KR(op)->total) {
+			qpg__kvc_fail_conn(k, "an EXISTS answer for another number of keys", 0);
+			return;
+		}
+		k->outstanding--;
+		if (op->chunk)
+			op->chunk(op, r.chunk, r.chunk_len, 0, r.value_len);
+		qpg__kvc_finish_slot(k, op, QPG_KV_OK, r.offset);
 	} else {
 		k->outstanding--;
 		qpg__kvc_finish_slot(k, op, r.status, 0);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* The KV service in a cluster: a gate asked before every PUT, GET and DEL
- * (does this server own the key in a view at least as new as the
+/* The KV service in a cluster: a gate asked before every PUT, GET and DEL,
+ * and for each key of an EXISTS (does this server own the key in a view at least as new as the
  * client's, and is its lease known alive?), and drops of the keys it no
  * longer owns. The gate itself lives with the cluster (qpgate/cluster.h);
  * the service knows only its verdict, so nothing of etcd, and no key or
@@ -26,7 +26,25 @@ int qpg__kv_gate(struct qpg_kv_service *k, const struct qpg_kv_req *r, uint64_t 
 	*rev = 0;
 	if (!k->gate)
 		return QPG_KV_OK;
-	return k->gate(k->gate_user, r->key, r->key_len, r->view_rev, rev);
+	if (r->op != QPG_KV_EXISTS)
+		return k->gate(k->gate_user, r->key, r->key_len, r->view_rev, rev);
+	/* Every key of the list, or none: a key to wait for waits the whole
+	 * request; else the first refusal is its answer. */
+	size_t pos = 0;
+	const uint8_t *key;
+	uint8_t n;
+	int verdict = QPG_KV_OK;
+	while ((n = qpg_kv_exists_next(r->chunk, r->chunk_len, &pos, &key))) {
+		uint64_t krev = 0;
+		int st = k->gate(k->gate_user, key, n, r->view_rev, &krev);
+		if (st == QPG_KV_GATE_WAIT)
+			return st;
+		if (st != QPG_KV_OK && verdict == QPG_KV_OK) {
+			verdict = st;
+			*rev = krev;
+		}
+	}
+	return verdict;
 }
 
 int qpg__kv_gated_commit(struct qpg_kv_service *k, struct qpg__kv_value *v, uint64_t view_rev,

@@ -38,6 +38,7 @@ static void pool_info(struct qpg_kv_target *t, struct qpg_kv_target_info *out)
 	out->connected = pi.connected;
 	out->retries = pi.retries;
 	out->credits = pi.credits;
+	out->max_msg = pi.max_msg;
 	snprintf(out->last_error, sizeof(out->last_error), "%s", pi.last_error);
 }
 

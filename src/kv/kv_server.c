@@ -57,7 +57,8 @@ static unsigned long long ld(atomic_ullong *a)
 /* The KV service's metrics, appended to the server's at each scrape. */
 static void kv_metrics(void *ctx, FILE *f)
 {
-	static const char *const ops[] = {"unknown", "put", "get", "del", "release"};
+	static const char *const ops[] = {"unknown", "put", "get", "del", "release", "exists"};
+	_Static_assert(sizeof(ops) / sizeof(ops[0]) == QPG_KV_OP_MAX + 1, "a label for every op");
 	static const char *const statuses[] = {
 	    "ok",	 "not_found", "key_too_large", "value_too_large", "store_full",
 	    "malformed", "busy",      "unsupported",   "wrong_owner",	  "unavailable"};
@@ -66,7 +67,7 @@ static void kv_metrics(void *ctx, FILE *f)
 	struct qpg_kv_service *k = ctx;
 	fprintf(f, "# HELP qpgate_kv_ops_total KV requests answered, by operation and status.\n"
 		   "# TYPE qpgate_kv_ops_total counter\n");
-	for (int op = 0; op <= QPG_KV_RELEASE; op++)
+	for (int op = 0; op <= QPG_KV_OP_MAX; op++)
 		for (int st = 0; st <= QPG_KV_STATUS_MAX; st++)
 			fprintf(f, "qpgate_kv_ops_total{op=\"%s\",status=\"%s\"} %llu\n", ops[op],
 				statuses[st], ld(&k->m.ops[op][st]));
@@ -80,6 +81,12 @@ static void kv_metrics(void *ctx, FILE *f)
 		"# HELP qpgate_kv_evicted_bytes_total Value bytes of the keys evicted.\n"
 		"# TYPE qpgate_kv_evicted_bytes_total counter\nqpgate_kv_evicted_bytes_total %llu\n",
 		evictions, evicted);
+	fprintf(f,
+		"# HELP qpgate_kv_exists_keys_total Keys EXISTS asked about, by whether stored.\n"
+		"# TYPE qpgate_kv_exists_keys_total counter\n"
+		"qpgate_kv_exists_keys_total{result=\"stored\"} %llu\n"
+		"qpgate_kv_exists_keys_total{result=\"absent\"} %llu\n",
+		ld(&k->m.exists_keys[1]), ld(&k->m.exists_keys[0]));
 	fprintf(
 	    f,
 	    "# HELP qpgate_kv_gets_total GETs by whether the key was stored.\n"

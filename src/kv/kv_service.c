@@ -56,6 +56,8 @@ struct kv_job {
 	uint32_t value_len;
 	uint32_t off;		 /* status: the offset to report; GET: next chunk */
 	struct qpg__kv_value *v; /* GET: the value being streamed (a reference) */
+	uint8_t nbits;		 /* EXISTS: bytes of BITS to send */
+	uint8_t bits[QPG_KV_EXISTS_BITMAP];
 };
 
 struct kv_conn {
@@ -116,7 +118,7 @@ static int queue_job(struct kv_conn *kc, uint8_t kind, uint16_t grant, uint8_t o
 
 void qpg__kv_count(struct qpg_kv_service *k, uint8_t op, uint8_t status)
 {
-	if (op <= QPG_KV_RELEASE && status <= QPG_KV_STATUS_MAX)
+	if (op <= QPG_KV_OP_MAX && status <= QPG_KV_STATUS_MAX)
 		atomic_fetch_add_explicit(&k->m.ops[op][status], 1, memory_order_relaxed);
 }
 
@@ -305,6 +307,9 @@ static void pump(struct qpg_conn *c)
 			memcpy(p + QPG_KV_HDR_LEN, qpg__kv_data(st, j->v) + j->off, chunk);
 			if (j->off + chunk < j->value_len)
 				flags = QPG_FRAME_FLAG_MORE;
+		} else if (j->nbits) {
+			chunk = j->nbits;
+			memcpy(p + QPG_KV_HDR_LEN, j->bits, chunk);
 		}
 		qpg_kv_encode_reply(p, QPG_KV_HDR_LEN, &r);
 		/* Advance before sending: the send may complete (and pump) inline. */
@@ -456,6 +461,24 @@ static void handle_get(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_
 	add(&k->m.bytes_out, v->len);
 }
 
+/* EXISTS: each key of the list looked up, none read or pinned; the
+ * answer is the bitmap and the stored prefix. */
+static void handle_exists(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_kv_req *r)
+{
+	struct qpg_kv_service *k = service_of(c);
+	uint8_t bits[QPG_KV_EXISTS_BITMAP];
+	uint32_t prefix = qpg__kv_exists_list(store_of(c), r->chunk, r->chunk_len, bits);
+	unsigned present = 0;
+	for (unsigned i = 0; i < sizeof(bits); i++)
+		present += (unsigned)__builtin_popcount(bits[i]);
+	if (queue(kc, QPG_KV_EXISTS, QPG_KV_OK, r->req_id, r->value_len, prefix, NULL))
+		return; /* out of memory: no answer, and the client's deadline ends it */
+	kc->tail->nbits = (uint8_t)((r->value_len + 7) / 8);
+	memcpy(kc->tail->bits, bits, kc->tail->nbits);
+	add(&k->m.exists_keys[1], present);
+	add(&k->m.exists_keys[0], r->value_len - present);
+}
+
 static void handle_release(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_kv_req *r)
 {
 	if (release_grant(kc, r->offset, JOB_REVOKE, r->req_id))
@@ -476,7 +499,7 @@ static bool serve(struct qpg_conn *c, struct kv_conn *kc, const uint8_t *p, uint
 	if (status != 0) {
 		/* Refuse the request, keep the connection: the frame itself was
 		 * authentic, only its content is wrong. */
-		uint8_t op = r.op >= QPG_KV_PUT && r.op <= QPG_KV_RELEASE ? r.op : 0;
+		uint8_t op = r.op >= QPG_KV_PUT && r.op <= QPG_KV_OP_MAX ? r.op : 0;
 		queue(kc, op, (uint8_t)status, r.req_id, 0, 0, NULL);
 		return true;
 	}
@@ -501,6 +524,8 @@ static bool serve(struct qpg_conn *c, struct kv_conn *kc, const uint8_t *p, uint
 		handle_get(c, kc, &r);
 	} else if (r.op == QPG_KV_RELEASE) {
 		handle_release(c, kc, &r);
+	} else if (r.op == QPG_KV_EXISTS) {
+		handle_exists(c, kc, &r);
 	} else {
 		queue(kc, QPG_KV_DEL, wire_status(qpg__kv_del(store_of(c), r.key, r.key_len)),
 		      r.req_id, 0, 0, NULL);

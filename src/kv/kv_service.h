@@ -16,8 +16,9 @@
 
 /* What the service has done, for --metrics (threads add, a scrape reads). */
 struct qpg__kv_metrics {
-	atomic_ullong ops[QPG_KV_RELEASE + 1][QPG_KV_STATUS_MAX + 1]; /* [op][status] */
+	atomic_ullong ops[QPG_KV_OP_MAX + 1][QPG_KV_STATUS_MAX + 1]; /* [op][status] */
 	atomic_ullong hits, misses;	      /* GETs of a stored / an absent key */
+	atomic_ullong exists_keys[2];	      /* keys EXISTS asked about: [0] absent, [1] stored */
 	atomic_ullong bytes_in, bytes_out;    /* value bytes stored, and served (sent or granted) */
 	atomic_ullong grants, grants_expired; /* windows granted; revoked at their deadline */
 	atomic_ullong releases[2];	      /* grants released: [0] by RELEASE, [1] with a GET */

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "qpgate/kv.h"
+
 #define MIN_BLOCK 256u
 
 #define hash_key(k, n) qpg__khash(&s->hash, (k), (n))
@@ -309,6 +311,26 @@ bool qpg__kv_exists(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_le
 	bool there = find(s, key, key_len) != NULL;
 	pthread_mutex_unlock(&s->lock);
 	return there;
+}
+
+uint32_t qpg__kv_exists_list(struct qpg__kv_store *s, const uint8_t *list, size_t len,
+			     uint8_t *bits)
+{
+	memset(bits, 0, QPG_KV_EXISTS_BITMAP);
+	size_t pos = 0;
+	const uint8_t *key;
+	uint8_t n;
+	uint32_t i = 0, prefix = 0;
+	pthread_mutex_lock(&s->lock);
+	while ((n = qpg_kv_exists_next(list, len, &pos, &key)) && i < QPG_KV_EXISTS_MAX) {
+		if (find(s, key, n)) {
+			bits[i / 8] |= (uint8_t)(1u << (i % 8));
+			prefix += prefix == i;
+		}
+		i++;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return prefix;
 }
 
 struct qpg__kv_value *qpg__kv_get(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len)

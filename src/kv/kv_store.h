@@ -109,6 +109,11 @@ struct qpg__kv_value *qpg__kv_get(struct qpg__kv_store *s, const uint8_t *key, u
 /* Whether KEY is stored: no reference taken, and no read counted for
  * eviction (an existence check never pins a value or keeps it). */
 bool qpg__kv_exists(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len);
+/* The same for each key of an EXISTS list (qpgate/kv.h) under one lock:
+ * sets bit i of BITS (zeroed first, QPG_KV_EXISTS_BITMAP bytes) when key i
+ * is stored, and returns how many keys from the first are all stored. */
+uint32_t qpg__kv_exists_list(struct qpg__kv_store *s, const uint8_t *list, size_t len,
+			     uint8_t *bits);
 /* Drop a reference; the last one frees the value's space. Also drops a
  * reservation that was never committed. */
 void qpg__kv_release(struct qpg__kv_store *s, struct qpg__kv_value *v);

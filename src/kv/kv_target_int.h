@@ -19,10 +19,14 @@ struct qpg_kv_target_ops {
 	/* NULL: the target has threads of its own, and no loop to run. */
 	int (*fd)(struct qpg_kv_target *t);
 	int (*run)(struct qpg_kv_target *t);
+	/* Which of its members owns KEY now (a cluster's owner index), for
+	 * grouping a batch; NULL: one member, group 0. */
+	int (*group)(struct qpg_kv_target *t, const void *key, uint16_t len);
 };
 
 /* Whether OP is a request any target can take: PUT, GET or DEL of a key of
- * 1 to QPG_KV_MAX_KEY bytes (kv_target.c). */
+ * 1 to QPG_KV_MAX_KEY bytes, or EXISTS of a well-formed key list
+ * (kv_target.c). */
 bool qpg__kv_request_ok(const struct qpg_kv_request *op);
 
 /* The first member of struct qpg_kv_pool and struct qpg_kv_cluster. */

@@ -59,7 +59,7 @@ int qpg_kv_decode_req(const uint8_t *in, size_t len, struct qpg_kv_req *r, char 
 	r->view_rev = qpg__get64(in + 16);
 	if (r->view_rev > INT64_MAX)
 		return bad(why, why_len, QPG_KV_MALFORMED, "view revision past etcd's range");
-	if (r->op < QPG_KV_PUT || r->op > QPG_KV_RELEASE)
+	if (r->op < QPG_KV_PUT || r->op > QPG_KV_OP_MAX)
 		return bad(why, why_len, QPG_KV_MALFORMED, "unknown operation");
 	uint8_t allowed =
 	    r->op == QPG_KV_GET ? QPG_KV_F_ONE_SIDED | QPG_KV_F_GRANT_LARGE | QPG_KV_F_RELEASE : 0;
@@ -70,6 +70,19 @@ int qpg_kv_decode_req(const uint8_t *in, size_t len, struct qpg_kv_req *r, char 
 		if (r->key_len || r->value_len || len != QPG_KV_REQ_HDR_LEN)
 			return bad(why, why_len, QPG_KV_MALFORMED,
 				   "RELEASE carries only a grant id");
+		return 0;
+	}
+	if (r->op == QPG_KV_EXISTS) {
+		/* No key of its own: the list is the rest, counted in value_len. */
+		r->chunk = in + QPG_KV_REQ_HDR_LEN;
+		r->chunk_len = (uint32_t)(len - QPG_KV_REQ_HDR_LEN);
+		if (r->key_len || r->offset)
+			return bad(why, why_len, QPG_KV_MALFORMED,
+				   "EXISTS carries a key list, no key or offset");
+		int n = qpg_kv_exists_count(r->chunk, r->chunk_len);
+		if (n < 0 || (uint32_t)n != r->value_len)
+			return bad(why, why_len, QPG_KV_MALFORMED,
+				   "EXISTS key list malformed, or not value_len keys (1 to 256)");
 		return 0;
 	}
 	if (r->key_len == 0)
@@ -112,9 +125,21 @@ int qpg_kv_decode_reply(const uint8_t *in, size_t len, struct qpg_kv_reply *r)
 	r->chunk = in + QPG_KV_HDR_LEN;
 	r->chunk_len = (uint32_t)(len - QPG_KV_HDR_LEN);
 	/* op 0 only answers a request whose operation was unknown. */
-	if ((r->flags & ~QPG_KV_R_GRANT) || in[3] != 0 || r->op > QPG_KV_RELEASE ||
+	if ((r->flags & ~QPG_KV_R_GRANT) || in[3] != 0 || r->op > QPG_KV_OP_MAX ||
 	    r->status > QPG_KV_STATUS_MAX || (r->op == 0 && r->status != QPG_KV_MALFORMED))
 		return -EPROTO;
+	if (r->op == QPG_KV_EXISTS && r->status == QPG_KV_OK) {
+		/* The bitmap of value_len keys, nothing past the last; offset: the
+		 * keys present from the first, which the bitmap must agree with. */
+		uint32_t n = r->value_len;
+		if (r->flags || n == 0 || n > QPG_KV_EXISTS_MAX || r->chunk_len != (n + 7) / 8 ||
+		    ((n % 8) && (r->chunk[n / 8] >> (n % 8))))
+			return -EPROTO;
+		uint32_t prefix = 0;
+		while (prefix < n && (r->chunk[prefix / 8] >> (prefix % 8) & 1))
+			prefix++;
+		return r->offset == prefix ? 0 : -EPROTO;
+	}
 	if (r->flags & QPG_KV_R_GRANT) /* a successful one-sided GET, and only that */
 		return r->op == QPG_KV_GET && r->status == QPG_KV_OK && r->offset == 0 &&
 			       r->chunk_len == QPG_KV_GRANT_LEN
@@ -176,4 +201,17 @@ const char *qpg_kv_status_name(uint8_t status)
 	if (status == QPG_KV_CORRUPT)
 		return "value does not match its digest";
 	return status < sizeof(names) / sizeof(names[0]) ? names[status] : "unknown status";
+}
+
+int qpg_kv_exists_count(const uint8_t *list, size_t len)
+{
+	size_t pos = 0;
+	int n = 0;
+	while (pos < len) {
+		uint8_t kl = list[pos];
+		if (kl == 0 || kl > QPG_KV_MAX_KEY || len - pos - 1 < kl || ++n > QPG_KV_EXISTS_MAX)
+			return -EINVAL;
+		pos += 1u + kl;
+	}
+	return n ? n : -EINVAL;
 }

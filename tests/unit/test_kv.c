@@ -97,6 +97,73 @@ static void test_req_refusals(void **st)
 	expect_bad(buf, (size_t)n, QPG_KV_MALFORMED, "empty PUT chunk");
 }
 
+/* EXISTS: a list of keys out, a bitmap and the stored prefix back; every
+ * field checked both ways. */
+static void test_exists_wire(void **st)
+{
+	uint8_t buf[600];
+	char why[128];
+	const uint8_t list[] = {1, 'a', 3, 'b', 'c', 'd', 2, 'e', 'f'};
+	assert_int_equal(qpg_kv_exists_count(list, sizeof(list)), 3);
+	assert_int_equal(qpg_kv_exists_count(list, sizeof(list) - 1), -EINVAL); /* cut short */
+	assert_int_equal(qpg_kv_exists_count(list, 0), -EINVAL);		  /* no key */
+	const uint8_t empty_key[] = {1, 'a', 0};
+	assert_int_equal(qpg_kv_exists_count(empty_key, sizeof(empty_key)), -EINVAL);
+	uint8_t many[257 * 2];
+	for (unsigned i = 0; i < 257; i++)
+		many[2 * i] = 1, many[2 * i + 1] = (uint8_t)i;
+	assert_int_equal(qpg_kv_exists_count(many, 256 * 2), 256);
+	assert_int_equal(qpg_kv_exists_count(many, sizeof(many)), -EINVAL); /* 257 keys */
+
+	struct qpg_kv_req q = {.op = QPG_KV_EXISTS, .req_id = 9, .value_len = 3};
+	int n = qpg_kv_encode_req(buf, sizeof(buf), &q);
+	memcpy(buf + n, list, sizeof(list));
+	struct qpg_kv_req r;
+	assert_int_equal(qpg_kv_decode_req(buf, (size_t)n + sizeof(list), &r, why, sizeof(why)), 0);
+	assert_int_equal(r.op, QPG_KV_EXISTS);
+	assert_int_equal(r.value_len, 3);
+	assert_int_equal(r.chunk_len, sizeof(list));
+	size_t pos = 0;
+	const uint8_t *key;
+	assert_int_equal(qpg_kv_exists_next(r.chunk, r.chunk_len, &pos, &key), 1);
+	assert_int_equal(qpg_kv_exists_next(r.chunk, r.chunk_len, &pos, &key), 3);
+	assert_memory_equal(key, "bcd", 3);
+	assert_int_equal(qpg_kv_exists_next(r.chunk, r.chunk_len, &pos, &key), 2);
+	assert_int_equal(qpg_kv_exists_next(r.chunk, r.chunk_len, &pos, &key), 0);
+	/* value_len must count the list's keys, and there is no key field. */
+	buf[11] = 2;
+	expect_bad(buf, (size_t)n + sizeof(list), QPG_KV_MALFORMED, "EXISTS key list");
+	buf[11] = 3;
+	expect_bad(buf, (size_t)n + sizeof(list) - 1, QPG_KV_MALFORMED, "EXISTS key list");
+	buf[3] = 1;
+	expect_bad(buf, (size_t)n + sizeof(list), QPG_KV_MALFORMED, "no key or offset");
+	buf[3] = 0;
+	buf[1] = QPG_KV_F_ONE_SIDED;
+	expect_bad(buf, (size_t)n + sizeof(list), QPG_KV_MALFORMED, "reserved flags");
+
+	/* The reply: 10 keys, the first 2 and the 5th stored: prefix 2. */
+	struct qpg_kv_reply a = {
+	    .op = QPG_KV_EXISTS, .status = QPG_KV_OK, .req_id = 9, .value_len = 10, .offset = 2};
+	n = qpg_kv_encode_reply(buf, sizeof(buf), &a);
+	buf[n] = 0x13;
+	buf[n + 1] = 0x00;
+	struct qpg_kv_reply d;
+	assert_int_equal(qpg_kv_decode_reply(buf, (size_t)n + 2, &d), 0);
+	assert_int_equal(d.value_len, 10);
+	assert_int_equal(d.offset, 2);
+	assert_int_equal(d.chunk_len, 2);
+	assert_int_not_equal(qpg_kv_decode_reply(buf, (size_t)n + 1, &d), 0); /* bitmap short */
+	assert_int_not_equal(qpg_kv_decode_reply(buf, (size_t)n + 3, &d), 0); /* and long */
+	buf[n + 1] = 0x04; /* bit 10: past the last key */
+	assert_int_not_equal(qpg_kv_decode_reply(buf, (size_t)n + 2, &d), 0);
+	buf[n + 1] = 0x00;
+	buf[15] = 3; /* a prefix the bitmap does not have */
+	assert_int_not_equal(qpg_kv_decode_reply(buf, (size_t)n + 2, &d), 0);
+	buf[15] = 2;
+	buf[11] = 0; /* no keys */
+	assert_int_not_equal(qpg_kv_decode_reply(buf, (size_t)n, &d), 0);
+}
+
 static void test_reply_round_trip(void **st)
 {
 	uint8_t buf[64];
@@ -511,6 +578,7 @@ QPG_UNIT_MAIN(NULL, NULL,
 	      cmocka_unit_test(test_req_round_trip),
 	      cmocka_unit_test(test_req_refusals),
 	      cmocka_unit_test(test_reply_round_trip),
+	      cmocka_unit_test(test_exists_wire),
 	      cmocka_unit_test(test_one_sided_wire),
 	      cmocka_unit_test(test_store_basics),
 	      cmocka_unit_test(test_store_limits),

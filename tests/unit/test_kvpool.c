@@ -14,6 +14,7 @@
 
 #include "unit.h"
 
+#include "kv_service.h"
 #include "loopback.h"
 #include "qpgate/kv_call.h"
 #include "qpgate/kv_client.h"
@@ -220,5 +221,138 @@ static void test_pool_as_a_target(void **state)
 	qpg_kv_service_destroy(kvs);
 }
 
+struct done_wait_hdr {
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	int status;
+	bool done;
+};
+
+static void exists_done(struct qpg_kv_request *op, int status, uint32_t prefix)
+{
+	(void)prefix;
+	struct done_wait_hdr *w = op->user;
+	pthread_mutex_lock(&w->lock);
+	w->status = status;
+	w->done = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* EXISTS in batches, end to end: 256 keys of 200 bytes (more than one
+ * message holds, so the batch is cut into several requests, sent at once)
+ * against a store holding the first 100; then a hole at 40. Each answer is
+ * the bitmap and the stored prefix. EXISTS reads nothing: no GET hit, no
+ * reference, no eviction credit (the store's SIEVE bits stay clear). */
+static bool bit(const uint8_t *bits, unsigned i)
+{
+	return bits[i / 8] >> (i % 8) & 1;
+}
+
+static void test_exists_in_batches(void **state)
+{
+	(void)state;
+	struct qpg_loopback lb;
+	struct qpg_kv_service *kvs;
+	struct qpg_kv_pool_opts po;
+	char err[256] = "";
+	kv_loopback(&lb, &kvs, 8u << 20, &po);
+	po.threads = 2;
+	po.conns = 2;
+	struct qpg_kv_pool *pool;
+	assert_int_equal(qpg_kv_pool_create(&pool, &po, err, sizeof(err)), 0);
+	struct qpg_kv_target *t = qpg_kv_pool_target(pool);
+	static char names[QPG_KV_EXISTS_MAX][200];
+	struct qpg_kv_key keys[QPG_KV_EXISTS_MAX];
+	for (unsigned i = 0; i < QPG_KV_EXISTS_MAX; i++) {
+		memset(names[i], 'p', sizeof(names[i]));
+		snprintf(names[i], 16, "block/%05u", i); /* the rest stays 'p' */
+		names[i][strlen(names[i])] = 'p';
+		keys[i] = (struct qpg_kv_key){.key = names[i], .len = sizeof(names[i])};
+	}
+	for (unsigned i = 0; i < 100; i++)
+		assert_int_equal(qpg_kv_call_wait(t, QPG_KV_PUT, names[i], sizeof(names[i]), "v",
+						  1, NULL, 0, NULL, NULL),
+				 QPG_KV_OK);
+	uint64_t hits0 = atomic_load(&kvs->m.hits);
+	unsigned long long reqs0 = atomic_load(&kvs->m.ops[QPG_KV_EXISTS][QPG_KV_OK]);
+	uint8_t bits[QPG_KV_EXISTS_BITMAP];
+	uint32_t prefix = 999;
+	assert_int_equal(
+	    qpg_kv_call_exists_wait(t, keys, QPG_KV_EXISTS_MAX, bits, &prefix), QPG_KV_OK);
+	assert_int_equal(prefix, 100);
+	for (unsigned i = 0; i < QPG_KV_EXISTS_MAX; i++)
+		assert_int_equal(bit(bits, i), i < 100);
+	unsigned long long reqs = atomic_load(&kvs->m.ops[QPG_KV_EXISTS][QPG_KV_OK]) - reqs0;
+	struct qpg_kv_target_info info;
+	qpg_kv_target_info(t, &info);
+	unsigned per = (info.max_msg - QPG_KV_REQ_HDR_LEN) / 201; /* keys a message holds */
+	print_message("  256 keys of 200 bytes: %llu EXISTS requests (%u-byte messages)\n", reqs,
+		      info.max_msg);
+	assert_true(info.max_msg >= QPG_KV_MIN_MSG);
+	assert_int_equal(reqs, (QPG_KV_EXISTS_MAX + per - 1) / per); /* as few as hold them */
+	assert_int_equal(atomic_load(&kvs->m.exists_keys[1]), 100);
+	assert_int_equal(atomic_load(&kvs->m.exists_keys[0]), 156);
+
+	/* A hole: the prefix stops there, the keys after it are still seen. */
+	assert_int_equal(qpg_kv_call_wait(t, QPG_KV_DEL, names[40], sizeof(names[40]), NULL, 0,
+					  NULL, 0, NULL, NULL),
+			 QPG_KV_OK);
+	assert_int_equal(qpg_kv_call_exists_wait(t, keys, 120, bits, &prefix), QPG_KV_OK);
+	assert_int_equal(prefix, 40);
+	for (unsigned i = 0; i < 120; i++)
+		assert_int_equal(bit(bits, i), i < 100 && i != 40);
+	/* One key, absent: no prefix. */
+	assert_int_equal(qpg_kv_call_exists_wait(t, &keys[200], 1, bits, &prefix), QPG_KV_OK);
+	assert_int_equal(prefix, 0);
+	assert_int_equal(bits[0], 0);
+	/* Nothing read: no hit, no value referenced, no SIEVE credit. */
+	assert_int_equal(atomic_load(&kvs->m.hits), hits0);
+	pthread_mutex_lock(&kvs->store.lock);
+	unsigned visited = 0, held = 0;
+	for (struct qpg__kv_value *v = kvs->store.head; v; v = v->older) {
+		visited += v->visited;
+		held += atomic_load(&v->refs) != 1;
+	}
+	pthread_mutex_unlock(&kvs->store.lock);
+	assert_int_equal(visited, 0);
+	assert_int_equal(held, 0);
+
+	/* Refused in the call: no keys, too many, a key too long. */
+	assert_int_equal(qpg_kv_call_exists_wait(t, keys, 0, bits, &prefix), -EINVAL);
+	assert_int_equal(qpg_kv_call_exists_wait(t, keys, QPG_KV_EXISTS_MAX + 1, bits, &prefix),
+			 -EINVAL);
+	struct qpg_kv_key long_key = {.key = names[0], .len = QPG_KV_MAX_KEY + 1};
+	assert_int_equal(qpg_kv_call_exists_wait(t, &long_key, 1, bits, &prefix), -EINVAL);
+	/* A list no message holds, sent as one request: refused, not stuck. */
+	static uint8_t list[QPG_KV_EXISTS_MAX * 201];
+	size_t n = 0;
+	for (unsigned i = 0; i < 64; i++) {
+		list[n++] = 200;
+		memcpy(list + n, names[i], 200);
+		n += 200;
+	}
+	struct done_wait_hdr dw = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, false};
+	struct qpg_kv_request big = {.op = QPG_KV_EXISTS,
+				     .value = list,
+				     .value_len = (uint32_t)n,
+				     .done = exists_done,
+				     .user = &dw};
+	assert_int_equal(qpg_kv_target_submit(t, &big), 0);
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10; /* bounded: a list stuck unsent would never answer */
+	pthread_mutex_lock(&dw.lock);
+	while (!dw.done && pthread_cond_timedwait(&dw.cv, &dw.lock, &until) == 0)
+		;
+	bool answered = dw.done;
+	pthread_mutex_unlock(&dw.lock);
+	assert_true(answered);
+	assert_int_equal(dw.status, QPG_KV_VALUE_TOO_LARGE);
+	qpg_kv_target_destroy(t);
+	qpg_loopback_fini(&lb);
+	qpg_kv_service_destroy(kvs);
+}
+
 QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_workers_stay_on_their_thread),
-	      cmocka_unit_test(test_pool_as_a_target))
+	      cmocka_unit_test(test_pool_as_a_target), cmocka_unit_test(test_exists_in_batches))
