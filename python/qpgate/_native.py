@@ -9,7 +9,8 @@ import os
 import struct
 
 # enum qpg_kv_op and enum qpg_kv_status (qpgate/kv.h)
-PUT, GET, DEL = 1, 2, 3
+PUT, GET, DEL, EXISTS = 1, 2, 3, 5
+EXISTS_MAX = 256  # keys in one EXISTS batch (QPG_KV_EXISTS_MAX)
 OK, NOT_FOUND, KEY_TOO_LARGE, VALUE_TOO_LARGE, STORE_FULL = 0, 1, 2, 3, 4
 MALFORMED, BUSY, UNSUPPORTED, WRONG_OWNER, UNAVAILABLE = 5, 6, 7, 8, 9
 CORRUPT = 100
@@ -29,6 +30,7 @@ class CQEntry(ctypes.Structure):
 # per field (the layouts are checked against the ctypes ones below).
 REQ = struct.Struct("=QQQQIIHB5x")
 CQE = struct.Struct("=QiIQ")
+KEY = struct.Struct("=QH6x")  # struct qpg_kv_key
 
 
 class CallReq(ctypes.Structure):
@@ -73,6 +75,10 @@ def _load():
     lib.qpg_kv_status_name.restype = cp
     lib.qpg_kv_call_many.argtypes = [vp, vp, i, DONE, vp]  # an array of CallReq
     lib.qpg_kv_call_many.restype = i
+    lib.qpg_kv_call_exists.argtypes = [vp, vp, ctypes.c_uint, vp, DONE, vp, ctypes.c_uint64]
+    lib.qpg_kv_call_exists.restype = i
+    lib.qpg_kv_call_exists_wait.argtypes = [vp, vp, ctypes.c_uint, vp, ctypes.POINTER(u32)]
+    lib.qpg_kv_call_exists_wait.restype = i
     lib.qpg_kv_cq_new.argtypes = []
     lib.qpg_kv_cq_new.restype = vp
     lib.qpg_kv_cq_fd.argtypes = [vp]

@@ -25,7 +25,41 @@ def _key(key):
 
 
 def _what(op, key):
+    if op == n.EXISTS:
+        return f"EXISTS of {key} keys"
     return f"{('PUT', 'GET', 'DEL')[op - 1]} {key[:40]!r}"
+
+
+def _key_list(keys):
+    """KEYS (at most EXISTS_MAX) as an array of struct qpg_kv_key over one
+    joined bytes object; C copies the keys in the call. Returns what holds
+    them and the array's address."""
+    ks = [_key(k) for k in keys]
+    if not 0 < len(ks) <= n.EXISTS_MAX:
+        raise ValueError(f"qpgate: 1 to {n.EXISTS_MAX} keys per EXISTS batch, not {len(ks)}")
+    if any(not k for k in ks):
+        raise e.KeyTooLarge("an empty key")
+    joined = b"".join(ks)
+    base = n.address(joined)
+    arr = bytearray(n.KEY.size * len(ks))
+    off = 0
+    for i, k in enumerate(ks):
+        n.KEY.pack_into(arr, i * n.KEY.size, base + off, len(k))
+        off += len(k)
+    view = ctypes.c_char.from_buffer(arr)
+    return (joined, arr, view), ctypes.addressof(view)
+
+
+def _exists_result(status, count, bits):
+    """An EXISTS batch's answer: a list of bools, or the exception."""
+    if status != n.OK:
+        raise e.from_status(status, _what(n.EXISTS, count))
+    return [bool(bits[i // 8] >> (i % 8) & 1) for i in range(count)]
+
+
+def _chunks(keys):
+    keys = list(keys)
+    return [keys[i:i + n.EXISTS_MAX] for i in range(0, len(keys), n.EXISTS_MAX)]
 
 
 def _result(op, key, status, vlen, data, cap, alloc):
@@ -205,6 +239,44 @@ class KVPool(_Base):
         """Removes KEY; False when there was none."""
         return self._call(n.DEL, key)
 
+    def _exists(self, keys):
+        keep, addr = _key_list(keys)
+        bits = ctypes.create_string_buffer(n.EXISTS_MAX // 8)
+        prefix = ctypes.c_uint32()
+        handle = self._take()
+        try:
+            rc = n.lib.qpg_kv_call_exists_wait(handle, addr, len(keys), bits,
+                                               ctypes.byref(prefix))
+        finally:
+            self._give()
+            del keep
+        return _exists_result(rc, len(keys), bits.raw)
+
+    def exists(self, key):
+        """Whether KEY is stored, without reading it (nor keeping it in the
+        cache any longer)."""
+        return self._exists([key])[0]
+
+    def batch_exists(self, keys):
+        """Whether each of KEYS is stored, as a list of bools: up to 256 keys
+        in one round trip (grouped by member over a cluster), more in turn."""
+        out = []
+        for part in _chunks(keys):
+            out += self._exists(part)
+        return out
+
+    def exists_prefix(self, keys):
+        """How many of KEYS, from the first, are all stored: a prefix cache's
+        lookup (the blocks of a prompt it can read)."""
+        got = 0
+        for part in _chunks(keys):
+            have = self._exists(part)
+            run = next((i for i, h in enumerate(have) if not h), len(have))
+            got += run
+            if run < len(have):
+                break
+        return got
+
     def close(self):
         """Waits for the calls in progress, then closes every connection."""
         self._destroy()
@@ -283,15 +355,19 @@ class AsyncKVPool(_Base):
             got = n.lib.qpg_kv_cq_poll(self._cq, self._batch_addr, cap)
             for token, status, vlen, data in n.CQE.iter_unpack(view[:got * n.CQE.size]):
                 fut, keep, op, k, cap_, alloc = self._pending.pop(token)
-                del keep  # C is done with the buffers
                 try:
-                    r = _result(op, k, status, vlen, data, cap_, alloc)
+                    if op == n.EXISTS:  # K: how many keys; KEEP: the bitmap
+                        r = _exists_result(status, k, keep.raw)
+                    else:
+                        r = _result(op, k, status, vlen, data, cap_, alloc)
                 except BaseException as exc:
                     if not fut.cancelled():
                         fut.set_exception(exc)
                 else:
                     if not fut.cancelled():
                         fut.set_result(r)
+                finally:
+                    del keep  # C is done with the buffers
             if got < cap:
                 return
 
@@ -356,6 +432,42 @@ class AsyncKVPool(_Base):
 
     async def delete(self, key):
         return await self._call(n.DEL, key)
+
+    def _exists(self, keys):
+        """One EXISTS batch, submitted now (its keys are copied in the call)."""
+        if asyncio.get_running_loop() is not self._loop:
+            raise RuntimeError("qpgate: an AsyncKVPool is used from the loop that opened it")
+        keep, addr = _key_list(keys)
+        bits = ctypes.create_string_buffer(n.EXISTS_MAX // 8)
+        fut = self._loop.create_future()
+        handle = self._take()
+        self._next += 1
+        token = self._next
+        self._pending[token] = (fut, bits, n.EXISTS, len(keys), 0, False)
+        try:
+            rc = n.lib.qpg_kv_call_exists(handle, addr, len(keys), bits, n.CQ_DONE, self._cq,
+                                          token)
+            if rc == 0:
+                n.lib.qpg_kv_target_run(handle)  # sent now
+        finally:
+            self._give()
+            del keep
+        if rc != 0:
+            self._pending.pop(token)
+            raise e.from_status(rc, _what(n.EXISTS, len(keys)))
+        return fut
+
+    async def exists(self, key):
+        return (await self._exists([key]))[0]
+
+    async def batch_exists(self, keys):
+        """As KVPool.batch_exists; batches of 256 go out together."""
+        parts = await asyncio.gather(*(self._exists(p) for p in _chunks(keys)))
+        return [h for part in parts for h in part]
+
+    async def exists_prefix(self, keys):
+        have = await self.batch_exists(keys)
+        return next((i for i, h in enumerate(have) if not h), len(have))
 
     def close(self):
         """Fails what is in flight (qpgate.ConnectionError) and closes."""

@@ -6,6 +6,7 @@
  *     put KEY FILE        store FILE's bytes (-: standard input)
  *     get KEY [-o FILE]   write the value to standard output, or to FILE
  *     del KEY
+ *     exists KEY[,KEY...] which of up to 256 keys are stored (one round trip)
  *   With --synthetic, for tests, values are generated instead:
  *     put KEY SIZE SEED   store SIZE bytes generated from SEED
  *     get KEY [SIZE SEED] fetch; with SIZE SEED, verify every byte
@@ -38,10 +39,11 @@
 #include "kv_testing.h"
 #include "kvdata.h"
 #include "opts.h"
+#include "qpgate/kv_call.h"
 #include "qpgate/kv_client.h"
 #include "qpgate/kv_cluster.h"
 
-enum cmd_op { CMD_PUT, CMD_GET, CMD_DEL, CMD_BAD };
+enum cmd_op { CMD_PUT, CMD_GET, CMD_DEL, CMD_BAD, CMD_EXISTS };
 
 struct cmd {
 	enum cmd_op op;
@@ -198,10 +200,50 @@ struct target {
 	uint64_t view_rev;	  /* --test-view-rev: a lagging client's view */
 };
 
+/* EXISTS of C's comma-separated keys: "EXISTS a,b,c: 2 of 3 stored, prefix
+ * 2 (110)". 0 when every key is stored, 1 when one is not (as a GET's
+ * miss), 3 when the connection failed. */
+static int run_exists(const struct target *t, const struct cmd *c)
+{
+	struct qpg_kv_key keys[QPG_KV_EXISTS_MAX];
+	unsigned n = 0;
+	for (const char *k = c->key; *k && n < QPG_KV_EXISTS_MAX; n++) {
+		const char *end = strchr(k, ',');
+		size_t len = end ? (size_t)(end - k) : strlen(k);
+		keys[n] = (struct qpg_kv_key){.key = k, .len = (uint16_t)len};
+		k += len + (end != NULL);
+	}
+	uint8_t bits[QPG_KV_EXISTS_BITMAP];
+	uint32_t prefix = 0;
+	int st = qpg_kv_call_exists_wait(t->kv, keys, n, bits, &prefix);
+	if (st < 0) {
+		struct qpg_kv_target_info info;
+		qpg_kv_target_info(t->kv, &info);
+		fprintf(stderr, "EXISTS %.60s: connection failed: %s\n", c->key, info.last_error);
+		return 3;
+	}
+	if (st != QPG_KV_OK) {
+		fprintf(stderr, "EXISTS %.60s: %s\n", c->key, qpg_kv_status_name((uint8_t)st));
+		return 1;
+	}
+	char map[QPG_KV_EXISTS_MAX + 1];
+	unsigned stored = 0;
+	for (unsigned i = 0; i < n; i++) {
+		map[i] = (bits[i / 8] >> (i % 8) & 1) ? '1' : '0';
+		stored += map[i] == '1';
+	}
+	map[n] = 0;
+	fprintf(stderr, "EXISTS %.60s: %u of %u stored, prefix %u (%s)\n", c->key, stored, n,
+		prefix, map);
+	return stored == n ? 0 : 1;
+}
+
 /* Returns 0 ok, 1 an error status or mismatch, 2 a file, 3 the connection failed. */
 static int run_cmd(const struct target *t, const struct cmd *c, struct pending *p, uint8_t abuse)
 {
 	static const char *const names[] = {"PUT", "GET", "DEL", "BAD"};
+	if (c->op == CMD_EXISTS)
+		return run_exists(t, c);
 	uint8_t *value = NULL;
 	uint32_t value_len = 0;
 	if (c->op == CMD_PUT && put_value(c, QPG_KV_MAX_VALUE, &value, &value_len))
@@ -291,6 +333,17 @@ static int parse_cmds(int argc, char **argv, bool synthetic, struct cmd *out)
 			if (i + 1 < argc && !strcmp(argv[i], "-o")) {
 				c.file = argv[i + 1];
 				i += 2;
+			}
+		} else if (i < argc && !strcmp(w, "exists")) {
+			/* KEY[,KEY...]: each key 1..250 bytes, 256 at most */
+			c.op = CMD_EXISTS;
+			c.key = argv[i++];
+			unsigned nk = 1;
+			for (const char *k = c.key, *e; k; k = e ? e + 1 : NULL, nk++) {
+				e = strchr(k, ',');
+				size_t len = e ? (size_t)(e - k) : strlen(k);
+				if (len == 0 || len > QPG_KV_MAX_KEY || nk > QPG_KV_EXISTS_MAX)
+					return -1;
 			}
 		} else if (!synthetic && !strcmp(w, "bad")) {
 			return -1;
@@ -390,6 +443,8 @@ int main(int argc, char **argv)
 	    "  put KEY FILE|-                store FILE's bytes (-: standard input)\n"
 	    "  get KEY [-o FILE]             the value to standard output, or to FILE\n"
 	    "  del KEY                       delete it\n"
+	    "  exists KEY[,KEY...]           which of up to 256 keys are stored, in one round\n"
+	    "                                trip (exit 1 if one is not)\n"
 	    "  --synthetic, for tests:       put KEY SIZE SEED, get KEY [SIZE SEED], bad";
 	int optind = qpg_opts_parse(argc, argv, tables, synopsis, -1);
 	if (one || two)

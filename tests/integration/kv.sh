@@ -55,6 +55,21 @@ sed 's/^/  /' <<<"$out"
 check "malformed request refused with its reason" grep -q '^BAD (unknown op): malformed request' <<<"$out"
 check "oversize value refused (value too large)" grep -q '^PUT huge: value too large' <<<"$out"
 check "the connection survived both: next GET verified" grep -q '^GET big: ok, .*verified' <<<"$out"
+# EXISTS: one key, then three in one request (bitmap and stored prefix),
+# reading nothing; a key too long is refused before anything is sent.
+out=$(kv exists big 2>&1)
+rc=$?
+check "EXISTS of a stored key: exit 0 (exit $rc)" eval '[ $rc -eq 0 ] && grep -q "^EXISTS big: 1 of 1 stored, prefix 1 (1)" <<<"$out"'
+out=$(kv exists big,nope,big 2>&1)
+rc=$?
+echo "  $out"
+check "EXISTS of 3 keys: 2 stored, prefix 1 (101), exit 1 (exit $rc)" eval '[ $rc -eq 1 ] && grep -q "^EXISTS big,nope,big: 2 of 3 stored, prefix 1 (101)" <<<"$out"'
+kv exists "a,$(printf "%0251d" 0)" >/dev/null 2>&1
+rc=$?
+check "EXISTS with a key over 250 bytes: a usage error, exit 2 (exit $rc)" [ $rc -eq 2 ]
+curl -fsS "http://127.0.0.1:$mport/metrics" >"$work/kvm.txt"
+check "metrics: EXISTS asked about 3 stored and 1 absent key, in 2 requests" eval 'kvm "qpgate_kv_exists_keys_total{result=\"stored\"}" 3 &&
+	kvm "qpgate_kv_exists_keys_total{result=\"absent\"}" 1 && kvm "qpgate_kv_ops_total{op=\"exists\",status=\"ok\"}" 2'
 check "a wrong seed is caught (the check can fail)" sh -c "'$bin/qpgate-kv' --synthetic --transport $transport --ca '$work/ca.crt' -p $port 127.0.0.1 localhost get big 1M 13 2>&1 | grep -q MISMATCH"
 
 # A cache, not a store: 16 x 256 KiB into what is left of 4 MiB. No PUT

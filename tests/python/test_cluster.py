@@ -199,6 +199,26 @@ def test_asyncio_over_a_cluster(cluster):
     asyncio.run(main())
 
 
+def test_exists_over_a_cluster(cluster):
+    """A batch's keys live on every member: it is split by owner, each part
+    asked of its member, and the answers merged in the caller's order."""
+    keys = [f"ex/{i}".encode() for i in range(256)]
+    with cluster.pool() as kv:
+        for k in keys[:200]:
+            kv.put(k, b"v")
+        kv.delete(keys[77])
+        want = [i < 200 and i != 77 for i in range(256)]
+        assert kv.batch_exists(keys) == want
+        assert kv.exists_prefix(keys) == 77
+
+    async def main():
+        async with cluster.pool(qpgate.AsyncKVPool) as kv:
+            assert await kv.batch_exists(keys) == want
+            assert await kv.exists(keys[199]) is True
+            assert await kv.exists(keys[200]) is False
+    asyncio.run(main())
+
+
 def test_unreachable_etcd_says_why():
     with pytest.raises(qpgate.ConnectionError, match="cannot open cluster"):
         qpgate.KVPool(cluster=f"http://127.0.0.1:{free_port()}", cluster_name="none")

@@ -129,6 +129,36 @@ def test_a_thousand_concurrent_asyncio_gets(certs, server):
     asyncio.run(main())
 
 
+def test_exists_in_batches(certs, server):
+    """EXISTS of one key and of batches (a prompt's blocks: 64-byte keys, the
+    first 300 of 600 stored, then a hole): sync and asyncio, past 256 keys."""
+    keys = [b"blk/" + f"{i:060d}".encode() for i in range(600)]
+    with pool(certs, server) as kv:
+        for k in keys[:300]:
+            kv.put(k, b"x")
+        assert kv.exists(keys[0]) is True
+        assert kv.exists(keys[300]) is False
+        assert kv.batch_exists(keys) == [i < 300 for i in range(600)]
+        assert kv.exists_prefix(keys) == 300
+        kv.delete(keys[123])
+        assert kv.exists_prefix(keys) == 123
+        assert kv.batch_exists(keys[120:126]) == [True, True, True, False, True, True]
+        assert kv.get(keys[0]) == b"x"  # EXISTS took nothing away
+        with pytest.raises(qpgate.KeyTooLarge):
+            kv.batch_exists([b"k", b"x" * 251])
+        assert kv.batch_exists([]) == [] and kv.exists_prefix([]) == 0
+
+    async def main():
+        async with pool(certs, server, qpgate.AsyncKVPool) as kv:
+            assert await kv.exists(keys[1]) is True
+            assert await kv.exists(keys[123]) is False
+            assert await kv.batch_exists(keys) == [i < 300 and i != 123 for i in range(600)]
+            assert await kv.exists_prefix(keys) == 123
+            got = await asyncio.gather(*(kv.exists(k) for k in keys[295:305]))
+            assert got == [True] * 5 + [False] * 5
+    asyncio.run(main())
+
+
 def test_bad_input_raises_and_the_pool_goes_on(certs, server):
     with pool(certs, server) as kv:
         kv.put(b"ok", b"still here")
