@@ -133,6 +133,33 @@ static void parse_dist(const char *arg, void *dst)
 	*(bool *)dst = !strcmp(arg, "zipf");
 }
 
+static void parse_workload(const char *arg, void *dst)
+{
+	if (strcmp(arg, "get") && strcmp(arg, "prefix")) {
+		fprintf(stderr, "error: --workload is get or prefix, not '%s'\n", arg);
+		exit(2);
+	}
+	*(bool *)dst = !strcmp(arg, "prefix");
+}
+
+/* --workload prefix's own lines: the turns, the blocks the cache held. */
+static void report_prefix(const struct bench *b, const struct run_result *r, json_t *row)
+{
+	double ratio = r->blocks ? (double)r->blocks_hit / (double)r->blocks : 0;
+	printf(" prefix: %ld turns of %u blocks (%.1f turns/s, per turn p50 %.1f us, p99 %.1f us)\n",
+	       r->turns, b->blocks, r->secs > 0 ? r->turns / r->secs : 0,
+	       qpg_hist_quantile(&r->lat, 0.5) / 1e3, qpg_hist_quantile(&r->lat, 0.99) / 1e3);
+	printf(" prefix: %.1f%% of blocks cached (%ld of %ld, by %ld EXISTS lookups); %ld PUTs "
+	       "stored the rest; %ld evicted between lookup and read\n",
+	       100 * ratio, r->blocks_hit, r->blocks, r->lookups, r->puts, r->misses);
+	json_object_set_new(row, "prefix",
+			    json_pack("{s:I, s:I, s:I, s:I, s:f, s:I}", "turns", (json_int_t)r->turns,
+				      "lookups", (json_int_t)r->lookups, "blocks",
+				      (json_int_t)r->blocks, "blocks_cached",
+				      (json_int_t)r->blocks_hit, "hit_ratio", ratio,
+				      "evicted_after_lookup", (json_int_t)r->misses));
+}
+
 /* --get-mode: an enum qpg_kv_get_mode, or 3 for compare. */
 static void parse_get_mode(const char *arg, void *dst)
 {
@@ -157,7 +184,9 @@ int main(int argc, char **argv)
 	b.nkeys = 10000;
 	b.value_size = 4096;
 	b.duration_s = 10;
-	bool scaling = false, do_preload = true, compare = false;
+	bool scaling = false, do_preload = true, compare = false, prefix = false;
+	b.blocks = 16;
+	b.shared = 4;
 	const char *json_path = NULL;
 	int get_mode = QPG_KV_GET_AUTO;
 	int server_pid = 0;
@@ -182,6 +211,14 @@ int main(int argc, char **argv)
 	     "this share of operations are PUTs of the key's own value (default 0: GETs)"},
 	    {"dist", 0, OPT_CALL, &b.zipf, 0, 0, "uniform|zipf",
 	     "key popularity (default uniform; zipf s=0.99)", parse_dist},
+	    {"workload", 0, OPT_CALL, &prefix, 0, 0, "get|prefix",
+	     "get (default), or prefix: turns of an inference server's prefix cache (EXISTS the "
+	     "prompt's blocks, GET the cached prefix, PUT the rest); --num-keys prompts",
+	     parse_workload},
+	    {"blocks", 0, OPT_UINT, &b.blocks, 1, QPG_KV_EXISTS_MAX, "N",
+	     "prefix: blocks per prompt, each --value-size (default 16)"},
+	    {"shared-blocks", 0, OPT_UINT, &b.shared, 0, QPG_KV_EXISTS_MAX, "N",
+	     "prefix: of those, a system prompt shared by each 8 prompts (default 4)"},
 	    {"max-msg", 's', OPT_U32, &b.po.client.max_msg, 512, 1 << 20, "BYTES",
 	     "frame size (default 8192)"},
 	    {"no-preload", 0, OPT_FLAG_OFF, &do_preload, 0, 0, NULL, "the keys are already there"},
@@ -214,6 +251,15 @@ int main(int argc, char **argv)
 				"or --get-mode compare\n");
 		return 2;
 	}
+	if (prefix && (scaling || get_mode == 3 || b.put_pct || b.shared >= b.blocks)) {
+		fprintf(stderr, "error: --workload prefix runs without --scaling, --get-mode compare "
+				"or --put-ratio, and with --shared-blocks below --blocks\n");
+		return 2;
+	}
+	if (!prefix)
+		b.blocks = 0;
+	else
+		do_preload = false; /* the cache starts cold and fills as turns go */
 	qpg_cli_raise_nofile();
 	compare = get_mode == 3;
 	b.server_pid = (pid_t)server_pid;
@@ -229,7 +275,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	pthread_mutex_init(&b.lock, NULL);
 	pthread_cond_init(&b.cv, NULL);
-	b.expect = calloc(b.nkeys, sizeof(*b.expect));
+	b.expect = calloc(prefix ? kvb_prefix_ids(&b) : b.nkeys, sizeof(*b.expect));
 	uint8_t *value = malloc(b.value_size ? b.value_size : 1);
 	if (!b.expect || !value)
 		return 1;
@@ -245,8 +291,9 @@ int main(int argc, char **argv)
 	}
 	if (b.put_pct && !(b.values = malloc(values_len ? values_len : 1)))
 		return 1;
-	/* What every key holds, preloaded now or by an earlier run. */
-	for (uint32_t k = 0; k < b.nkeys; k++) {
+	/* What every key holds, preloaded now or by an earlier run (a prefix
+	 * workload's blocks: made as first needed). */
+	for (uint32_t k = 0; !prefix && k < b.nkeys; k++) {
 		uint8_t *v = b.values ? b.values + (size_t)k * b.value_size : value;
 		kv_value_fill(v, k, b.value_size);
 		b.expect[k] = XXH64(v, b.value_size, 0);
@@ -263,10 +310,18 @@ int main(int argc, char **argv)
 		for (uint32_t k = 0; k < b.nkeys; k++)
 			b.zipf_cdf[k] = (acc += 1.0 / pow(k + 1, 0.99) / sum);
 	}
-	printf(" qpgate-kvbench: %u keys x %u bytes, %s keys, %s transport, message auth %s\n",
-	       b.nkeys, b.value_size, b.zipf ? "zipf" : "uniform",
-	       b.po.client.transport == QPG_KIND_RDMA ? "rdma" : "tcp",
-	       b.po.client.auth ? "on" : "off");
+	if (prefix)
+		printf(" qpgate-kvbench: prefix workload, %u prompts (%s) of %u blocks x %u bytes, "
+		       "the first %u shared by each %u prompts, %s transport, message auth %s\n",
+		       b.nkeys, b.zipf ? "zipf" : "uniform", b.blocks, b.value_size, b.shared, 8,
+		       b.po.client.transport == QPG_KIND_RDMA ? "rdma" : "tcp",
+		       b.po.client.auth ? "on" : "off");
+	else
+		printf(" qpgate-kvbench: %u keys x %u bytes, %s keys, %s transport, message auth "
+		       "%s\n",
+		       b.nkeys, b.value_size, b.zipf ? "zipf" : "uniform",
+		       b.po.client.transport == QPG_KIND_RDMA ? "rdma" : "tcp",
+		       b.po.client.auth ? "on" : "off");
 	json_t *rows = json_array();
 	int rc = 0;
 	if (!scaling) {
@@ -287,13 +342,15 @@ int main(int argc, char **argv)
 			print_row(&r, base);
 			json_t *row = row_json(&r, base);
 			rc |= r.connect_error || r.errors || r.mismatches || r.ops == 0;
-			if (b.put_pct)
+			if (b.put_pct || prefix)
 				printf(" %ld PUTs, %ld GETs verified, %ld mismatches, %ld errors\n",
 				       r.puts, r.ops - r.puts, r.mismatches, r.errors);
 			else
 				printf(" %ld GETs verified, %ld mismatches, %ld errors\n", r.ops,
 				       r.mismatches, r.errors);
 			json_object_set_new(row, "puts", json_integer(r.puts));
+			if (prefix)
+				report_prefix(&b, &r, row);
 			if (clustered) {
 				/* Misses and UNAVAILABLE answers are what a failover
 				 * costs; anything else, or a value that fails its
@@ -330,11 +387,13 @@ int main(int argc, char **argv)
 	if (json_path) {
 		json_t *root = qpg_json_doc(
 		    "qpgate-kvbench",
-		    json_pack("{s:i, s:i, s:s, s:s, s:b, s:i}", "num_keys", (int)b.nkeys,
-			      "value_size", (int)b.value_size, "dist", b.zipf ? "zipf" : "uniform",
-			      "transport", b.po.client.transport == QPG_KIND_RDMA ? "rdma" : "tcp",
-			      "auth", b.po.client.auth, "qps_per_session",
-			      (int)b.po.qps_per_session),
+		    json_pack("{s:i, s:i, s:s, s:s, s:b, s:i, s:s, s:i, s:i}", "num_keys",
+			      (int)b.nkeys, "value_size", (int)b.value_size, "dist",
+			      b.zipf ? "zipf" : "uniform", "transport",
+			      b.po.client.transport == QPG_KIND_RDMA ? "rdma" : "tcp", "auth",
+			      b.po.client.auth, "qps_per_session", (int)b.po.qps_per_session,
+			      "workload", prefix ? "prefix" : "get", "blocks", (int)b.blocks,
+			      "shared_blocks", prefix ? (int)b.shared : 0),
 		    json_pack("{s:o}", "runs", rows));
 		if (!root || json_dump_file(root, json_path, JSON_INDENT(2))) {
 			fprintf(stderr, "qpgate-kvbench: cannot write %s\n", json_path);

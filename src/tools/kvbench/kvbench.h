@@ -18,6 +18,7 @@
 #include "qpgate/kv_cluster.h"
 
 struct bench;
+struct kvb_turn;
 
 struct worker {
 	struct qpg_kv_request req;
@@ -32,6 +33,12 @@ struct worker {
 	/* --cluster: a miss is filled again (cache-aside), with this value */
 	long misses, unavailable, refills;
 	uint8_t *refill;
+	/* --workload prefix (kvbench_prefix.c): the turn in progress, turns
+	 * done, EXISTS lookups, blocks asked about and found cached. OPS
+	 * counts its GETs verified and PUTs, MISSES the blocks evicted
+	 * between the lookup and the read. */
+	struct kvb_turn *turn;
+	long turns, lookups, blocks, blocks_hit;
 };
 
 /* Latencies are added on the thread that completes a GET: one histogram
@@ -52,6 +59,10 @@ struct bench {
 	 * key's value laid out in turn (NULL without PUTs). */
 	unsigned put_pct;
 	uint8_t *values;
+	/* --workload prefix: blocks per prompt (0: the GET workload), the
+	 * first SHARED of them a family's system prompt; NKEYS is then the
+	 * number of prompts, and EXPECT is per block (kvb_prefix_ids). */
+	unsigned blocks, shared;
 	pid_t server_pid; /* --server-pid: its CPU per GET too (0: none) */
 	/* Where the GETs go: one server's pool, or with --cluster the members
 	 * etcd names (kvbench_cluster.c), behind one interface. */
@@ -85,6 +96,7 @@ struct run_result {
 	long ops, mismatches, errors;
 	long puts; /* of OPS (--put-ratio) */
 	long misses, unavailable, refills; /* --cluster */
+	long turns, lookups, blocks, blocks_hit; /* --workload prefix */
 	double secs, ops_per_s, gib_per_s;
 	struct qpg_hist lat;
 	long rss_kb;
@@ -105,6 +117,17 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 
 /* Submit to the target. */
 int kvb_submit(struct bench *b, struct qpg_kv_request *r);
+/* kvbench_run.c, for the workloads: a worker is done; this thread's
+ * latency histogram; the next key (or prompt) by the distribution. */
+void kvb_worker_stop(struct bench *b);
+struct qpg_hist *kvb_thread_lat(struct bench *b);
+uint32_t kvb_pick_key(struct worker *w);
+/* kvbench_prefix.c: --workload prefix. How many blocks exist (EXPECT's
+ * size); a worker's turn state; its next turn. */
+uint64_t kvb_prefix_ids(const struct bench *b);
+struct kvb_turn *kvb_turn_new(const struct bench *b);
+void kvb_turn_free(struct kvb_turn *t);
+void kvb_prefix_issue(struct worker *w);
 /* kvbench_cluster.c: the target for one run, from PO: the cluster etcd
  * names (--cluster), else PO's one server. */
 int kvb_target_open(struct bench *b, const struct qpg_kv_pool_opts *po, char *err, size_t len);

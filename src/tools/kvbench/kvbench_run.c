@@ -37,7 +37,7 @@ static uint64_t xorshift(uint64_t *s)
 	return *s = x;
 }
 
-static uint32_t pick_key(struct worker *w)
+uint32_t kvb_pick_key(struct worker *w)
 {
 	struct bench *b = w->b;
 	double u = (double)(xorshift(&w->rng) >> 11) / (double)(1ull << 53);
@@ -164,7 +164,7 @@ static void get_chunk(struct qpg_kv_request *r, const uint8_t *data, uint32_t le
 	XXH64_update(w->xxh, data, len);
 }
 
-static void worker_stop(struct bench *b)
+void kvb_worker_stop(struct bench *b)
 {
 	pthread_mutex_lock(&b->lock);
 	atomic_fetch_sub(&b->active, 1);
@@ -173,7 +173,7 @@ static void worker_stop(struct bench *b)
 }
 
 /* This thread's histogram (a slot taken on its first GET of the run). */
-static struct qpg_hist *thread_lat(struct bench *b)
+struct qpg_hist *kvb_thread_lat(struct bench *b)
 {
 	static _Thread_local struct bench *owner;
 	static _Thread_local int generation = -1, slot;
@@ -203,7 +203,7 @@ static void get_done(struct qpg_kv_request *r, int status, uint32_t len)
 {
 	struct worker *w = r->user;
 	struct bench *b = w->b;
-	struct qpg_hist *h = thread_lat(b);
+	struct qpg_hist *h = kvb_thread_lat(b);
 	if (h)
 		qpg_hist_add(h, now_ns() - w->t0);
 	if (status == QPG_KV_NOT_FOUND && w->refill) {
@@ -219,7 +219,7 @@ static void get_done(struct qpg_kv_request *r, int status, uint32_t len)
 						 .done = refill_done,
 						 .user = w};
 		if (kvb_submit(b, &w->req) != 0)
-			worker_stop(b);
+			kvb_worker_stop(b);
 		return;
 	}
 	if (status == QPG_KV_UNAVAILABLE)
@@ -231,7 +231,7 @@ static void get_done(struct qpg_kv_request *r, int status, uint32_t len)
 	else
 		w->ops++;
 	if (status < 0) { /* the connection is gone: this worker stops */
-		worker_stop(b);
+		kvb_worker_stop(b);
 		return;
 	}
 	issue(w);
@@ -242,7 +242,7 @@ static void put_done_w(struct qpg_kv_request *r, int status, uint32_t len)
 {
 	(void)len;
 	struct worker *w = r->user;
-	struct qpg_hist *h = thread_lat(w->b);
+	struct qpg_hist *h = kvb_thread_lat(w->b);
 	if (h)
 		qpg_hist_add(h, now_ns() - w->t0);
 	if (status == QPG_KV_UNAVAILABLE)
@@ -252,7 +252,7 @@ static void put_done_w(struct qpg_kv_request *r, int status, uint32_t len)
 	else
 		w->ops++, w->puts++;
 	if (status < 0) {
-		worker_stop(w->b);
+		kvb_worker_stop(w->b);
 		return;
 	}
 	issue(w);
@@ -261,12 +261,16 @@ static void put_done_w(struct qpg_kv_request *r, int status, uint32_t len)
 static void issue(struct worker *w)
 {
 	struct bench *b = w->b;
-	if (atomic_load(&b->stop) ||
-	    (b->max_ops > 0 && atomic_fetch_add(&b->issued, 1) >= b->max_ops)) {
-		worker_stop(b);
+	if (b->blocks) {
+		kvb_prefix_issue(w);
 		return;
 	}
-	w->key = pick_key(w);
+	if (atomic_load(&b->stop) ||
+	    (b->max_ops > 0 && atomic_fetch_add(&b->issued, 1) >= b->max_ops)) {
+		kvb_worker_stop(b);
+		return;
+	}
+	w->key = kvb_pick_key(w);
 	int n = key_name(w->keybuf, sizeof(w->keybuf), w->key);
 	if (b->put_pct && xorshift(&w->rng) % 100 < b->put_pct) {
 		w->req = (struct qpg_kv_request){.op = QPG_KV_PUT,
@@ -278,7 +282,7 @@ static void issue(struct worker *w)
 						 .user = w};
 		w->t0 = now_ns();
 		if (kvb_submit(b, &w->req) != 0)
-			worker_stop(b);
+			kvb_worker_stop(b);
 		return;
 	}
 	w->req = (struct qpg_kv_request){.op = QPG_KV_GET,
@@ -290,7 +294,7 @@ static void issue(struct worker *w)
 	XXH64_reset(w->xxh, 0);
 	w->t0 = now_ns();
 	if (kvb_submit(b, &w->req) != 0)
-		worker_stop(b);
+		kvb_worker_stop(b);
 }
 
 /* CPU microseconds per GET between two samples of one process; -1 when a
@@ -376,11 +380,14 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 		states &= (w[i].xxh = XXH64_createState()) != NULL;
 		if (b->refill_misses)
 			states &= (w[i].refill = malloc(b->value_size ? b->value_size : 1)) != NULL;
+		if (b->blocks)
+			states &= (w[i].turn = kvb_turn_new(b)) != NULL;
 	}
 	if (!w || !b->lat || !states) {
 		for (unsigned i = 0; w && i < workers; i++) {
 			XXH64_freeState(w[i].xxh);
 			free(w[i].refill);
+			kvb_turn_free(w[i].turn);
 		}
 		free(w);
 		free(b->lat);
@@ -441,8 +448,13 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 		res->misses += w[i].misses;
 		res->unavailable += w[i].unavailable;
 		res->refills += w[i].refills;
+		res->turns += w[i].turns;
+		res->lookups += w[i].lookups;
+		res->blocks += w[i].blocks;
+		res->blocks_hit += w[i].blocks_hit;
 		XXH64_freeState(w[i].xxh); /* no callback of theirs can run now */
 		free(w[i].refill);
+		kvb_turn_free(w[i].turn);
 	}
 	/* GETs that failed: say why, as the pool last heard it. */
 	if (res->errors && pi.last_error[0]) {
