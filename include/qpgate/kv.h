@@ -8,7 +8,8 @@
  *   0  u8  op         QPG_KV_PUT | QPG_KV_GET | QPG_KV_DEL | QPG_KV_RELEASE |
  *                     QPG_KV_EXISTS
  *   1  u8  flags      GET: QPG_KV_F_ONE_SIDED or QPG_KV_F_GRANT_LARGE (not
- *                     both), and QPG_KV_F_RELEASE; others: 0
+ *                     both), and QPG_KV_F_RELEASE; a PUT's first chunk:
+ *                     QPG_KV_F_TTL; others: 0
  *   2  u16 key_len    1..QPG_KV_MAX_KEY; RELEASE: 0
  *   4  u32 req_id     chosen by the client, echoed in every reply frame
  *   8  u32 value_len  PUT: the whole value's length; EXISTS: how many keys
@@ -40,6 +41,11 @@
  * i / 8 is set when key i is stored (bits past the last key are 0). A
  * clustered server answers it only if it owns every key; else the whole
  * request gets WRONG_OWNER (or UNAVAILABLE).
+ *
+ * A PUT's first chunk (offset 0) with QPG_KV_F_TTL carries a u32 before
+ * its part of the value: the value's time to live in milliseconds (1 and
+ * up), from when it is committed. Past it the value is gone: a GET misses,
+ * an EXISTS finds it absent, and eviction takes it first.
  *
  * Values larger than one frame travel as consecutive chunks in order; a
  * PUT's value is committed when its last chunk arrives, a GET is complete
@@ -96,6 +102,8 @@ enum qpg_kv_op {
 #define QPG_KV_F_RELEASE                                                                           \
 	0x04		       /* request flag, GET: this GET also releases the                    \
 				  grant whose id is in the offset field */
+#define QPG_KV_F_TTL	  0x08 /* request flag, a PUT's first chunk: a u32 TTL (ms) leads it */
+#define QPG_KV_TTL_LEN	  4
 #define QPG_KV_R_GRANT	  0x01 /* reply flag: the payload is a grant */
 #define QPG_KV_GRANT_LEN  52
 #define QPG_KV_DIGEST_LEN 32
@@ -154,6 +162,7 @@ struct qpg_kv_req {
 	const uint8_t *key;   /* points into the decoded buffer */
 	const uint8_t *chunk; /* PUT: this frame's part of the value */
 	uint32_t chunk_len;
+	uint32_t ttl_ms; /* with QPG_KV_F_TTL: encoded after the key, decoded from there */
 };
 
 struct qpg_kv_reply {
@@ -167,8 +176,9 @@ struct qpg_kv_reply {
 	uint32_t chunk_len;
 };
 
-/* Encoders write the header (and the key for requests) and return the
- * bytes written; the caller appends the chunk. -ENOSPC if CAP is short. */
+/* Encoders write the header (and for requests the key, and a TTL) and
+ * return the bytes written; the caller appends the chunk. -ENOSPC if CAP is
+ * short. */
 int qpg_kv_encode_req(uint8_t *out, size_t cap, const struct qpg_kv_req *r);
 int qpg_kv_encode_reply(uint8_t *out, size_t cap, const struct qpg_kv_reply *r);
 

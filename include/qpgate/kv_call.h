@@ -59,9 +59,10 @@ int qpg_kv_call(struct qpg_kv_target *t, uint8_t op, const void *key, uint16_t k
 		const void *value, uint32_t value_len, void *buf, uint32_t cap,
 		qpg_kv_call_done done, void *arg, uint64_t token);
 /* Many at once: one call for a batch (a binding pays its crossing into C
- * once, not per request). Each is qpg_kv_call's arguments. Returns how
- * many of them, from the first, were started (each gets its DONE); a
- * negative errno when none was. */
+ * once, not per request). Each is qpg_kv_call's arguments, and a PUT's
+ * TTL_MS (qpg_kv_request.ttl_ms; 0: none). Returns how many of them, from
+ * the first, were started (each gets its DONE); a negative errno when none
+ * was. */
 struct qpg_kv_call_req {
 	uint64_t token;
 	const void *key;
@@ -71,10 +72,15 @@ struct qpg_kv_call_req {
 	uint32_t cap;
 	uint16_t key_len;
 	uint8_t op;
-	uint8_t reserved[5];
+	uint8_t reserved; /* 0 */
+	uint32_t ttl_ms;
 };
 int qpg_kv_call_many(struct qpg_kv_target *t, const struct qpg_kv_call_req *reqs, int n,
 		     qpg_kv_call_done done, void *arg);
+/* One such request, waiting for it (never from a pool thread): what
+ * qpg_kv_call_wait does, with a TTL. */
+int qpg_kv_call_req_wait(struct qpg_kv_target *t, const struct qpg_kv_call_req *r,
+			 uint32_t *value_len_out, void **data);
 
 /* The same, waiting for it (never from a pool thread): the status, or a
  * negative errno; *VALUE_LEN_OUT gets a GET's whole value length, and

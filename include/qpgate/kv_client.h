@@ -38,6 +38,9 @@ struct qpg_kv_request {
 	 * qpg_kv_target_exists (qpgate/kv_target.h) builds and splits lists. */
 	const void *value;
 	uint32_t value_len;
+	/* PUT: the value's time to live in milliseconds, from when the server
+	 * commits it (0: until evicted or replaced). */
+	uint32_t ttl_ms;
 	/* GET, optional: each piece of the value, in order; valid during the
 	 * call. EXISTS: its bitmap, once (LEN bytes; VALUE_LEN keys). */
 	void (*chunk)(struct qpg_kv_request *op, const uint8_t *data, uint32_t len, uint32_t offset,

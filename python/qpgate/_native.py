@@ -28,7 +28,7 @@ class CQEntry(ctypes.Structure):
 # The same two records packed by struct, for the asyncio pool's batches:
 # one pack_into or iter_unpack per request instead of a ctypes attribute
 # per field (the layouts are checked against the ctypes ones below).
-REQ = struct.Struct("=QQQQIIHB5x")
+REQ = struct.Struct("=QQQQIIHBxI")
 CQE = struct.Struct("=QiIQ")
 KEY = struct.Struct("=QH6x")  # struct qpg_kv_key
 
@@ -38,7 +38,7 @@ class CallReq(ctypes.Structure):
     _fields_ = [("token", ctypes.c_uint64), ("key", ctypes.c_char_p), ("value", ctypes.c_void_p),
                 ("buf", ctypes.c_void_p), ("value_len", ctypes.c_uint32),
                 ("cap", ctypes.c_uint32), ("key_len", ctypes.c_uint16), ("op", ctypes.c_uint8),
-                ("reserved", ctypes.c_uint8 * 5)]
+                ("reserved", ctypes.c_uint8), ("ttl_ms", ctypes.c_uint32)]
 
 
 def _load():
@@ -69,6 +69,8 @@ def _load():
     lib.qpg_kv_call_wait.argtypes = [vp, ctypes.c_uint8, vp, u16, vp, u32, vp, u32,
                                      ctypes.POINTER(u32), ctypes.POINTER(vp)]
     lib.qpg_kv_call_wait.restype = i
+    lib.qpg_kv_call_req_wait.argtypes = [vp, vp, ctypes.POINTER(u32), ctypes.POINTER(vp)]
+    lib.qpg_kv_call_req_wait.restype = i
     lib.qpg_kv_free.argtypes = [vp]
     lib.qpg_kv_free.restype = None
     lib.qpg_kv_status_name.argtypes = [ctypes.c_uint8]

@@ -103,6 +103,16 @@ def _s(v):
     return None if v is None else str(v).encode()
 
 
+def _ttl_ms(ttl):
+    """A PUT's TTL in seconds (None: none) as the library's milliseconds."""
+    if ttl is None:
+        return 0
+    ms = int(round(ttl * 1000))
+    if not 0 < ms < 1 << 32:
+        raise ValueError(f"qpgate: ttl is 0.001 to 4294967 seconds, not {ttl!r}")
+    return ms
+
+
 def _open_cluster(cl, ca, cert, key, conns, threads, busy_poll_us):
     """A cluster target: CL holds etcd's endpoints, the cluster's name, and
     etcd's TLS files and user, as the CLI's --cluster-* options."""
@@ -208,23 +218,29 @@ class KVPool(_Base):
         self._handle = None
         self._init(*args, **kw)
 
-    def _call(self, op, key, value=None, out=None):
+    def _call(self, op, key, value=None, out=None, ttl_ms=0):
         k = _key(key)
         keep, vaddr, vsize, oaddr, osize = _buffers(value, out)
         handle = self._take()
         try:
             vlen = ctypes.c_uint32()
             data = ctypes.c_void_p()
-            rc = n.lib.qpg_kv_call_wait(handle, op, k, len(k), vaddr, vsize, oaddr, osize,
-                                        ctypes.byref(vlen), ctypes.byref(data))
+            if ttl_ms:  # the request as a struct: it carries the TTL
+                req = n.CallReq(0, k, vaddr, oaddr, vsize, osize, len(k), op, 0, ttl_ms)
+                rc = n.lib.qpg_kv_call_req_wait(handle, ctypes.byref(req), ctypes.byref(vlen),
+                                                ctypes.byref(data))
+            else:
+                rc = n.lib.qpg_kv_call_wait(handle, op, k, len(k), vaddr, vsize, oaddr, osize,
+                                            ctypes.byref(vlen), ctypes.byref(data))
         finally:
             self._give()
             del keep
         return _result(op, k, rc, vlen.value, data.value, osize, op == n.GET and out is None)
 
-    def put(self, key, value):
-        """Stores VALUE (any object with the buffer protocol) under KEY."""
-        self._call(n.PUT, key, value=value)
+    def put(self, key, value, ttl=None):
+        """Stores VALUE (any object with the buffer protocol) under KEY; with
+        TTL (seconds), the server drops it that long after storing it."""
+        self._call(n.PUT, key, value=value, ttl_ms=_ttl_ms(ttl))
 
     def get(self, key):
         """The value under KEY as bytes, or None when there is none."""
@@ -371,7 +387,7 @@ class AsyncKVPool(_Base):
             if got < cap:
                 return
 
-    def _call(self, op, key, value=None, out=None):
+    def _call(self, op, key, value=None, out=None, ttl_ms=0):
         """Queues one request; the loop hands what has queued to C in one
         call (_flush), at its next turn."""
         if asyncio.get_running_loop() is not self._loop:
@@ -384,7 +400,7 @@ class AsyncKVPool(_Base):
         self._next += 1
         token = self._next
         self._pending[token] = (fut, keep, op, k, osize, op == n.GET and out is None)
-        self._outq.append((token, op, k, vaddr, vsize, oaddr, osize))
+        self._outq.append((token, op, k, vaddr, vsize, oaddr, osize, ttl_ms))
         if len(self._outq) == 1:
             self._loop.call_soon(self._flush)
         return fut
@@ -398,9 +414,9 @@ class AsyncKVPool(_Base):
         kaddr = n.address(keys)
         reqs = bytearray(n.REQ.size * len(q))
         pack, size, off = n.REQ.pack_into, n.REQ.size, 0
-        for i, (token, op, k, vaddr, vsize, oaddr, osize) in enumerate(q):
+        for i, (token, op, k, vaddr, vsize, oaddr, osize, ttl_ms) in enumerate(q):
             pack(reqs, i * size, token, kaddr + off, vaddr or 0, oaddr or 0, vsize, osize,
-                 len(k), op)
+                 len(k), op, ttl_ms)
             off += len(k)
         try:
             handle = self._take()
@@ -421,8 +437,8 @@ class AsyncKVPool(_Base):
             if not fut.cancelled():
                 fut.set_exception(e.from_status(rc if rc < 0 else -errno.ENOMEM, _what(op, k)))
 
-    async def put(self, key, value):
-        await self._call(n.PUT, key, value=value)
+    async def put(self, key, value, ttl=None):
+        await self._call(n.PUT, key, value=value, ttl_ms=_ttl_ms(ttl))
 
     async def get(self, key):
         return await self._call(n.GET, key)

@@ -333,6 +333,7 @@ int qpg__kv_cluster_submit(struct qpg_kv_target *t, struct qpg_kv_request *op)
 	    .key_len = op->key_len,
 	    .value = op->value,
 	    .value_len = op->value_len,
+	    .ttl_ms = op->ttl_ms,
 	    .chunk = op->chunk ? member_chunk : NULL,
 	    .done = member_done,
 	};

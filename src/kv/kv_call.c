@@ -107,8 +107,8 @@ int qpg_kv_pool_open_external(struct qpg_kv_target **out, const char *host, uint
 			 err, err_len);
 }
 
-int qpg_kv_call(struct qpg_kv_target *t, uint8_t op, const void *key, uint16_t key_len,
-		const void *value, uint32_t value_len, void *buf, uint32_t cap,
+static int call(struct qpg_kv_target *t, uint8_t op, const void *key, uint16_t key_len,
+		const void *value, uint32_t value_len, void *buf, uint32_t cap, uint32_t ttl_ms,
 		qpg_kv_call_done done, void *arg, uint64_t token)
 {
 	if ((op != QPG_KV_PUT && op != QPG_KV_GET && op != QPG_KV_DEL) || !done ||
@@ -123,6 +123,7 @@ int qpg_kv_call(struct qpg_kv_target *t, uint8_t op, const void *key, uint16_t k
 	c->r.key_len = key_len;
 	c->r.value = value;
 	c->r.value_len = value_len;
+	c->r.ttl_ms = op == QPG_KV_PUT ? ttl_ms : 0;
 	c->r.chunk = op == QPG_KV_GET ? on_chunk : NULL;
 	c->r.done = on_done;
 	c->buf = buf;
@@ -137,14 +138,21 @@ int qpg_kv_call(struct qpg_kv_target *t, uint8_t op, const void *key, uint16_t k
 	return rc;
 }
 
+int qpg_kv_call(struct qpg_kv_target *t, uint8_t op, const void *key, uint16_t key_len,
+		const void *value, uint32_t value_len, void *buf, uint32_t cap,
+		qpg_kv_call_done done, void *arg, uint64_t token)
+{
+	return call(t, op, key, key_len, value, value_len, buf, cap, 0, done, arg, token);
+}
+
 int qpg_kv_call_many(struct qpg_kv_target *t, const struct qpg_kv_call_req *reqs, int n,
 		     qpg_kv_call_done done, void *arg)
 {
 	int k = 0;
 	for (; k < n; k++) {
 		const struct qpg_kv_call_req *r = &reqs[k];
-		int rc = qpg_kv_call(t, r->op, r->key, r->key_len, r->value, r->value_len, r->buf,
-				     r->cap, done, arg, r->token);
+		int rc = call(t, r->op, r->key, r->key_len, r->value, r->value_len, r->buf, r->cap,
+			      r->ttl_ms, done, arg, r->token);
 		if (rc)
 			return k ? k : rc;
 	}
@@ -205,8 +213,23 @@ int qpg_kv_call_wait(struct qpg_kv_target *t, uint8_t op, const void *key, uint1
 		     const void *value, uint32_t value_len, void *buf, uint32_t cap,
 		     uint32_t *value_len_out, void **data)
 {
+	struct qpg_kv_call_req r = {.key = key,
+				    .value = value,
+				    .buf = buf,
+				    .value_len = value_len,
+				    .cap = cap,
+				    .key_len = key_len,
+				    .op = op};
+	return qpg_kv_call_req_wait(t, &r, value_len_out, data);
+}
+
+int qpg_kv_call_req_wait(struct qpg_kv_target *t, const struct qpg_kv_call_req *r,
+			 uint32_t *value_len_out, void **data)
+{
+	void *buf = r->buf;
 	struct waiter w = {.lock = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
-	int rc = qpg_kv_call(t, op, key, key_len, value, value_len, buf, cap, wake, &w, 0);
+	int rc = call(t, r->op, r->key, r->key_len, r->value, r->value_len, r->buf, r->cap,
+		      r->ttl_ms, wake, &w, 0);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&w.lock);

@@ -24,6 +24,10 @@ static int send_frame(struct kv_conn *k, struct qpg_kv_request *op, uint32_t off
 			       .offset = off,
 			       .view_rev = op->view_rev,
 			       .key = op->key};
+	if (op->op == QPG_KV_PUT && off == 0 && op->ttl_ms) { /* it leads the first chunk */
+		r.flags |= QPG_KV_F_TTL;
+		r.ttl_ms = op->ttl_ms;
+	}
 	/* A GET takes the oldest grant due for release along: no message,
 	 * and no answer, of its own. */
 	bool carries = false;
@@ -55,7 +59,8 @@ static int send_frame(struct kv_conn *k, struct qpg_kv_request *op, uint32_t off
 static int put_next(struct kv_conn *k)
 {
 	struct qpg_kv_request *op = k->put_cur;
-	uint32_t room = k->max_msg - QPG_KV_REQ_HDR_LEN - op->key_len;
+	uint32_t room = k->max_msg - QPG_KV_REQ_HDR_LEN - op->key_len -
+			(KR(op)->sent == 0 && op->ttl_ms ? QPG_KV_TTL_LEN : 0);
 	uint32_t chunk = op->value_len - KR(op)->sent < room ? op->value_len - KR(op)->sent : room;
 	int rc = send_frame(k, op, KR(op)->sent, chunk);
 	if (rc)

@@ -74,7 +74,13 @@ static void kv_metrics(void *ctx, FILE *f)
 	pthread_mutex_lock(&k->store.lock);
 	size_t used = k->store.allocated, cap = k->store.capacity, keys = k->store.nkeys;
 	unsigned long long evictions = k->store.evictions, evicted = k->store.evicted_bytes;
+	unsigned long long expired = k->store.expired;
 	pthread_mutex_unlock(&k->store.lock);
+	fprintf(f,
+		"# HELP qpgate_kv_expired_total Values found past their TTL (PUT --ttl), and "
+		"dropped.\n"
+		"# TYPE qpgate_kv_expired_total counter\nqpgate_kv_expired_total %llu\n",
+		expired);
 	fprintf(f,
 		"# HELP qpgate_kv_evictions_total Keys evicted to make room for a PUT (SIEVE).\n"
 		"# TYPE qpgate_kv_evictions_total counter\nqpgate_kv_evictions_total %llu\n"

@@ -340,6 +340,7 @@ static void handle_put(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_
 			return;
 		}
 		kc->have_failed = false;
+		v->ttl_ms = r->ttl_ms; /* (its clock starts at the commit) */
 		kc->put = v;
 		kc->put_req = r->req_id;
 		kc->put_got = 0;

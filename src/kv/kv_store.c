@@ -6,12 +6,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "qpgate/kv.h"
 
 #define MIN_BLOCK 256u
 
 #define hash_key(k, n) qpg__khash(&s->hash, (k), (n))
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static bool expired(const struct qpg__kv_value *v, uint64_t now)
+{
+	return v->expires_ns && now >= v->expires_ns;
+}
 
 static uint8_t order_of(uint32_t len)
 {
@@ -76,6 +89,7 @@ int qpg__kv_store_init(struct qpg__kv_store *s, size_t capacity, uint32_t max_va
 	s->top_order = order_of(max_value);
 	s->digest = EVP_sha256();
 	s->evict = true;
+	s->clock = mono_ns;
 	s->nbuckets = 1024;
 	while (s->nbuckets < capacity / 4096 && s->nbuckets < (1u << 24))
 		s->nbuckets <<= 1;
@@ -224,14 +238,22 @@ static struct qpg__kv_value *sieve_victim(struct qpg__kv_store *s)
 	struct qpg__kv_value *p = s->hand ? s->hand : s->tail;
 	if (!p)
 		return NULL;
-	while (p->visited) {
+	/* A value past its TTL goes where the hand finds it, visited or not
+	 * (counted as expired, not evicted). */
+	uint64_t now = s->clock();
+	while (p->visited && !expired(p, now)) {
 		p->visited = false;
 		p = p->newer ? p->newer : s->tail;
 	}
 	s->hand = p->newer;
+	bool late = expired(p, now);
 	struct qpg__kv_value *v = unlink_key(s, p->hash, p->key, p->key_len);
-	s->evictions++;
-	s->evicted_bytes += v->len;
+	if (late) {
+		s->expired++;
+	} else {
+		s->evictions++;
+		s->evicted_bytes += v->len;
+	}
 	return v;
 }
 
@@ -281,6 +303,7 @@ void qpg__kv_commit(struct qpg__kv_store *s, struct qpg__kv_value *v)
 	 * rather than trusting. */
 	if (!EVP_Digest(qpg__kv_data(s, v), v->len, v->digest, NULL, s->digest, NULL))
 		memset(v->digest, 0, sizeof(v->digest));
+	v->expires_ns = v->ttl_ms ? s->clock() + (uint64_t)v->ttl_ms * 1000000ull : 0;
 	pthread_mutex_lock(&s->lock);
 	struct qpg__kv_value *old = unlink_key(s, v->hash, v->key, v->key_len);
 	struct qpg__kv_value **b = &s->buckets[v->hash & (s->nbuckets - 1)];
@@ -307,8 +330,10 @@ static struct qpg__kv_value *find(struct qpg__kv_store *s, const uint8_t *key, u
 
 bool qpg__kv_exists(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len)
 {
+	uint64_t now = s->clock();
 	pthread_mutex_lock(&s->lock);
-	bool there = find(s, key, key_len) != NULL;
+	struct qpg__kv_value *v = find(s, key, key_len);
+	bool there = v && !expired(v, now);
 	pthread_mutex_unlock(&s->lock);
 	return there;
 }
@@ -321,9 +346,11 @@ uint32_t qpg__kv_exists_list(struct qpg__kv_store *s, const uint8_t *list, size_
 	const uint8_t *key;
 	uint8_t n;
 	uint32_t i = 0, prefix = 0;
+	uint64_t now = s->clock();
 	pthread_mutex_lock(&s->lock);
 	while ((n = qpg_kv_exists_next(list, len, &pos, &key)) && i < QPG_KV_EXISTS_MAX) {
-		if (find(s, key, n)) {
+		const struct qpg__kv_value *v = find(s, key, n);
+		if (v && !expired(v, now)) {
 			bits[i / 8] |= (uint8_t)(1u << (i % 8));
 			prefix += prefix == i;
 		}
@@ -335,13 +362,19 @@ uint32_t qpg__kv_exists_list(struct qpg__kv_store *s, const uint8_t *list, size_
 
 struct qpg__kv_value *qpg__kv_get(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len)
 {
+	uint64_t now = s->clock();
 	pthread_mutex_lock(&s->lock);
-	struct qpg__kv_value *v = find(s, key, key_len);
-	if (v) {
+	struct qpg__kv_value *v = find(s, key, key_len), *gone = NULL;
+	if (v && expired(v, now)) {
+		gone = unlink_key(s, v->hash, key, key_len); /* the table's reference */
+		s->expired++;
+		v = NULL;
+	} else if (v) {
 		atomic_fetch_add(&v->refs, 1);
 		v->visited = true;
 	}
 	pthread_mutex_unlock(&s->lock);
+	qpg__kv_release(s, gone);
 	return v;
 }
 

@@ -43,6 +43,8 @@ struct qpg__kv_value {
 	struct qpg__kv_value *next;	    /* hash chain */
 	struct qpg__kv_value *newer, *older; /* the SIEVE queue (committed values) */
 	bool visited;			    /* read since the hand last passed */
+	uint32_t ttl_ms;		    /* set before commit: a time to live (0: none) */
+	uint64_t expires_ns;		    /* from commit + ttl_ms, on the store's clock; 0: never */
 	atomic_int refs;	    /* the table's + each reader's */
 	uint64_t hash;
 	uint32_t len;
@@ -78,6 +80,8 @@ struct qpg__kv_store {
 	 * toward the head. */
 	struct qpg__kv_value *head, *tail, *hand;
 	bool evict;		/* make room by evicting (default), or answer FULL */
+	uint64_t expired;	/* values found past their TTL, and dropped */
+	uint64_t (*clock)(void); /* monotonic ns (a test sets its own) */
 	uint64_t evictions;	/* keys evicted to make room */
 	uint64_t evicted_bytes; /* their values' bytes */
 	/* Of every value, at commit: SHA-256 unless the owner sets another
@@ -104,10 +108,12 @@ int qpg__kv_reserve(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_le
 /* Make V the value of its key, replacing (and releasing) any previous one.
  * Values are immutable from here on, so their digest is computed once. */
 void qpg__kv_commit(struct qpg__kv_store *s, struct qpg__kv_value *v);
-/* Look KEY up and take a reference, or NULL. Release with qpg__kv_release. */
+/* Look KEY up and take a reference, or NULL (none, or past its TTL: then
+ * dropped, and counted in expired). Release with qpg__kv_release. */
 struct qpg__kv_value *qpg__kv_get(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len);
-/* Whether KEY is stored: no reference taken, and no read counted for
- * eviction (an existence check never pins a value or keeps it). */
+/* Whether KEY is stored (and within its TTL): no reference taken, and no
+ * read counted for eviction (an existence check never pins a value or
+ * keeps it). */
 bool qpg__kv_exists(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len);
 /* The same for each key of an EXISTS list (qpgate/kv.h) under one lock:
  * sets bit i of BITS (zeroed first, QPG_KV_EXISTS_BITMAP bytes) when key i

@@ -10,7 +10,8 @@
 
 int qpg_kv_encode_req(uint8_t *out, size_t cap, const struct qpg_kv_req *r)
 {
-	if (cap < QPG_KV_REQ_HDR_LEN + (size_t)r->key_len)
+	size_t ttl = r->flags & QPG_KV_F_TTL && r->op == QPG_KV_PUT ? QPG_KV_TTL_LEN : 0;
+	if (cap < QPG_KV_REQ_HDR_LEN + (size_t)r->key_len + ttl)
 		return -ENOSPC;
 	out[0] = r->op;
 	out[1] = r->flags;
@@ -21,7 +22,9 @@ int qpg_kv_encode_req(uint8_t *out, size_t cap, const struct qpg_kv_req *r)
 	qpg__put64(out + 16, r->view_rev);
 	if (r->key_len) /* RELEASE has none (and a NULL key) */
 		memcpy(out + QPG_KV_REQ_HDR_LEN, r->key, r->key_len);
-	return QPG_KV_REQ_HDR_LEN + r->key_len;
+	if (ttl)
+		qpg__put32(out + QPG_KV_REQ_HDR_LEN + r->key_len, r->ttl_ms);
+	return QPG_KV_REQ_HDR_LEN + r->key_len + (int)ttl;
 }
 
 int qpg_kv_encode_reply(uint8_t *out, size_t cap, const struct qpg_kv_reply *r)
@@ -61,8 +64,10 @@ int qpg_kv_decode_req(const uint8_t *in, size_t len, struct qpg_kv_req *r, char 
 		return bad(why, why_len, QPG_KV_MALFORMED, "view revision past etcd's range");
 	if (r->op < QPG_KV_PUT || r->op > QPG_KV_OP_MAX)
 		return bad(why, why_len, QPG_KV_MALFORMED, "unknown operation");
-	uint8_t allowed =
-	    r->op == QPG_KV_GET ? QPG_KV_F_ONE_SIDED | QPG_KV_F_GRANT_LARGE | QPG_KV_F_RELEASE : 0;
+	uint8_t allowed = r->op == QPG_KV_GET
+			      ? QPG_KV_F_ONE_SIDED | QPG_KV_F_GRANT_LARGE | QPG_KV_F_RELEASE
+			  : r->op == QPG_KV_PUT && r->offset == 0 ? QPG_KV_F_TTL
+								  : 0;
 	if ((r->flags & ~allowed) ||
 	    (r->flags & QPG_KV_F_ONE_SIDED && r->flags & QPG_KV_F_GRANT_LARGE))
 		return bad(why, why_len, QPG_KV_MALFORMED, "reserved flags set");
@@ -101,8 +106,15 @@ int qpg_kv_decode_req(const uint8_t *in, size_t len, struct qpg_kv_req *r, char 
 		return 0;
 	}
 	/* A PUT chunk lies inside the value it belongs to, and every chunk
-	 * but an empty value's carries bytes. */
+	 * but an empty value's carries bytes; a TTL leads the first. */
 	r->chunk = in + QPG_KV_REQ_HDR_LEN + r->key_len;
+	if (r->flags & QPG_KV_F_TTL) {
+		if (rest < QPG_KV_TTL_LEN || qpg__get32(r->chunk) == 0)
+			return bad(why, why_len, QPG_KV_MALFORMED, "PUT TTL missing or 0");
+		r->ttl_ms = qpg__get32(r->chunk);
+		r->chunk += QPG_KV_TTL_LEN;
+		rest -= QPG_KV_TTL_LEN;
+	}
 	r->chunk_len = (uint32_t)rest;
 	if (r->offset > r->value_len || rest > (size_t)(r->value_len - r->offset))
 		return bad(why, why_len, QPG_KV_MALFORMED, "PUT chunk outside its value");

@@ -198,6 +198,7 @@ struct target {
 	struct qpg_kv_target *kv;
 	struct qpg_kv_pool *pool; /* --test-abuse: the one server's, to report on */
 	uint64_t view_rev;	  /* --test-view-rev: a lagging client's view */
+	uint32_t ttl_ms;	  /* --ttl: each PUT's time to live */
 };
 
 /* EXISTS of C's comma-separated keys: "EXISTS a,b,c: 2 of 3 stored, prefix
@@ -262,6 +263,7 @@ static int run_cmd(const struct target *t, const struct cmd *c, struct pending *
 	    .key_len = (uint16_t)strlen(c->key),
 	    .value = value,
 	    .value_len = value_len,
+	    .ttl_ms = c->op == CMD_PUT ? t->ttl_ms : 0,
 	    .chunk = on_chunk,
 	    .done = on_done,
 	    .user = p,
@@ -432,6 +434,8 @@ int main(int argc, char **argv)
 				 "HOST SERVERNAME)"),
 	    {"test-wait-file", 0, OPT_STR, &wait_file, 0, 0, "FILE",
 	     "test hook: connect, then wait (60 s at most) until FILE exists before the commands"},
+	    {"ttl", 0, OPT_U32, &t.ttl_ms, 1, 4294967295.0, "MS",
+	     "each PUT's time to live: the server drops the value MS after storing it"},
 	    {"test-view-rev", 0, OPT_LONG, &t.view_rev, 0, 9.2e18, "REV",
 	     "test hook: every request claims a cluster view of this revision (a lagging client)"},
 	    QPG_OPT_END};

@@ -70,6 +70,15 @@ check "EXISTS with a key over 250 bytes: a usage error, exit 2 (exit $rc)" [ $rc
 curl -fsS "http://127.0.0.1:$mport/metrics" >"$work/kvm.txt"
 check "metrics: EXISTS asked about 3 stored and 1 absent key, in 2 requests" eval 'kvm "qpgate_kv_exists_keys_total{result=\"stored\"}" 3 &&
 	kvm "qpgate_kv_exists_keys_total{result=\"absent\"}" 1 && kvm "qpgate_kv_ops_total{op=\"exists\",status=\"ok\"}" 2'
+# TTL: a value stored with --ttl is served until then, and gone after
+# (the server's clock; the wait is well past it).
+out=$(kvf --ttl 1500 -- put ttl 4096 21 get ttl 4096 21 2>&1)
+check "PUT --ttl 1500: stored and read back at once" grep -q '^GET ttl: ok, .*verified' <<<"$out"
+sleep 2.5
+out=$(kv get ttl 2>&1)
+check "past its TTL the value is gone: not found" grep -q '^GET ttl: not found' <<<"$out"
+curl -fsS "http://127.0.0.1:$mport/metrics" >"$work/kvm.txt"
+check "metrics: one value expired" kvm qpgate_kv_expired_total 1
 check "a wrong seed is caught (the check can fail)" sh -c "'$bin/qpgate-kv' --synthetic --transport $transport --ca '$work/ca.crt' -p $port 127.0.0.1 localhost get big 1M 13 2>&1 | grep -q MISMATCH"
 
 # A cache, not a store: 16 x 256 KiB into what is left of 4 MiB. No PUT

@@ -159,6 +159,28 @@ def test_exists_in_batches(certs, server):
     asyncio.run(main())
 
 
+def test_put_with_a_ttl(certs, server):
+    """A value put with ttl= is there at once and gone once it passes (the
+    server's clock; the waits are well past it), sync and asyncio."""
+    with pool(certs, server) as kv:
+        kv.put(b"ttl/s", b"short", ttl=0.5)
+        kv.put(b"ttl/l", b"long", ttl=600)
+        assert kv.get(b"ttl/s") == b"short" and kv.exists(b"ttl/s")
+        with pytest.raises(ValueError):
+            kv.put(b"ttl/x", b"v", ttl=0)
+
+    async def main():
+        async with pool(certs, server, qpgate.AsyncKVPool) as kv:
+            await kv.put(b"ttl/a", b"async", ttl=0.5)
+            assert await kv.get(b"ttl/a") == b"async"
+            await asyncio.sleep(1.5)
+            assert await kv.get(b"ttl/a") is None
+    asyncio.run(main())
+    with pool(certs, server) as kv:
+        assert kv.get(b"ttl/s") is None and not kv.exists(b"ttl/s")
+        assert kv.get(b"ttl/l") == b"long"
+
+
 def test_bad_input_raises_and_the_pool_goes_on(certs, server):
     with pool(certs, server) as kv:
         kv.put(b"ok", b"still here")

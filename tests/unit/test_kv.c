@@ -164,6 +164,41 @@ static void test_exists_wire(void **st)
 	assert_int_not_equal(qpg_kv_decode_reply(buf, (size_t)n, &d), 0);
 }
 
+/* A PUT's TTL rides its first chunk, after the key; nowhere else. */
+static void test_ttl_wire(void **st)
+{
+	uint8_t buf[600];
+	char why[128];
+	struct qpg_kv_req q = {.op = QPG_KV_PUT,
+			       .flags = QPG_KV_F_TTL,
+			       .key_len = 3,
+			       .req_id = 4,
+			       .value_len = 10,
+			       .key = (const uint8_t *)"abc",
+			       .ttl_ms = 90000};
+	int n = qpg_kv_encode_req(buf, sizeof(buf), &q);
+	assert_int_equal(n, QPG_KV_REQ_HDR_LEN + 3 + QPG_KV_TTL_LEN);
+	memcpy(buf + n, "0123456789", 10);
+	struct qpg_kv_req r;
+	assert_int_equal(qpg_kv_decode_req(buf, (size_t)n + 10, &r, why, sizeof(why)), 0);
+	assert_int_equal(r.ttl_ms, 90000);
+	assert_int_equal(r.chunk_len, 10);
+	assert_memory_equal(r.chunk, "0123456789", 10);
+	/* 0 ms, or no room for it: refused. */
+	memset(buf + QPG_KV_REQ_HDR_LEN + 3, 0, QPG_KV_TTL_LEN);
+	expect_bad(buf, (size_t)n + 10, QPG_KV_MALFORMED, "TTL missing or 0");
+	expect_bad(buf, QPG_KV_REQ_HDR_LEN + 3 + 2, QPG_KV_MALFORMED, "TTL missing or 0");
+	/* Only a PUT's first chunk carries one. */
+	q.offset = 4;
+	q.value_len = 14;
+	n = qpg_kv_encode_req(buf, sizeof(buf), &q);
+	expect_bad(buf, (size_t)n + 10, QPG_KV_MALFORMED, "reserved flags");
+	q = (struct qpg_kv_req){.op = QPG_KV_GET, .flags = QPG_KV_F_TTL, .key_len = 1,
+				.key = (const uint8_t *)"k"};
+	n = qpg_kv_encode_req(buf, sizeof(buf), &q);
+	expect_bad(buf, (size_t)n, QPG_KV_MALFORMED, "reserved flags");
+}
+
 static void test_reply_round_trip(void **st)
 {
 	uint8_t buf[64];
@@ -573,7 +608,60 @@ static void test_store_past_4_gib(void **st)
 	assert_int_equal(qpg__kv_store_init(&s, QPG__KVS_MAX_CAPACITY + 4096, 4096), -EINVAL);
 }
 
+/* TTL on the store's clock (a test's own): a value past it is gone for
+ * EXISTS and GET (and dropped, counted), and eviction takes it first even
+ * when it was read. */
+static uint64_t fake_ns;
+static uint64_t fake_clock(void)
+{
+	return fake_ns;
+}
+
+static void test_store_ttl(void **st)
+{
+	struct qpg__kv_store s;
+	assert_int_equal(qpg__kv_store_init(&s, 4096, 1024), 0); /* 4 blocks of 1 KiB */
+	s.clock = fake_clock;
+	fake_ns = 1000000000ull;
+	struct qpg__kv_value *v;
+	assert_int_equal(qpg__kv_reserve(&s, (const uint8_t *)"t", 1, 1024, &v), QPG__KVS_OK);
+	v->ttl_ms = 100;
+	qpg__kv_commit(&s, v);
+	assert_int_equal(put(&s, "keep", "k", 1024), QPG__KVS_OK);
+	fake_ns += 99 * 1000000ull;
+	assert_true(qpg__kv_exists(&s, (const uint8_t *)"t", 1));
+	struct qpg__kv_value *g = qpg__kv_get(&s, (const uint8_t *)"t", 1); /* read: visited */
+	assert_non_null(g);
+	qpg__kv_release(&s, g);
+	fake_ns += 1000000ull; /* 100 ms since the commit */
+	assert_false(qpg__kv_exists(&s, (const uint8_t *)"t", 1));
+	uint8_t bits[QPG_KV_EXISTS_BITMAP];
+	const uint8_t list[] = {1, 't', 4, 'k', 'e', 'e', 'p'};
+	assert_int_equal(qpg__kv_exists_list(&s, list, sizeof(list), bits), 0);
+	assert_int_equal(bits[0], 0x2);
+	/* Eviction: the hand finds the expired value first, visited as it is. */
+	assert_int_equal(put(&s, "a", "a", 1024), QPG__KVS_OK);
+	assert_int_equal(put(&s, "b", "b", 1024), QPG__KVS_OK);
+	assert_int_equal(put(&s, "c", "c", 1024), QPG__KVS_OK); /* the store was full */
+	assert_int_equal(s.expired, 1);
+	assert_int_equal(s.evictions, 0);
+	assert_null(qpg__kv_get(&s, (const uint8_t *)"t", 1));
+	assert_true(qpg__kv_exists(&s, (const uint8_t *)"keep", 4));
+	/* A GET drops one it finds past its TTL. */
+	assert_int_equal(qpg__kv_reserve(&s, (const uint8_t *)"u", 1, 10, &v), QPG__KVS_OK);
+	v->ttl_ms = 1;
+	qpg__kv_commit(&s, v); /* (evicting "keep", the oldest unvisited) */
+	size_t keys = s.nkeys;
+	fake_ns += 2000000ull;
+	assert_null(qpg__kv_get(&s, (const uint8_t *)"u", 1));
+	assert_int_equal(s.expired, 2);
+	assert_int_equal(s.nkeys, keys - 1);
+	qpg__kv_store_fini(&s);
+}
+
 QPG_UNIT_MAIN(NULL, NULL,
+	      cmocka_unit_test(test_store_ttl),
+	      cmocka_unit_test(test_ttl_wire),
 	      cmocka_unit_test(test_store_past_4_gib),
 	      cmocka_unit_test(test_req_round_trip),
 	      cmocka_unit_test(test_req_refusals),
