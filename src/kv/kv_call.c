@@ -223,6 +223,17 @@ int qpg_kv_call_wait(struct qpg_kv_target *t, uint8_t op, const void *key, uint1
 	return qpg_kv_call_req_wait(t, &r, value_len_out, data);
 }
 
+/* Until W's call is done (one that started). */
+static void wait_for(struct waiter *w)
+{
+	pthread_mutex_lock(&w->lock);
+	while (!w->finished)
+		pthread_cond_wait(&w->cv, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+	pthread_mutex_destroy(&w->lock);
+	pthread_cond_destroy(&w->cv);
+}
+
 int qpg_kv_call_req_wait(struct qpg_kv_target *t, const struct qpg_kv_call_req *r,
 			 uint32_t *value_len_out, void **data)
 {
@@ -232,12 +243,7 @@ int qpg_kv_call_req_wait(struct qpg_kv_target *t, const struct qpg_kv_call_req *
 		      r->ttl_ms, wake, &w, 0);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&w.lock);
-	while (!w.finished)
-		pthread_cond_wait(&w.cv, &w.lock);
-	pthread_mutex_unlock(&w.lock);
-	pthread_mutex_destroy(&w.lock);
-	pthread_cond_destroy(&w.cv);
+	wait_for(&w);
 	if (value_len_out)
 		*value_len_out = w.len;
 	if (data)
@@ -254,12 +260,7 @@ int qpg_kv_call_exists_wait(struct qpg_kv_target *t, const struct qpg_kv_key *ke
 	int rc = qpg_kv_call_exists(t, keys, n, present, wake, &w, 0);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&w.lock);
-	while (!w.finished)
-		pthread_cond_wait(&w.cv, &w.lock);
-	pthread_mutex_unlock(&w.lock);
-	pthread_mutex_destroy(&w.lock);
-	pthread_cond_destroy(&w.cv);
+	wait_for(&w);
 	if (prefix)
 		*prefix = w.len;
 	return w.status;
