@@ -6,7 +6,7 @@
         kv.put(b"layer0/blk17", memoryview(buf))
         n = kv.get_into(b"layer0/blk17", out)
         v = kv.get(b"layer0/blk17")          # bytes, or None on a miss
-        n = kv.exists_prefix(blocks)         # the cached prefix of a prompt's blocks
+        n = kv.batch_exists(blocks)         # the cached prefix of a prompt's blocks
     async with qpgate.AsyncKVPool(...) as kv:
         await asyncio.gather(*(kv.get(k) for k in keys))
 """

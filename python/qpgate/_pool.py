@@ -273,7 +273,7 @@ class KVPool(_Base):
         cache any longer)."""
         return self._exists([key])[0]
 
-    def batch_exists(self, keys):
+    def exists_many(self, keys):
         """Whether each of KEYS is stored, as a list of bools: up to 256 keys
         in one round trip (grouped by member over a cluster), more in turn."""
         out = []
@@ -281,9 +281,10 @@ class KVPool(_Base):
             out += self._exists(part)
         return out
 
-    def exists_prefix(self, keys):
-        """How many of KEYS, from the first, are all stored: a prefix cache's
-        lookup (the blocks of a prompt it can read)."""
+    def batch_exists(self, keys):
+        """How many of KEYS, from the first, are all stored (SGLang's
+        batch_exists, vLLM's lookup): the blocks of a prompt the cache can
+        serve. One round trip per 256 keys, and none past the first gap."""
         got = 0
         for part in _chunks(keys):
             have = self._exists(part)
@@ -476,13 +477,14 @@ class AsyncKVPool(_Base):
     async def exists(self, key):
         return (await self._exists([key]))[0]
 
-    async def batch_exists(self, keys):
-        """As KVPool.batch_exists; batches of 256 go out together."""
+    async def exists_many(self, keys):
+        """As KVPool.exists_many; batches of 256 go out together."""
         parts = await asyncio.gather(*(self._exists(p) for p in _chunks(keys)))
         return [h for part in parts for h in part]
 
-    async def exists_prefix(self, keys):
-        have = await self.batch_exists(keys)
+    async def batch_exists(self, keys):
+        """As KVPool.batch_exists: the stored prefix's length."""
+        have = await self.exists_many(keys)
         return next((i for i, h in enumerate(have) if not h), len(have))
 
     def close(self):

@@ -6,7 +6,8 @@
  *     put KEY FILE        store FILE's bytes (-: standard input)
  *     get KEY [-o FILE]   write the value to standard output, or to FILE
  *     del KEY
- *     exists KEY[,KEY...] which of up to 256 keys are stored (one round trip)
+ *     exists KEY...       which of up to 256 keys are stored (one round trip;
+ *                         its keys run to the next command word)
  *   With --synthetic, for tests, values are generated instead:
  *     put KEY SIZE SEED   store SIZE bytes generated from SEED
  *     get KEY [SIZE SEED] fetch; with SIZE SEED, verify every byte
@@ -52,6 +53,8 @@ struct cmd {
 	uint32_t seed;
 	bool verify;
 	const char *file; /* put: its source; get: its destination (NULL: stdout) */
+	char **keys;	  /* exists: its keys */
+	unsigned nkeys;
 };
 
 /* One request in flight at a time; its callbacks run on the pool thread. */
@@ -201,30 +204,33 @@ struct target {
 	uint32_t ttl_ms;	  /* --ttl: each PUT's time to live */
 };
 
-/* EXISTS of C's comma-separated keys: "EXISTS a,b,c: 2 of 3 stored, prefix
- * 2 (110)". 0 when every key is stored, 1 when one is not (as a GET's
- * miss), 3 when the connection failed. */
+/* EXISTS of C's keys: "EXISTS a b c: 2 of 3 stored, prefix 2 (110)". 0 when
+ * every key is stored, 1 when one is not (as a GET's miss), 3 when the
+ * connection failed. */
 static int run_exists(const struct target *t, const struct cmd *c)
 {
 	struct qpg_kv_key keys[QPG_KV_EXISTS_MAX];
-	unsigned n = 0;
-	for (const char *k = c->key; *k && n < QPG_KV_EXISTS_MAX; n++) {
-		const char *end = strchr(k, ',');
-		size_t len = end ? (size_t)(end - k) : strlen(k);
-		keys[n] = (struct qpg_kv_key){.key = k, .len = (uint16_t)len};
-		k += len + (end != NULL);
-	}
+	unsigned n = c->nkeys;
+	for (unsigned i = 0; i < n; i++)
+		keys[i] = (struct qpg_kv_key){.key = c->keys[i], .len = (uint16_t)strlen(c->keys[i])};
+	char names[84]; /* the keys as given, cut at 80 bytes */
+	size_t at = 0;
+	for (unsigned i = 0; i < n && at < 80; i++)
+		at += (size_t)snprintf(names + at, 81 - at, "%s%s", i ? " " : "", c->keys[i]);
+	names[at < 80 ? at : 80] = 0;
+	if (at >= 80)
+		strcpy(names + 77, "...");
 	uint8_t bits[QPG_KV_EXISTS_BITMAP];
 	uint32_t prefix = 0;
 	int st = qpg_kv_call_exists_wait(t->kv, keys, n, bits, &prefix);
 	if (st < 0) {
 		struct qpg_kv_target_info info;
 		qpg_kv_target_info(t->kv, &info);
-		fprintf(stderr, "EXISTS %.60s: connection failed: %s\n", c->key, info.last_error);
+		fprintf(stderr, "EXISTS %s: connection failed: %s\n", names, info.last_error);
 		return 3;
 	}
 	if (st != QPG_KV_OK) {
-		fprintf(stderr, "EXISTS %.60s: %s\n", c->key, qpg_kv_status_name((uint8_t)st));
+		fprintf(stderr, "EXISTS %s: %s\n", names, qpg_kv_status_name((uint8_t)st));
 		return 1;
 	}
 	char map[QPG_KV_EXISTS_MAX + 1];
@@ -234,7 +240,7 @@ static int run_exists(const struct target *t, const struct cmd *c)
 		stored += map[i] == '1';
 	}
 	map[n] = 0;
-	fprintf(stderr, "EXISTS %.60s: %u of %u stored, prefix %u (%s)\n", c->key, stored, n,
+	fprintf(stderr, "EXISTS %s: %u of %u stored, prefix %u (%s)\n", names, stored, n,
 		prefix, map);
 	return stored == n ? 0 : 1;
 }
@@ -337,16 +343,24 @@ static int parse_cmds(int argc, char **argv, bool synthetic, struct cmd *out)
 				i += 2;
 			}
 		} else if (i < argc && !strcmp(w, "exists")) {
-			/* KEY[,KEY...]: each key 1..250 bytes, 256 at most */
+			/* KEY...: up to the next command word; each key 1..250
+			 * bytes, 256 at most */
+			static const char *const words[] = {"put", "get", "del", "exists", "bad"};
 			c.op = CMD_EXISTS;
-			c.key = argv[i++];
-			unsigned nk = 1;
-			for (const char *k = c.key, *e; k; k = e ? e + 1 : NULL, nk++) {
-				e = strchr(k, ',');
-				size_t len = e ? (size_t)(e - k) : strlen(k);
-				if (len == 0 || len > QPG_KV_MAX_KEY || nk > QPG_KV_EXISTS_MAX)
+			c.keys = &argv[i];
+			c.key = argv[i];
+			for (; i < argc; i++) {
+				bool word = false;
+				for (size_t j = 0; j < sizeof(words) / sizeof(words[0]); j++)
+					word |= !strcmp(argv[i], words[j]);
+				if (word)
+					break;
+				size_t len = strlen(argv[i]);
+				if (len == 0 || len > QPG_KV_MAX_KEY || ++c.nkeys > QPG_KV_EXISTS_MAX)
 					return -1;
 			}
+			if (c.nkeys == 0)
+				return -1;
 		} else if (!synthetic && !strcmp(w, "bad")) {
 			return -1;
 		} else if (!strcmp(w, "bad")) {
@@ -447,7 +461,7 @@ int main(int argc, char **argv)
 	    "  put KEY FILE|-                store FILE's bytes (-: standard input)\n"
 	    "  get KEY [-o FILE]             the value to standard output, or to FILE\n"
 	    "  del KEY                       delete it\n"
-	    "  exists KEY[,KEY...]           which of up to 256 keys are stored, in one round\n"
+	    "  exists KEY...                 which of up to 256 keys are stored, in one round\n"
 	    "                                trip (exit 1 if one is not)\n"
 	    "  --synthetic, for tests:       put KEY SIZE SEED, get KEY [SIZE SEED], bad";
 	int optind = qpg_opts_parse(argc, argv, tables, synopsis, -1);

@@ -181,7 +181,7 @@ echo "   GET $key from $other (the owner is $owner): $ans"
 check "a GET at a non-owner is answered wrong owner" grep -q "wrong owner" <<<"$ans"
 ans=$(direct "$(port_of $other)" 0 put "$key" 512 8)
 check "a PUT at a non-owner is answered wrong owner" grep -q "wrong owner" <<<"$ans"
-ans=$(direct "$(port_of $other)" 0 exists "$key,$key")
+ans=$(direct "$(port_of $other)" 0 exists "$key" "$key")
 check "an EXISTS at a non-owner is answered wrong owner, not 'absent'" grep -q "wrong owner" <<<"$ans"
 ans=$(ckv exists "$key" 2>&1 | tail -1)
 check "through the cluster, EXISTS finds it on its owner ($ans)" grep -q "1 of 1 stored" <<<"$ans"

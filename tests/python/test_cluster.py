@@ -208,12 +208,12 @@ def test_exists_over_a_cluster(cluster):
             kv.put(k, b"v")
         kv.delete(keys[77])
         want = [i < 200 and i != 77 for i in range(256)]
-        assert kv.batch_exists(keys) == want
-        assert kv.exists_prefix(keys) == 77
+        assert kv.exists_many(keys) == want
+        assert kv.batch_exists(keys) == 77
 
     async def main():
         async with cluster.pool(qpgate.AsyncKVPool) as kv:
-            assert await kv.batch_exists(keys) == want
+            assert await kv.exists_many(keys) == want
             assert await kv.exists(keys[199]) is True
             assert await kv.exists(keys[200]) is False
     asyncio.run(main())

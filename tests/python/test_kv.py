@@ -138,22 +138,22 @@ def test_exists_in_batches(certs, server):
             kv.put(k, b"x")
         assert kv.exists(keys[0]) is True
         assert kv.exists(keys[300]) is False
-        assert kv.batch_exists(keys) == [i < 300 for i in range(600)]
-        assert kv.exists_prefix(keys) == 300
+        assert kv.exists_many(keys) == [i < 300 for i in range(600)]
+        assert kv.batch_exists(keys) == 300
         kv.delete(keys[123])
-        assert kv.exists_prefix(keys) == 123
-        assert kv.batch_exists(keys[120:126]) == [True, True, True, False, True, True]
+        assert kv.batch_exists(keys) == 123
+        assert kv.exists_many(keys[120:126]) == [True, True, True, False, True, True]
         assert kv.get(keys[0]) == b"x"  # EXISTS took nothing away
         with pytest.raises(qpgate.KeyTooLarge):
-            kv.batch_exists([b"k", b"x" * 251])
-        assert kv.batch_exists([]) == [] and kv.exists_prefix([]) == 0
+            kv.exists_many([b"k", b"x" * 251])
+        assert kv.exists_many([]) == [] and kv.batch_exists([]) == 0
 
     async def main():
         async with pool(certs, server, qpgate.AsyncKVPool) as kv:
             assert await kv.exists(keys[1]) is True
             assert await kv.exists(keys[123]) is False
-            assert await kv.batch_exists(keys) == [i < 300 and i != 123 for i in range(600)]
-            assert await kv.exists_prefix(keys) == 123
+            assert await kv.exists_many(keys) == [i < 300 and i != 123 for i in range(600)]
+            assert await kv.batch_exists(keys) == 123
             got = await asyncio.gather(*(kv.exists(k) for k in keys[295:305]))
             assert got == [True] * 5 + [False] * 5
     asyncio.run(main())
