@@ -143,21 +143,33 @@ static void parse_workload(const char *arg, void *dst)
 }
 
 /* --workload prefix's own lines: the turns, the blocks the cache held. */
-static void report_prefix(const struct bench *b, const struct run_result *r, json_t *row)
+static void report_prefix(const struct bench *b, const struct run_result *r, json_t *row,
+			  size_t lru_bytes)
 {
 	double ratio = r->blocks ? (double)r->blocks_hit / (double)r->blocks : 0;
-	printf(" prefix: %ld turns of %u blocks (%.1f turns/s, per turn p50 %.1f us, p99 %.1f us)\n",
+	double lru = lru_bytes ? kvb_prefix_lru(b, lru_bytes) : -1;
+	printf(" prefix: %ld turns of 1 to %u blocks (%.1f turns/s, per turn p50 %.1f us, p99 %.1f "
+	       "us)\n",
 	       r->turns, b->blocks, r->secs > 0 ? r->turns / r->secs : 0,
 	       qpg_hist_quantile(&r->lat, 0.5) / 1e3, qpg_hist_quantile(&r->lat, 0.99) / 1e3);
 	printf(" prefix: %.1f%% of blocks cached (%ld of %ld, by %ld EXISTS lookups); %ld PUTs "
 	       "stored the rest; %ld evicted between lookup and read\n",
 	       100 * ratio, r->blocks_hit, r->blocks, r->lookups, r->puts, r->misses);
+	printf(" prefix: %.1f blocks/s, %.3f GB/s of blocks read or stored\n",
+	       r->secs > 0 ? r->ops / r->secs : 0,
+	       r->secs > 0 ? r->ops * (double)b->value_size / r->secs / 1e9 : 0);
+	if (lru >= 0)
+		printf(" prefix: an exact LRU of %zu bytes, on the same turns: %.1f%% (this run "
+		       "%+.1f points)\n",
+		       lru_bytes, 100 * lru, 100 * (ratio - lru));
 	json_object_set_new(row, "prefix",
 			    json_pack("{s:I, s:I, s:I, s:I, s:f, s:I}", "turns", (json_int_t)r->turns,
 				      "lookups", (json_int_t)r->lookups, "blocks",
 				      (json_int_t)r->blocks, "blocks_cached",
 				      (json_int_t)r->blocks_hit, "hit_ratio", ratio,
 				      "evicted_after_lookup", (json_int_t)r->misses));
+	if (lru >= 0)
+		json_object_set_new(json_object_get(row, "prefix"), "lru_hit_ratio", json_real(lru));
 }
 
 /* --get-mode: an enum qpg_kv_get_mode, or 3 for compare. */
@@ -185,6 +197,7 @@ int main(int argc, char **argv)
 	b.value_size = 4096;
 	b.duration_s = 10;
 	bool scaling = false, do_preload = true, compare = false, prefix = false;
+	size_t lru_bytes = 0;
 	b.blocks = 16;
 	b.shared = 4;
 	const char *json_path = NULL;
@@ -219,6 +232,9 @@ int main(int argc, char **argv)
 	     "prefix: blocks per prompt, each --value-size (default 16)"},
 	    {"shared-blocks", 0, OPT_UINT, &b.shared, 0, QPG_KV_EXISTS_MAX, "N",
 	     "prefix: of those, a system prompt shared by each 8 prompts (default 4)"},
+	    {"lru-capacity", 0, OPT_SIZE, &lru_bytes, 4096, 1024.0 * (1ull << 30), "BYTES",
+	     "prefix: also the hit ratio an exact LRU of BYTES (the server's --kv-capacity) "
+	     "reaches on the same turns"},
 	    {"max-msg", 's', OPT_U32, &b.po.client.max_msg, 512, 1 << 20, "BYTES",
 	     "frame size (default 8192)"},
 	    {"no-preload", 0, OPT_FLAG_OFF, &do_preload, 0, 0, NULL, "the keys are already there"},
@@ -260,6 +276,17 @@ int main(int argc, char **argv)
 		b.blocks = 0;
 	else
 		do_preload = false; /* the cache starts cold and fills as turns go */
+	/* Each worker holds a turn's blocks while it stores them. */
+	if (prefix && (uint64_t)b.blocks * b.value_size * b.workers > (2ull << 30)) {
+		fprintf(stderr, "error: --blocks x --value-size x --num-workers is over 2 GiB of "
+				"blocks held while they are stored; give fewer of one\n");
+		return 2;
+	}
+	if (prefix && lru_bytes) {
+		b.trace_cap = 1l << 24; /* turns remembered: 64 MiB */
+		if (!(b.trace = malloc(sizeof(*b.trace) * (size_t)b.trace_cap)))
+			return 1;
+	}
 	qpg_cli_raise_nofile();
 	compare = get_mode == 3;
 	b.server_pid = (pid_t)server_pid;
@@ -311,7 +338,7 @@ int main(int argc, char **argv)
 			b.zipf_cdf[k] = (acc += 1.0 / pow(k + 1, 0.99) / sum);
 	}
 	if (prefix)
-		printf(" qpgate-kvbench: prefix workload, %u prompts (%s) of %u blocks x %u bytes, "
+		printf(" qpgate-kvbench: prefix workload, %u prompts (%s) of 1 to %u blocks x %u bytes, "
 		       "the first %u shared by each %u prompts, %s transport, message auth %s\n",
 		       b.nkeys, b.zipf ? "zipf" : "uniform", b.blocks, b.value_size, b.shared, 8,
 		       b.po.client.transport == QPG_KIND_RDMA ? "rdma" : "tcp",
@@ -350,7 +377,7 @@ int main(int argc, char **argv)
 				       r.mismatches, r.errors);
 			json_object_set_new(row, "puts", json_integer(r.puts));
 			if (prefix)
-				report_prefix(&b, &r, row);
+				report_prefix(&b, &r, row, lru_bytes);
 			if (clustered) {
 				/* Misses and UNAVAILABLE answers are what a failover
 				 * costs; anything else, or a value that fails its
@@ -407,5 +434,6 @@ int main(int argc, char **argv)
 	free(b.expect);
 	free(b.values);
 	free(b.zipf_cdf);
+	free(b.trace);
 	return rc ? 1 : 0;
 }

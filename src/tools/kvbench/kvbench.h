@@ -63,6 +63,10 @@ struct bench {
 	 * first SHARED of them a family's system prompt; NKEYS is then the
 	 * number of prompts, and EXPECT is per block (kvb_prefix_ids). */
 	unsigned blocks, shared;
+	/* its prompts in the order turns began, for --lru-capacity */
+	uint32_t *trace;
+	long trace_cap;
+	atomic_long trace_n;
 	pid_t server_pid; /* --server-pid: its CPU per GET too (0: none) */
 	/* Where the GETs go: one server's pool, or with --cluster the members
 	 * etcd names (kvbench_cluster.c), behind one interface. */
@@ -128,6 +132,9 @@ uint64_t kvb_prefix_ids(const struct bench *b);
 struct kvb_turn *kvb_turn_new(const struct bench *b);
 void kvb_turn_free(struct kvb_turn *t);
 void kvb_prefix_issue(struct worker *w);
+/* The hit ratio an exact LRU of ROOM_BYTES (in the store's blocks for a
+ * value) reaches on the last run's trace of turns; -1 if it cannot. */
+double kvb_prefix_lru(const struct bench *b, uint64_t room_bytes);
 /* kvbench_cluster.c: the target for one run, from PO: the cluster etcd
  * names (--cluster), else PO's one server. */
 int kvb_target_open(struct bench *b, const struct qpg_kv_pool_opts *po, char *err, size_t len);

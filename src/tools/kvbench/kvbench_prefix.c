@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* qpgate-kvbench --workload prefix: what an inference server asks of a
- * KV cache. Each turn is a prompt of --blocks blocks: its first
- * --shared-blocks are a system prompt shared by a family of 8 prompts, the
- * rest its own. A worker looks the blocks up in one EXISTS batch, reads the
- * cached prefix (every block verified), then stores the blocks it had to
- * compute (the prefill), in order, as vLLM's and SGLang's prefix caches
- * do with their block hashes. Prompts are picked uniform or zipf, so a
- * store smaller than the working set evicts, and the hit ratio says how
- * well it chose. */
+ * KV cache. Each request (a "turn") is a prompt of 1 to --blocks blocks
+ * (its length fixed per prompt); the first --shared-blocks are a system
+ * prompt shared by a family of 8 prompts, the rest its own. Blocks are
+ * named as SGLang's and LMCache's are: a model tag and a chained SHA-256
+ * (64 hex digits) over every block up to it, so a shared prefix has the
+ * same names in every prompt of its family. A worker looks the prompt up
+ * in one EXISTS batch (qpg_kv_target_exists: the stored prefix), GETs the
+ * cached blocks at once (each verified), then PUTs the rest at once, as
+ * the prefill made them. Prompts are picked uniform or zipf, so a store
+ * smaller than the working set evicts; with --lru-capacity the same trace
+ * is replayed through an exact LRU of that room for comparison. */
+#include <errno.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,17 +22,31 @@
 #include "kvdata.h"
 #include "qpgate/kv_target.h"
 
-#define FAMILY 8 /* prompts sharing a system prompt */
+#define FAMILY 8		       /* prompts sharing a system prompt */
+#define MODEL  "qpgate-bench-8b"       /* the model tag every key starts with */
+#define NAME   (sizeof(MODEL) + 64 + 1) /* tag, '/', 64 hex digits, NUL */
+#define READ   1000 /* a slot's status: read in this turn, so not stored (no wire status) */
+
+struct kvb_slot { /* one block's GET or PUT in a batch */
+	struct qpg_kv_request req;
+	struct worker *w;
+	XXH64_state_t *xxh;
+	int status;
+	bool ok;
+};
 
 struct kvb_turn {
 	uint32_t prompt;
-	unsigned step, have;
+	unsigned n;    /* its blocks */
+	unsigned have; /* the stored prefix, by the lookup */
 	uint64_t t0;
+	atomic_uint pending; /* of the batch in flight */
 	uint8_t bits[QPG_KV_EXISTS_BITMAP];
 	uint32_t ids[QPG_KV_EXISTS_MAX];
 	struct qpg_kv_key keys[QPG_KV_EXISTS_MAX];
-	char names[QPG_KV_EXISTS_MAX][28];
-	uint8_t *value; /* the block being stored */
+	char names[QPG_KV_EXISTS_MAX][NAME];
+	struct kvb_slot slot[QPG_KV_EXISTS_MAX];
+	uint8_t *values; /* the blocks being stored, one after another */
 };
 
 static uint64_t now_ns(void)
@@ -37,34 +56,62 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static uint32_t families(const struct bench *b)
+{
+	return (b->nkeys + FAMILY - 1) / FAMILY;
+}
+
 uint64_t kvb_prefix_ids(const struct bench *b)
 {
-	uint64_t families = (b->nkeys + FAMILY - 1) / FAMILY;
-	return families * b->shared + (uint64_t)b->nkeys * (b->blocks - b->shared);
+	return (uint64_t)families(b) * b->shared + (uint64_t)b->nkeys * (b->blocks - b->shared);
 }
 
-/* Block I of prompt P: its name and its id (what its value is made from). */
-static void block(const struct bench *b, struct kvb_turn *t, uint32_t p, unsigned i)
+/* Prompt P's length: 1 to --blocks, fixed per prompt (a hash of it). */
+static unsigned blocks_of(const struct bench *b, uint32_t p)
 {
-	uint32_t fam = p / FAMILY;
-	if (i < b->shared) {
-		t->ids[i] = fam * b->shared + i;
-		snprintf(t->names[i], sizeof(t->names[i]), "sys-%u-%u", fam, i);
-	} else {
-		uint32_t families = (b->nkeys + FAMILY - 1) / FAMILY;
-		t->ids[i] = families * b->shared + p * (b->blocks - b->shared) + (i - b->shared);
-		snprintf(t->names[i], sizeof(t->names[i]), "blk-%u-%u", p, i);
-	}
-	t->keys[i] = (struct qpg_kv_key){.key = t->names[i], .len = (uint16_t)strlen(t->names[i])};
+	uint64_t x = (uint64_t)p * 0x9e3779b97f4a7c15ull;
+	x ^= x >> 29;
+	return 1u + (unsigned)(x % b->blocks);
 }
 
-/* What block ID's value hashes to (made once, on first need). */
-static uint64_t expect_of(struct bench *b, struct kvb_turn *t, uint32_t id)
+/* Block I of prompt P: its id (what its value is made from). */
+static uint32_t block_id(const struct bench *b, uint32_t p, unsigned i)
+{
+	if (i < b->shared)
+		return (p / FAMILY) * b->shared + i;
+	return families(b) * b->shared + p * (b->blocks - b->shared) + (i - b->shared);
+}
+
+/* The names of prompt P's blocks: MODEL/hex(SHA-256(previous digest, the
+ * block's tokens)), the tokens standing for its id. */
+static void name_blocks(const struct bench *b, struct kvb_turn *t, uint32_t p)
+{
+	uint8_t md[32] = {0}, in[32 + 4];
+	static const char hex[] = "0123456789abcdef";
+	for (unsigned i = 0; i < t->n; i++) {
+		t->ids[i] = block_id(b, p, i);
+		memcpy(in, md, 32);
+		memcpy(in + 32, &t->ids[i], 4);
+		unsigned len = 0;
+		EVP_Digest(in, sizeof(in), md, &len, EVP_sha256(), NULL);
+		char *s = t->names[i];
+		memcpy(s, MODEL "/", sizeof(MODEL));
+		for (int j = 0; j < 32; j++) {
+			s[sizeof(MODEL) + 2 * j] = hex[md[j] >> 4];
+			s[sizeof(MODEL) + 2 * j + 1] = hex[md[j] & 15];
+		}
+		s[NAME - 1] = 0;
+		t->keys[i] = (struct qpg_kv_key){.key = s, .len = (uint16_t)(NAME - 1)};
+	}
+}
+
+/* What block ID's value hashes to (made once, on first need, into SCRATCH). */
+static uint64_t expect_of(struct bench *b, uint8_t *scratch, uint32_t id)
 {
 	uint64_t e = __atomic_load_n(&b->expect[id], __ATOMIC_RELAXED);
 	if (!e) {
-		kv_value_fill(t->value, id, b->value_size);
-		e = XXH64(t->value, b->value_size, 0) | 1; /* 0: not made yet */
+		kv_value_fill(scratch, id, b->value_size);
+		e = XXH64(scratch, b->value_size, 0) | 1; /* 0: not made yet */
 		__atomic_store_n(&b->expect[id], e, __ATOMIC_RELAXED);
 	}
 	return e;
@@ -73,123 +120,249 @@ static uint64_t expect_of(struct bench *b, struct kvb_turn *t, uint32_t id)
 struct kvb_turn *kvb_turn_new(const struct bench *b)
 {
 	struct kvb_turn *t = calloc(1, sizeof(*t));
-	if (t && !(t->value = malloc(b->value_size ? b->value_size : 1))) {
-		free(t);
-		t = NULL;
+	if (!t)
+		return NULL;
+	t->values = malloc((size_t)b->blocks * (b->value_size ? b->value_size : 1));
+	bool ok = t->values != NULL;
+	for (unsigned i = 0; i < b->blocks; i++)
+		ok &= (t->slot[i].xxh = XXH64_createState()) != NULL;
+	if (!ok) {
+		kvb_turn_free(t);
+		return NULL;
 	}
 	return t;
 }
 
 void kvb_turn_free(struct kvb_turn *t)
 {
-	if (t)
-		free(t->value);
+	if (!t)
+		return;
+	for (unsigned i = 0; i < QPG_KV_EXISTS_MAX; i++)
+		XXH64_freeState(t->slot[i].xxh);
+	free(t->values);
 	free(t);
 }
 
-static void next_block(struct worker *w);
+/* ---- the trace, for an exact LRU of the same room ------------------------- */
 
-static void block_chunk(struct qpg_kv_request *r, const uint8_t *data, uint32_t len, uint32_t off,
-			uint32_t total)
+static void trace_add(struct bench *b, uint32_t p)
+{
+	if (!b->trace)
+		return;
+	long i = atomic_fetch_add(&b->trace_n, 1);
+	if (i < b->trace_cap)
+		b->trace[i] = p;
+}
+
+struct lru {
+	uint32_t *prev, *next;
+	uint8_t *in;
+	uint32_t head, tail, size, cap;
+};
+
+static void lru_unlink(struct lru *l, uint32_t id)
+{
+	if (l->prev[id] != UINT32_MAX)
+		l->next[l->prev[id]] = l->next[id];
+	else
+		l->head = l->next[id];
+	if (l->next[id] != UINT32_MAX)
+		l->prev[l->next[id]] = l->prev[id];
+	else
+		l->tail = l->prev[id];
+}
+
+static void lru_touch(struct lru *l, uint32_t id, bool insert)
+{
+	if (l->in[id])
+		lru_unlink(l, id);
+	else if (!insert)
+		return;
+	else if (l->size == l->cap) {
+		uint32_t old = l->tail;
+		lru_unlink(l, old);
+		l->in[old] = 0;
+	} else
+		l->size++;
+	l->in[id] = 1;
+	l->prev[id] = UINT32_MAX;
+	l->next[id] = l->head;
+	if (l->head != UINT32_MAX)
+		l->prev[l->head] = id;
+	l->head = id;
+	if (l->tail == UINT32_MAX)
+		l->tail = id;
+}
+
+double kvb_prefix_lru(const struct bench *b, uint64_t room_bytes)
+{
+	long n = atomic_load(&b->trace_n);
+	if (n > b->trace_cap)
+		n = b->trace_cap;
+	uint64_t block = 256; /* the store's buddy block for one value */
+	while (block < b->value_size)
+		block <<= 1;
+	uint64_t ids = kvb_prefix_ids(b);
+	struct lru l = {.prev = malloc(ids * 4), .next = malloc(ids * 4), .in = calloc(ids, 1),
+			.head = UINT32_MAX, .tail = UINT32_MAX, .cap = (uint32_t)(room_bytes / block)};
+	double ratio = -1;
+	if (l.prev && l.next && l.in && l.cap > 0) {
+		uint64_t asked = 0, cached = 0;
+		for (long k = 0; k < n; k++) {
+			uint32_t p = b->trace[k];
+			unsigned nb = blocks_of(b, p), have = 0;
+			while (have < nb && l.in[block_id(b, p, have)])
+				have++;
+			for (unsigned i = 0; i < nb; i++)
+				lru_touch(&l, block_id(b, p, i), true); /* read, or stored */
+			asked += nb;
+			cached += have;
+		}
+		ratio = asked ? (double)cached / (double)asked : 0;
+	}
+	free(l.prev);
+	free(l.next);
+	free(l.in);
+	return ratio;
+}
+
+/* ---- a turn: lookup, the cached blocks at once, the rest at once ---------- */
+
+static void put_batch(struct worker *w);
+
+static void turn_done(struct worker *w)
+{
+	struct bench *b = w->b;
+	struct kvb_turn *t = w->turn;
+	w->turns++;
+	struct qpg_hist *h = kvb_thread_lat(b);
+	if (h)
+		qpg_hist_add(h, now_ns() - t->t0);
+	kvb_prefix_issue(w);
+}
+
+/* The last answer of a batch: its counts, then what follows. Returns
+ * whether the worker goes on. */
+static bool tally(struct worker *w, unsigned from, unsigned to, bool puts)
+{
+	struct kvb_turn *t = w->turn;
+	bool go = true;
+	for (unsigned i = from; i < to; i++) {
+		struct kvb_slot *s = &t->slot[i];
+		if (puts && s->status == READ)
+			continue;
+		if (puts && s->status == QPG_KV_OK)
+			w->ops++, w->puts++;
+		else if (!puts && s->status == QPG_KV_OK && s->ok)
+			w->ops++;
+		else if (!puts && s->status == QPG_KV_OK)
+			w->mismatches++;
+		else if (!puts && s->status == QPG_KV_NOT_FOUND)
+			w->misses++; /* evicted since the lookup: stored again */
+		else if (s->status == QPG_KV_UNAVAILABLE)
+			w->unavailable++;
+		else
+			w->errors++;
+		go &= s->status >= 0;
+	}
+	return go;
+}
+
+static void get_chunk(struct qpg_kv_request *r, const uint8_t *data, uint32_t len, uint32_t off,
+		      uint32_t total)
 {
 	(void)off, (void)total;
-	struct worker *w = r->user;
-	XXH64_update(w->xxh, data, len);
+	struct kvb_slot *s = r->user;
+	XXH64_update(s->xxh, data, len);
 }
 
 static void get_done(struct qpg_kv_request *r, int status, uint32_t len)
 {
-	struct worker *w = r->user;
+	struct kvb_slot *s = r->user;
+	struct worker *w = s->w;
 	struct bench *b = w->b;
 	struct kvb_turn *t = w->turn;
-	if (status == QPG_KV_NOT_FOUND) {
-		/* Evicted since the lookup: computed and stored, as the rest. */
-		w->misses++;
-		t->have = t->step;
-	} else if (status == QPG_KV_UNAVAILABLE) {
-		w->unavailable++;
-		t->have = t->step;
-	} else if (status != QPG_KV_OK) {
-		w->errors++;
-		if (status < 0) {
-			kvb_worker_stop(b);
-			return;
-		}
-		t->step++;
-	} else {
-		if (len != b->value_size ||
-		    (XXH64_digest(w->xxh) | 1) != expect_of(b, t, t->ids[t->step]))
-			w->mismatches++;
-		else
-			w->ops++;
-		t->step++;
+	s->status = status;
+	if (status == QPG_KV_OK) {
+		unsigned i = (unsigned)(s - t->slot);
+		s->ok = len == b->value_size &&
+			(XXH64_digest(s->xxh) | 1) ==
+			    expect_of(b, t->values + (size_t)i * b->value_size, t->ids[i]);
 	}
-	next_block(w);
+	if (atomic_fetch_sub(&t->pending, 1) != 1)
+		return;
+	if (!tally(w, 0, t->have, false)) {
+		kvb_worker_stop(b);
+		return;
+	}
+	put_batch(w);
+}
+
+/* S's PUT is answered (or never went): the last of the batch ends the turn. */
+static void put_answered(struct kvb_slot *s, int status)
+{
+	struct worker *w = s->w;
+	struct kvb_turn *t = w->turn;
+	s->status = status;
+	if (atomic_fetch_sub(&t->pending, 1) != 1)
+		return;
+	if (!tally(w, 0, t->n, true)) {
+		kvb_worker_stop(w->b);
+		return;
+	}
+	turn_done(w);
 }
 
 static void put_done(struct qpg_kv_request *r, int status, uint32_t len)
 {
 	(void)len;
-	struct worker *w = r->user;
-	if (status == QPG_KV_OK)
-		w->ops++, w->puts++;
-	else if (status == QPG_KV_UNAVAILABLE)
-		w->unavailable++;
-	else
-		w->errors++;
-	if (status < 0) {
-		kvb_worker_stop(w->b);
-		return;
-	}
-	w->turn->step++;
-	next_block(w);
+	put_answered(r->user, status);
 }
 
-/* The cached prefix first (GETs), then what the prefill made (PUTs); the
- * turn's time into the histogram at its end. */
-static void next_block(struct worker *w)
+/* The blocks not read: each one's PUT, all at once (those read are marked
+ * done already). */
+static void put_batch(struct worker *w)
 {
 	struct bench *b = w->b;
 	struct kvb_turn *t = w->turn;
-	if (t->step >= b->blocks) {
-		w->turns++;
-		struct qpg_hist *h = kvb_thread_lat(b);
-		if (h)
-			qpg_hist_add(h, now_ns() - t->t0);
-		kvb_prefix_issue(w);
+	unsigned todo = 0;
+	for (unsigned i = 0; i < t->n; i++)
+		todo += !(i < t->have && t->slot[i].status == QPG_KV_OK);
+	if (todo == 0) {
+		turn_done(w);
 		return;
 	}
-	unsigned i = t->step;
-	if (i < t->have) {
-		w->req = (struct qpg_kv_request){.op = QPG_KV_GET,
+	atomic_store(&t->pending, todo);
+	for (unsigned i = 0; i < t->n; i++) {
+		struct kvb_slot *s = &t->slot[i];
+		if (i < t->have && s->status == QPG_KV_OK) {
+			s->status = READ; /* read, not stored: no PUT to count */
+			continue;
+		}
+		uint8_t *v = t->values + (size_t)i * b->value_size;
+		kv_value_fill(v, t->ids[i], b->value_size);
+		s->status = QPG_KV_OK;
+		s->req = (struct qpg_kv_request){.op = QPG_KV_PUT,
 						 .key = t->names[i],
 						 .key_len = t->keys[i].len,
-						 .chunk = block_chunk,
-						 .done = get_done,
-						 .user = w};
-		XXH64_reset(w->xxh, 0);
-	} else {
-		kv_value_fill(t->value, t->ids[i], b->value_size);
-		w->req = (struct qpg_kv_request){.op = QPG_KV_PUT,
-						 .key = t->names[i],
-						 .key_len = t->keys[i].len,
-						 .value = t->value,
+						 .value = v,
 						 .value_len = b->value_size,
 						 .done = put_done,
-						 .user = w};
+						 .user = s};
+		if (kvb_submit(b, &s->req) != 0)
+			put_answered(s, -ECANCELED); /* the target is closing */
 	}
-	if (kvb_submit(b, &w->req) != 0)
-		kvb_worker_stop(b);
 }
 
 static void lookup_done(void *arg, int status, uint32_t prefix)
 {
 	struct worker *w = arg;
+	struct bench *b = w->b;
 	struct kvb_turn *t = w->turn;
 	w->lookups++;
 	if (status < 0) {
 		w->errors++;
-		kvb_worker_stop(w->b);
+		kvb_worker_stop(b);
 		return;
 	}
 	if (status == QPG_KV_UNAVAILABLE)
@@ -198,9 +371,30 @@ static void lookup_done(void *arg, int status, uint32_t prefix)
 		w->errors++;
 	t->have = status == QPG_KV_OK ? prefix : 0;
 	w->blocks_hit += t->have;
-	w->blocks += w->b->blocks;
-	t->step = 0;
-	next_block(w);
+	w->blocks += t->n;
+	for (unsigned i = 0; i < t->n; i++)
+		t->slot[i].status = QPG_KV_NOT_FOUND;
+	if (t->have == 0) {
+		put_batch(w);
+		return;
+	}
+	atomic_store(&t->pending, t->have);
+	for (unsigned i = 0; i < t->have; i++) {
+		struct kvb_slot *s = &t->slot[i];
+		s->w = w;
+		s->ok = false;
+		XXH64_reset(s->xxh, 0);
+		s->req = (struct qpg_kv_request){.op = QPG_KV_GET,
+						 .key = t->names[i],
+						 .key_len = t->keys[i].len,
+						 .chunk = get_chunk,
+						 .done = get_done,
+						 .user = s};
+		if (kvb_submit(b, &s->req) != 0) {
+			kvb_worker_stop(b); /* closing: the answers of those sent are lost */
+			return;
+		}
+	}
 }
 
 void kvb_prefix_issue(struct worker *w)
@@ -213,9 +407,12 @@ void kvb_prefix_issue(struct worker *w)
 	}
 	struct kvb_turn *t = w->turn;
 	t->prompt = kvb_pick_key(w);
-	for (unsigned i = 0; i < b->blocks; i++)
-		block(b, t, t->prompt, i);
+	t->n = blocks_of(b, t->prompt);
+	for (unsigned i = 0; i < t->n; i++)
+		t->slot[i].w = w;
+	name_blocks(b, t, t->prompt);
+	trace_add(b, t->prompt);
 	t->t0 = now_ns();
-	if (qpg_kv_target_exists(b->target, t->keys, b->blocks, t->bits, lookup_done, w) != 0)
+	if (qpg_kv_target_exists(b->target, t->keys, t->n, t->bits, lookup_done, w) != 0)
 		kvb_worker_stop(b);
 }

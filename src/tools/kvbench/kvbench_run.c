@@ -402,6 +402,7 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 	b->lat_generation++;
 	atomic_store(&b->stop, false);
 	atomic_store(&b->issued, 0);
+	atomic_store(&b->trace_n, 0);
 	atomic_store(&b->active, (int)workers);
 	struct proc_sample c0, c1, s0 = {0}, s1 = {0};
 	proc_sample(0, &c0);
