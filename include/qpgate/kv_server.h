@@ -36,6 +36,11 @@ struct qpg_kv_server_opts {
 	 * a block of its size is free; QPG_KV_EVICT_NONE answers
 	 * QPG_KV_STORE_FULL. */
 	uint8_t eviction;
+	/* Eviction ahead of need, in percent of the store: once more than
+	 * WM_HIGH_PCT is in use a thread of the service evicts, SIEVE's
+	 * choice, down to WM_LOW_PCT (default 95 and 90; WM_HIGH_PCT 0: off,
+	 * a PUT evicts only what it needs). */
+	uint8_t wm_high_pct, wm_low_pct;
 };
 enum qpg_kv_eviction { QPG_KV_EVICT_SIEVE, QPG_KV_EVICT_NONE };
 void qpg_kv_server_opts_default(struct qpg_kv_server_opts *o);

@@ -74,8 +74,20 @@ static void kv_metrics(void *ctx, FILE *f)
 	pthread_mutex_lock(&k->store.lock);
 	size_t used = k->store.allocated, cap = k->store.capacity, keys = k->store.nkeys;
 	unsigned long long evictions = k->store.evictions, evicted = k->store.evicted_bytes;
-	unsigned long long expired = k->store.expired;
+	unsigned long long expired = k->store.expired, ahead = k->store.evictions_ahead;
+	size_t wm_high = k->store.wm_high, wm_low = k->store.wm_low;
 	pthread_mutex_unlock(&k->store.lock);
+	fprintf(f,
+		"# HELP qpgate_kv_evictions_ahead_total Of the keys evicted or expired, those "
+		"taken ahead of need (above the high watermark).\n"
+		"# TYPE qpgate_kv_evictions_ahead_total counter\nqpgate_kv_evictions_ahead_total "
+		"%llu\n"
+		"# HELP qpgate_kv_watermark_bytes Bytes in use past which eviction ahead of need "
+		"starts (high), and where it stops (low); 0: off.\n"
+		"# TYPE qpgate_kv_watermark_bytes gauge\n"
+		"qpgate_kv_watermark_bytes{mark=\"high\"} %zu\n"
+		"qpgate_kv_watermark_bytes{mark=\"low\"} %zu\n",
+		ahead, wm_high, wm_low);
 	fprintf(f,
 		"# HELP qpgate_kv_expired_total Values found past their TTL (PUT --ttl), and "
 		"dropped.\n"
@@ -164,6 +176,8 @@ void qpg_kv_server_opts_default(struct qpg_kv_server_opts *o)
 	o->grant_min = 32u << 10; /* docs/performance.md: READs win from about here */
 	o->grant_ttl_ms = 10000;
 	o->put_timeout_ms = 10000;
+	o->wm_high_pct = 95;
+	o->wm_low_pct = 90;
 }
 
 int qpg_kv_service_create(struct qpg_kv_service **out, const struct qpg_kv_server_opts *o,
@@ -202,6 +216,17 @@ int qpg_kv_service_create(struct qpg_kv_service **out, const struct qpg_kv_serve
 	k->grant_ttl_ns = (uint64_t)o->grant_ttl_ms * 1000000ull;
 	k->put_timeout_ns = (uint64_t)o->put_timeout_ms * 1000000ull;
 	snprintf(k->one_sided_why, sizeof(k->one_sided_why), "off (the server has not started)");
+	rc = qpg__kv_trimmer_start(k, o->wm_high_pct, o->wm_low_pct);
+	if (rc) {
+		snprintf(err, err_len, "cannot evict ahead of need (watermarks %u%%, %u%%): %s",
+			 o->wm_high_pct, o->wm_low_pct,
+			 rc == -EINVAL ? "the low one must be below the high one, at most 100"
+				       : strerror(-rc));
+		qpg__kv_store_fini(&k->store);
+		qpg__kv_digests_free(&k->digests);
+		free(k);
+		return rc;
+	}
 	*out = k;
 	return 0;
 }
@@ -225,6 +250,7 @@ void qpg_kv_service_destroy(struct qpg_kv_service *k)
 {
 	if (!k)
 		return;
+	qpg__kv_trimmer_stop(k);
 	qpg__kv_store_fini(&k->store);
 	qpg__kv_digests_free(&k->digests);
 	free(k);

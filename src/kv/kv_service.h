@@ -4,6 +4,7 @@
 #ifndef QPG_KV_SERVICE_H
 #define QPG_KV_SERVICE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -26,6 +27,15 @@ struct qpg__kv_metrics {
 	atomic_ullong parked;		      /* requests held until the gate let them by */
 };
 
+/* kv_trim.c: the thread that evicts ahead of need. */
+struct qpg__kv_trimmer {
+	pthread_t tid;
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	bool started, stop, kicked;
+	atomic_bool stopping; /* read by a trim in progress, without the lock */
+};
+
 struct qpg_kv_service {
 	struct qpg__kv_store store;
 	struct qpg__kv_digests digests;
@@ -40,6 +50,7 @@ struct qpg_kv_service {
 	atomic_ullong drops;   /* passes of qpg_kv_service_drop begun (kv_gate.c) */
 	atomic_ullong dropped; /* keys they dropped */
 	atomic_ullong parked_bytes; /* requests parked now (kv_park.h) */
+	struct qpg__kv_trimmer trimmer;
 	struct qpg__kv_metrics m;
 };
 
@@ -51,6 +62,11 @@ int qpg__kv_gate(struct qpg_kv_service *k, const struct qpg_kv_req *r, uint64_t 
  * Returns QPG_KV_OK or the refusal (V released, *REV set). */
 int qpg__kv_gated_commit(struct qpg_kv_service *k, struct qpg__kv_value *v, uint64_t view_rev,
 			 uint64_t *rev);
+
+/* Start the trimmer with watermarks of HIGH_PCT and LOW_PCT of the store
+ * (HIGH_PCT 0, or eviction off: none); stop it before the store goes. */
+int qpg__kv_trimmer_start(struct qpg_kv_service *k, unsigned high_pct, unsigned low_pct);
+void qpg__kv_trimmer_stop(struct qpg_kv_service *k);
 
 /* One request answered with STATUS. */
 void qpg__kv_count(struct qpg_kv_service *k, uint8_t op, uint8_t status);

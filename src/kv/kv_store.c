@@ -279,11 +279,14 @@ int qpg__kv_reserve(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_le
 		pthread_mutex_lock(&s->lock);
 		off = alloc_block(s, c);
 	}
+	bool high = off >= 0 && s->wm_high && s->allocated > s->wm_high;
 	pthread_mutex_unlock(&s->lock);
 	if (off < 0) {
 		free(v);
 		return QPG__KVS_FULL;
 	}
+	if (high && s->on_high)
+		s->on_high(s->on_high_user);
 	memset(v, 0, sizeof(*v));
 	atomic_init(&v->refs, 1); /* the writer's, becomes the table's on commit */
 	v->hash = hash_key(key, key_len);
@@ -399,6 +402,35 @@ int qpg__kv_del(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len)
 		return QPG__KVS_NOT_FOUND;
 	qpg__kv_release(s, v);
 	return QPG__KVS_OK;
+}
+
+size_t qpg__kv_store_trim(struct qpg__kv_store *s, size_t max_keys)
+{
+	size_t n = 0;
+	pthread_mutex_lock(&s->lock);
+	while (n < max_keys && s->wm_high && s->allocated > s->wm_low) {
+		struct qpg__kv_value *v = sieve_victim(s);
+		if (!v)
+			break;
+		s->evictions_ahead++;
+		size_t before = s->allocated;
+		pthread_mutex_unlock(&s->lock);
+		qpg__kv_release(s, v); /* the table's reference: frees it unless read */
+		pthread_mutex_lock(&s->lock);
+		n++;
+		if (s->allocated >= before)
+			break; /* still read (or another PUT took the room): later */
+	}
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+bool qpg__kv_store_over_high(struct qpg__kv_store *s)
+{
+	pthread_mutex_lock(&s->lock);
+	bool high = s->wm_high && s->allocated > s->wm_high;
+	pthread_mutex_unlock(&s->lock);
+	return high;
 }
 
 size_t qpg__kv_store_drop(struct qpg__kv_store *s,

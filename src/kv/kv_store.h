@@ -81,6 +81,13 @@ struct qpg__kv_store {
 	struct qpg__kv_value *head, *tail, *hand;
 	bool evict;		/* make room by evicting (default), or answer FULL */
 	uint64_t expired;	/* values found past their TTL, and dropped */
+	/* Watermarks (bytes of blocks in use; 0: off): a reservation that
+	 * leaves more than WM_HIGH in use calls ON_HIGH (outside the lock),
+	 * whose owner then trims (qpg__kv_store_trim) down to WM_LOW. */
+	size_t wm_high, wm_low;
+	void (*on_high)(void *user);
+	void *on_high_user;
+	uint64_t evictions_ahead; /* of evictions, made by a trim */
 	uint64_t (*clock)(void); /* monotonic ns (a test sets its own) */
 	uint64_t evictions;	/* keys evicted to make room */
 	uint64_t evicted_bytes; /* their values' bytes */
@@ -125,6 +132,14 @@ uint32_t qpg__kv_exists_list(struct qpg__kv_store *s, const uint8_t *list, size_
 void qpg__kv_release(struct qpg__kv_store *s, struct qpg__kv_value *v);
 /* Remove KEY. Returns QPG__KVS_OK or QPG__KVS_NOT_FOUND. */
 int qpg__kv_del(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len);
+/* Evict in SIEVE's order while more than wm_low is in use, at most
+ * MAX_KEYS keys, and no further than an eviction that frees nothing (its
+ * value still read: its space comes back later, and evicting more would
+ * not help). Returns how many keys went. */
+size_t qpg__kv_store_trim(struct qpg__kv_store *s, size_t max_keys);
+/* Whether more than wm_high is in use. */
+bool qpg__kv_store_over_high(struct qpg__kv_store *s);
+
 /* Remove every key KEEP says no to (KEEP NULL: every key), in one pass
  * under the lock; values still being read live on until their readers
  * are done. Returns how many keys went. */

@@ -93,6 +93,29 @@ static void parse_eviction(const char *arg, void *dst)
 	exit(2);
 }
 
+/* --kv-watermarks HIGH,LOW (percent of the store) or off */
+static void parse_watermarks(const char *arg, void *dst)
+{
+	struct qpg_kv_server_opts *o = dst;
+	unsigned high, low;
+	char end;
+	if (strcmp(arg, "off") == 0) {
+		o->wm_high_pct = o->wm_low_pct = 0;
+		return;
+	}
+	if (sscanf(arg, "%u,%u%c", &high, &low, &end) == 2 && low < high && high <= 100 &&
+	    low > 0) {
+		o->wm_high_pct = (uint8_t)high;
+		o->wm_low_pct = (uint8_t)low;
+		return;
+	}
+	fprintf(stderr,
+		"error: --kv-watermarks is HIGH,LOW in percent of the store, LOW below HIGH (e.g. "
+		"95,90), or off; not '%s'\n",
+		arg);
+	exit(2);
+}
+
 /* --crl FILE, as many as given */
 static const char *crl_files[16];
 static void parse_crl(const char *arg, void *dst)
@@ -242,6 +265,10 @@ int main(int argc, char **argv)
 	     "a PUT into a full store evicts keys, SIEVE's choice (default), or is refused "
 	     "(none: 'store full')",
 	     parse_eviction},
+	    {"kv-watermarks", 0, OPT_CALL, &kvo, 0, 0, "HIGH,LOW",
+	     "evict ahead of need: past HIGH percent of the store in use, a thread evicts "
+	     "(SIEVE) down to LOW (default 95,90; off: a PUT evicts what it needs)",
+	     parse_watermarks},
 	    {"srq-depth", 0, OPT_U32, &o.srq_depth, 16, 1 << 20, "N",
 	     "receives posted per thread (default 4096)"},
 	    {"tclass", 0, OPT_U8, &o.tclass, 0, 255, "N",

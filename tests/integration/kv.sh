@@ -92,6 +92,17 @@ check "the newest values read back verified" eval 'grep -q "^GET fill16: ok, .*v
 	grep -q "^GET fill15: ok, .*verified" <<<"$out"'
 evicted=$(curl -fsS "http://127.0.0.1:$mport/metrics" | sed -n 's/^qpgate_kv_evictions_total //p')
 check "the store made room by evicting ($evicted keys, qpgate_kv_evictions_total)" [ "${evicted:-0}" -gt 0 ]
+# Some of it ahead of need: past the high watermark (95% of 4 MiB) the
+# service's thread evicts down to the low one (90%) on its own.
+ahead=0
+for _ in $(seq 1 50); do
+	ahead=$(curl -fsS "http://127.0.0.1:$mport/metrics" | sed -n 's/^qpgate_kv_evictions_ahead_total //p')
+	[ "${ahead:-0}" -gt 0 ] && break
+	sleep 0.1
+done
+check "and ahead of need, past the high watermark ($ahead keys, qpgate_kv_evictions_ahead_total)" [ "${ahead:-0}" -gt 0 ]
+check "metrics: the watermarks, 95% and 90% of 4 MiB" eval 'curl -fsS "http://127.0.0.1:$mport/metrics" >"$work/kvm.txt" &&
+	kvm "qpgate_kv_watermark_bytes{mark=\"high\"}" 3984585 && kvm "qpgate_kv_watermark_bytes{mark=\"low\"}" 3774870'
 out=$(kv del fill15 del fill16 put again 256K 99 get again 256K 99 2>&1)
 check "after DELs the space is reused" grep -q '^GET again: ok, .*verified' <<<"$out"
 kv del again del big >/dev/null 2>&1
@@ -276,6 +287,9 @@ if [ "$transport" = tcp ]; then
 	out=$("$bin/qpgate-server" --service kv --kv-max-value 512M -p 0 --cert "$work/server.crt" --key "$work/server.key" 2>&1)
 	check "a value past the protocol's 256 MiB is refused, with the bound" \
 		grep -q "kv-max-value wants a size from 1 to 268435456 bytes" <<<"$out"
+	out=$("$bin/qpgate-server" --service kv --kv-watermarks 90,95 -p 0 --cert "$work/server.crt" --key "$work/server.key" 2>&1)
+	check "watermarks the wrong way round are refused, with what is wanted" \
+		grep -q "kv-watermarks is HIGH,LOW in percent of the store, LOW below HIGH" <<<"$out"
 	out=$("$bin/qpgate-server" --service kv --kv-capacity 2T -p 0 --cert "$work/server.crt" --key "$work/server.key" 2>&1)
 	check "a store past 1 TiB is refused, with the bound" \
 		grep -q "kv-capacity wants a size from 4096 to 1099511627776 bytes" <<<"$out"

@@ -608,6 +608,62 @@ static void test_store_past_4_gib(void **st)
 	assert_int_equal(qpg__kv_store_init(&s, QPG__KVS_MAX_CAPACITY + 4096, 4096), -EINVAL);
 }
 
+/* Watermarks: a reservation past the high one calls on_high; a trim
+ * evicts (SIEVE's order: the read key stays) down to the low one, and
+ * stops at a victim still being read rather than evict on in vain. */
+static int kicks;
+static void count_kick(void *user)
+{
+	(void)user;
+	kicks++;
+}
+
+static void test_store_watermarks(void **st)
+{
+	struct qpg__kv_store s;
+	assert_int_equal(qpg__kv_store_init(&s, 64 << 10, 4096), 0); /* 16 blocks of 4 KiB */
+	s.wm_high = 48 << 10;					    /* 12 blocks */
+	s.wm_low = 32 << 10;					    /* 8 */
+	s.on_high = count_kick;
+	char key[8];
+	for (int i = 0; i < 12; i++) {
+		snprintf(key, sizeof(key), "w%d", i);
+		assert_int_equal(put(&s, key, "w", 4096), QPG__KVS_OK);
+	}
+	assert_int_equal(kicks, 0);
+	assert_false(qpg__kv_store_over_high(&s));
+	struct qpg__kv_value *r = qpg__kv_get(&s, (const uint8_t *)"w0", 2); /* read: kept */
+	qpg__kv_release(&s, r);
+	assert_int_equal(put(&s, "w12", "w", 4096), QPG__KVS_OK);
+	assert_int_equal(kicks, 1);
+	assert_true(qpg__kv_store_over_high(&s));
+	assert_int_equal(qpg__kv_store_trim(&s, 100), 5); /* 13 blocks down to 8 */
+	assert_true(s.allocated == 32 << 10);
+	assert_int_equal(s.evictions_ahead, 5);
+	assert_int_equal(s.evictions, 5);
+	assert_true(qpg__kv_exists(&s, (const uint8_t *)"w0", 2));
+	assert_false(qpg__kv_exists(&s, (const uint8_t *)"w1", 2));
+	assert_int_equal(qpg__kv_store_trim(&s, 100), 0); /* at the low mark: nothing */
+	/* A victim still read frees nothing: the trim stops there. */
+	for (int i = 13; i < 18; i++) {
+		snprintf(key, sizeof(key), "w%d", i);
+		assert_int_equal(put(&s, key, "w", 4096), QPG__KVS_OK);
+	}
+	struct qpg__kv_value *held[16];
+	int nheld = 0;
+	for (struct qpg__kv_value *v = s.tail; v; v = v->newer)
+		if (v->key_len != 2 || memcmp(v->key, "w0", 2)) /* all but the visited one */
+			held[nheld++] = qpg__kv_get(&s, v->key, v->key_len);
+	for (int i = 0; i < nheld; i++)
+		held[i]->visited = false; /* read, but not to be kept: pinned only */
+	size_t before = s.allocated;
+	assert_int_equal(qpg__kv_store_trim(&s, 100), 1);
+	assert_true(s.allocated == before);
+	for (int i = 0; i < nheld; i++)
+		qpg__kv_release(&s, held[i]);
+	qpg__kv_store_fini(&s);
+}
+
 /* TTL on the store's clock (a test's own): a value past it is gone for
  * EXISTS and GET (and dropped, counted), and eviction takes it first even
  * when it was read. */
@@ -661,6 +717,7 @@ static void test_store_ttl(void **st)
 
 QPG_UNIT_MAIN(NULL, NULL,
 	      cmocka_unit_test(test_store_ttl),
+	      cmocka_unit_test(test_store_watermarks),
 	      cmocka_unit_test(test_ttl_wire),
 	      cmocka_unit_test(test_store_past_4_gib),
 	      cmocka_unit_test(test_req_round_trip),
