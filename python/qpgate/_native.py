@@ -87,6 +87,8 @@ def _load():
     lib.qpg_kv_cq_fd.restype = i
     lib.qpg_kv_cq_poll.argtypes = [vp, vp, i]  # an array of CQEntry
     lib.qpg_kv_cq_poll.restype = i
+    lib.qpg_kv_cq_wait.argtypes = [vp, i]
+    lib.qpg_kv_cq_wait.restype = i
     lib.qpg_kv_cq_free.argtypes = [vp]
     lib.qpg_kv_cq_free.restype = None
     return lib

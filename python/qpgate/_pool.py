@@ -255,6 +255,80 @@ class KVPool(_Base):
         """Removes KEY; False when there was none."""
         return self._call(n.DEL, key)
 
+    def _many(self, reqs, ttl_ms=0):
+        """REQS (op, key, value, out) sent at once, pipelined over the pool,
+        one completion each; returns each one's result or exception, in
+        order, once all are answered (no buffer is in use past that)."""
+        if not reqs:
+            return []
+        cq = n.lib.qpg_kv_cq_new()
+        if not cq:
+            raise MemoryError("qpgate: no completion queue")
+        keys = [_key(k) for _, k, _, _ in reqs]
+        joined = b"".join(keys)
+        kaddr = n.address(joined)
+        arr = bytearray(n.REQ.size * len(reqs))
+        keep, meta, off = [], [], 0
+        for i, ((op, _, value, out), k) in enumerate(zip(reqs, keys)):
+            kp, vaddr, vsize, oaddr, osize = _buffers(value, out)
+            keep.append(kp)
+            meta.append((op, k, osize, op == n.GET and out is None))
+            n.REQ.pack_into(arr, i * n.REQ.size, i, kaddr + off, vaddr or 0, oaddr or 0, vsize,
+                            osize, len(k), op, ttl_ms if op == n.PUT else 0)
+            off += len(k)
+        results = [None] * len(reqs)
+        batch = (n.CQEntry * 256)()
+        handle = self._take()
+        try:
+            got = n.lib.qpg_kv_call_many(handle, ctypes.addressof(ctypes.c_char.from_buffer(arr)),
+                                         len(reqs), n.CQ_DONE, cq)
+            done = 0
+            while done < max(got, 0):
+                n.lib.qpg_kv_cq_wait(cq, -1)  # (the GIL let go)
+                for j in range(n.lib.qpg_kv_cq_poll(cq, ctypes.addressof(batch), 256)):
+                    c = batch[j]
+                    op, k, cap, alloc = meta[c.token]
+                    try:
+                        results[c.token] = _result(op, k, c.status, c.value_len, c.data, cap,
+                                                   alloc)
+                    except BaseException as exc:
+                        results[c.token] = exc
+                    done += 1
+        finally:
+            self._give()
+            n.lib.qpg_kv_cq_free(cq)
+            del keep, joined
+        for i in range(max(got, 0), len(reqs)):  # never started
+            results[i] = e.from_status(got if got < 0 else -errno.ENOMEM,
+                                       _what(meta[i][0], meta[i][1]))
+        return results
+
+    def batch_put(self, keys, values, ttl=None):
+        """Stores each of VALUES under its key, all at once (pipelined over
+        the pool's connections); raises the first failure once every PUT is
+        answered."""
+        keys, values = list(keys), list(values)
+        if len(keys) != len(values):
+            raise ValueError("qpgate: batch_put takes as many values as keys")
+        ms = _ttl_ms(ttl)
+        rs = self._many([(n.PUT, k, v, None) for k, v in zip(keys, values)], ms)
+        for r in rs:
+            if isinstance(r, BaseException):
+                raise r
+
+    def batch_get_into(self, keys, buffers):
+        """Each key's value into its buffer (writable: bytearray, numpy,
+        mmap), all at once; returns each value's length, or None for a miss.
+        Raises the first failure once every GET is answered."""
+        keys, buffers = list(keys), list(buffers)
+        if len(keys) != len(buffers):
+            raise ValueError("qpgate: batch_get_into takes as many buffers as keys")
+        rs = self._many([(n.GET, k, None, b) for k, b in zip(keys, buffers)])
+        for r in rs:
+            if isinstance(r, BaseException):
+                raise r
+        return rs
+
     def _exists(self, keys):
         keep, addr = _key_list(keys)
         bits = ctypes.create_string_buffer(n.EXISTS_MAX // 8)
@@ -473,6 +547,30 @@ class AsyncKVPool(_Base):
             self._pending.pop(token)
             raise e.from_status(rc, _what(n.EXISTS, len(keys)))
         return fut
+
+    async def batch_put(self, keys, values, ttl=None):
+        """As KVPool.batch_put: handed to C in one call."""
+        keys, values = list(keys), list(values)
+        if len(keys) != len(values):
+            raise ValueError("qpgate: batch_put takes as many values as keys")
+        ms = _ttl_ms(ttl)
+        rs = await asyncio.gather(*(self._call(n.PUT, k, value=v, ttl_ms=ms)
+                                    for k, v in zip(keys, values)), return_exceptions=True)
+        for r in rs:
+            if isinstance(r, BaseException):
+                raise r
+
+    async def batch_get_into(self, keys, buffers):
+        """As KVPool.batch_get_into: handed to C in one call."""
+        keys, buffers = list(keys), list(buffers)
+        if len(keys) != len(buffers):
+            raise ValueError("qpgate: batch_get_into takes as many buffers as keys")
+        rs = await asyncio.gather(*(self._call(n.GET, k, out=b) for k, b in zip(keys, buffers)),
+                                  return_exceptions=True)
+        for r in rs:
+            if isinstance(r, BaseException):
+                raise r
+        return rs
 
     async def exists(self, key):
         return (await self._exists([key]))[0]

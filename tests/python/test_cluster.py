@@ -219,6 +219,16 @@ def test_exists_over_a_cluster(cluster):
     asyncio.run(main())
 
 
+def test_batches_over_a_cluster(cluster):
+    keys = [f"cb/{i}".encode() for i in range(120)]
+    vals = [pattern(50 + i, i) for i in range(120)]
+    with cluster.pool() as kv:
+        kv.batch_put(keys, vals)
+        bufs = [bytearray(200) for _ in keys]
+        assert kv.batch_get_into(keys, bufs) == [len(v) for v in vals]
+        assert [bytes(b[:len(v)]) for b, v in zip(bufs, vals)] == vals
+
+
 def test_unreachable_etcd_says_why():
     with pytest.raises(qpgate.ConnectionError, match="cannot open cluster"):
         qpgate.KVPool(cluster=f"http://127.0.0.1:{free_port()}", cluster_name="none")

@@ -159,6 +159,33 @@ def test_exists_in_batches(certs, server):
     asyncio.run(main())
 
 
+def test_batches_of_puts_and_gets(certs, server):
+    """batch_put then batch_get_into, pipelined, one result per key in
+    order: lengths, None for a miss; a buffer too small raises once all
+    are answered. Sync and asyncio."""
+    keys = [f"bt/{i}".encode() for i in range(200)]
+    vals = [pattern(100 + i * 37, i) for i in range(200)]
+    with pool(certs, server) as kv:
+        kv.batch_put(keys[:150], vals[:150])
+        bufs = [bytearray(len(v) + 5) for v in vals]
+        got = kv.batch_get_into(keys, bufs)
+        assert got == [len(v) if i < 150 else None for i, v in enumerate(vals)]
+        assert all(bytes(bufs[i][:len(vals[i])]) == vals[i] for i in range(150))
+        with pytest.raises(qpgate.ValueTooLarge):
+            kv.batch_get_into(keys[:3], [bytearray(10)] * 3)
+        with pytest.raises(ValueError):
+            kv.batch_put(keys[:2], vals[:1])
+        assert kv.batch_put([], []) is None and kv.batch_get_into([], []) == []
+
+    async def main():
+        async with pool(certs, server, qpgate.AsyncKVPool) as kv:
+            await kv.batch_put(keys[150:], vals[150:])
+            bufs = [bytearray(len(v)) for v in vals]
+            assert await kv.batch_get_into(keys, bufs) == [len(v) for v in vals]
+            assert [bytes(b) for b in bufs] == vals
+    asyncio.run(main())
+
+
 def test_put_with_a_ttl(certs, server):
     """A value put with ttl= is there at once and gone once it passes (the
     server's clock; the waits are well past it), sync and asyncio."""
