@@ -100,4 +100,5 @@ const struct qpg_kv_target_ops qpg__kv_cluster_target_ops = {
 	.info = cluster_info,
 	.stats = cluster_stats,
 	.group = qpg__kv_cluster_group,
+	.max_msg = qpg__kv_cluster_max_msg,
 };

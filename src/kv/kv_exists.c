@@ -82,12 +82,13 @@ static void sub_done(struct qpg_kv_request *op, int status, uint32_t prefix)
 
 /* The bytes one request's list may take: what a message holds past the
  * header, over every member the target has (unknown yet: the least any
- * KV server takes). */
+ * KV server takes). Not qpg_kv_target_info: a cluster's takes the lock
+ * its destroy holds while it joins the threads this may run on. */
 static uint32_t list_budget(struct qpg_kv_target *t)
 {
-	struct qpg_kv_target_info ti;
-	qpg_kv_target_info(t, &ti);
-	uint32_t msg = ti.max_msg >= QPG_KV_MIN_MSG ? ti.max_msg : QPG_KV_MIN_MSG;
+	uint32_t msg = t->ops->max_msg ? t->ops->max_msg(t) : 0;
+	if (msg < QPG_KV_MIN_MSG)
+		msg = QPG_KV_MIN_MSG;
 	return msg - QPG_KV_REQ_HDR_LEN;
 }
 

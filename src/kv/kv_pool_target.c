@@ -42,6 +42,13 @@ static void pool_info(struct qpg_kv_target *t, struct qpg_kv_target_info *out)
 	snprintf(out->last_error, sizeof(out->last_error), "%s", pi.last_error);
 }
 
+static uint32_t pool_max_msg(struct qpg_kv_target *t)
+{
+	struct qpg_kv_pool_info pi; /* (the pool's lock is never held across a join) */
+	qpg_kv_pool_info(pool_of(t), &pi);
+	return pi.max_msg;
+}
+
 static int pool_stats(struct qpg_kv_target *t, struct qpg_kv_target_stats *out)
 {
 	struct qpg_kv_pool *p = pool_of(t);
@@ -86,4 +93,5 @@ const struct qpg_kv_target_ops qpg__kv_pool_target_ops = {
 	.stats = pool_stats,
 	.fd = pool_fd,
 	.run = pool_run,
+	.max_msg = pool_max_msg,
 };

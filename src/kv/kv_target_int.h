@@ -22,6 +22,10 @@ struct qpg_kv_target_ops {
 	/* Which of its members owns KEY now (a cluster's owner index), for
 	 * grouping a batch; NULL: one member, group 0. */
 	int (*group)(struct qpg_kv_target *t, const void *key, uint16_t len);
+	/* The largest request message, as agreed (the least over members; 0:
+	 * none up yet), taking no lock a target's own destroy holds: it is
+	 * asked from completion callbacks (qpg_kv_target_exists). */
+	uint32_t (*max_msg)(struct qpg_kv_target *t);
 };
 
 /* Whether OP is a request any target can take: PUT, GET or DEL of a key of
