@@ -44,9 +44,11 @@ static void pool_info(struct qpg_kv_target *t, struct qpg_kv_target_info *out)
 
 static uint32_t pool_max_msg(struct qpg_kv_target *t)
 {
-	struct qpg_kv_pool_info pi; /* (the pool's lock is never held across a join) */
-	qpg_kv_pool_info(pool_of(t), &pi);
-	return pi.max_msg;
+	struct qpg_kv_pool *p = pool_of(t);
+	pthread_mutex_lock(&p->lock); /* (never held across a join) */
+	uint32_t m = p->max_msg;
+	pthread_mutex_unlock(&p->lock);
+	return m;
 }
 
 static int pool_stats(struct qpg_kv_target *t, struct qpg_kv_target_stats *out)
