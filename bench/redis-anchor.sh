@@ -9,17 +9,19 @@
 # the CPU per GET of each side's client and server (user + system, from
 # /proc). kvbench checks every value it reads, and redis-benchmark checks
 # none: the last column is kvbench's CPU per GET with that check.
-#   bench/redis-anchor.sh [-r RUNS] [-D SECONDS] [-s SIZES]
-# SIZES: comma-separated (default 4096,65536,1048576). Writes
+#   bench/redis-anchor.sh [-r RUNS] [-D SECONDS] [-s SIZES] [-m MAX_MSG]
+# SIZES: comma-separated (default 4096,65536,1048576); MAX_MSG: qpgate's
+# message size, server and client (default 65536). Writes
 # build/bench/redis-anchor.json. Prints numbers; asserts nothing.
 set -euo pipefail
-runs=5 secs=5 sizes=4096,65536,1048576
-while getopts "r:D:s:" o; do
+runs=5 secs=5 sizes=4096,65536,1048576 maxmsg=65536
+while getopts "r:D:s:m:" o; do
 	case $o in
 	r) runs=$OPTARG ;;
 	D) secs=$OPTARG ;;
 	s) sizes=$OPTARG ;;
-	*) echo "usage: $0 [-r RUNS] [-D SECONDS] [-s SIZES]" >&2; exit 2 ;;
+	m) maxmsg=$OPTARG ;;
+	*) echo "usage: $0 [-r RUNS] [-D SECONDS] [-s SIZES] [-m MAX_MSG]" >&2; exit 2 ;;
 	esac
 done
 command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null || {
@@ -36,7 +38,7 @@ redis-server --port 0 --tls-port "$rport" --tls-cert-file "$work/server.crt" --t
 	--protected-mode no --bind 127.0.0.1 --dir "$work" --logfile "$work/redis.log" &
 rpid=$!
 pids+=("$rpid")
-qpg_serve "$work" --transport tcp --service kv --kv-capacity 2G --kv-max-value 2M -s 65536
+qpg_serve "$work" --transport tcp --service kv --kv-capacity 2G --kv-max-value 2M -s "$maxmsg"
 rb() { redis-benchmark --tls --cacert "$work/ca.crt" -h 127.0.0.1 -p "$rport" "$@"; }
 for _ in $(seq 1 50); do rb -t ping -n 1 -q >/dev/null 2>&1 && break; sleep 0.1; done
 rows=$work/rows
@@ -46,7 +48,7 @@ for size in "${size_list[@]}"; do
 	keys=$(( size >= 1048576 ? 200 : size >= 65536 ? 2000 : 10000 ))
 	rb -t set -c 16 -n $((keys * 4)) -r "$keys" -d "$size" -q >/dev/null 2>&1
 	# qpgate's keys, preloaded once (then --no-preload)
-	"$bin/qpgate-kvbench" --transport tcp --ca "$work/ca.crt" -p "$port" -s 65536 -n 1 --num-keys "$keys" \
+	"$bin/qpgate-kvbench" --transport tcp --ca "$work/ca.crt" -p "$port" -s "$maxmsg" -n 1 --num-keys "$keys" \
 		--value-size "$size" 127.0.0.1 localhost >/dev/null 2>&1
 	for r in $(seq 1 "$runs"); do
 		# Redis: as many GETs as qpgate's last run did, at least 20,000.
@@ -61,7 +63,7 @@ for size in "${size_list[@]}"; do
 		r_ccpu=$(awk '/^CPU/ {print $2 + $3}' <<<"$rbout")
 		r_scpu=$(awk -v a="$s0" -v b="$s1" 'BEGIN{print b - a}')
 		# qpgate: its table, and CPU per GET of both sides (--server-pid)
-		"$bin/qpgate-kvbench" --transport tcp --ca "$work/ca.crt" -p "$port" -s 65536 -D "$secs" \
+		"$bin/qpgate-kvbench" --transport tcp --ca "$work/ca.crt" -p "$port" -s "$maxmsg" -D "$secs" \
 			--num-keys "$keys" --value-size "$size" --num-workers 64 --num-clients 4 --no-preload \
 			--server-pid "$srv" --json "$work/q.json" 127.0.0.1 localhost >/dev/null 2>&1 ||
 			echo " run $r, $size bytes: qpgate-kvbench did not verify every value" >&2
@@ -87,9 +89,9 @@ for size in "${size_list[@]}"; do
 done
 version=$("$bin/qpgate-kvbench" --version | awk '{print $3}')
 jq -R -s --arg version "$version" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --argjson runs "$runs" \
-	--argjson secs "$secs" --arg redis "$(redis-server --version | awk '{print $3}')" '
+	--argjson secs "$secs" --argjson maxmsg "$maxmsg" --arg redis "$(redis-server --version | awk '{print $3}')" '
 	{schema_version: 1, tool: "bench/redis-anchor.sh", version: $version, date: $date,
-	 parameters: {runs: $runs, seconds: $secs, redis: $redis, where: "host, lo, TLS on both"},
+	 parameters: {runs: $runs, seconds: $secs, redis: $redis, max_msg: $maxmsg, where: "host, lo, TLS on both"},
 	 results: {rows: [split("\n")[] | select(length > 0) | split(" ") |
 	   {size: (.[0] | tonumber), redis_gets_per_s: (.[1] | tonumber), qpgate_gets_per_s: (.[2] | tonumber),
 	    redis_client_cpu_us_per_get: (.[3] | tonumber), redis_server_cpu_us_per_get: (.[4] | tonumber),
