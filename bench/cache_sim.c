@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exact_lru.h"
 #include "kv_store.h"
 
 #define VALUE 256 /* the store's smallest block: one key per block */
@@ -73,40 +74,11 @@ static uint32_t zipf_pick(const struct zipf *z)
 
 /* ---- the two caches, behind the same three calls ----------------------- */
 
-struct lru { /* exact LRU over dense ids: a list through two arrays */
-	uint32_t *prev, *next;
-	uint8_t *in;
-	uint32_t head, tail, size, cap; /* head: most recent; UINT32_MAX: none */
-};
-
 struct cache {
 	struct qpg__kv_store s; /* SIEVE */
-	struct lru l;
+	struct exact_lru l;
 	bool sieve;
 };
-
-static void lru_unlink(struct lru *l, uint32_t id)
-{
-	if (l->prev[id] != UINT32_MAX)
-		l->next[l->prev[id]] = l->next[id];
-	else
-		l->head = l->next[id];
-	if (l->next[id] != UINT32_MAX)
-		l->prev[l->next[id]] = l->prev[id];
-	else
-		l->tail = l->prev[id];
-}
-
-static void lru_front(struct lru *l, uint32_t id)
-{
-	l->prev[id] = UINT32_MAX;
-	l->next[id] = l->head;
-	if (l->head != UINT32_MAX)
-		l->prev[l->head] = id;
-	l->head = id;
-	if (l->tail == UINT32_MAX)
-		l->tail = id;
-}
 
 static bool c_exists(struct cache *c, uint32_t id)
 {
@@ -117,13 +89,8 @@ static bool c_exists(struct cache *c, uint32_t id)
 
 static bool c_get(struct cache *c, uint32_t id)
 {
-	if (!c->sieve) {
-		if (!c->l.in[id])
-			return false;
-		lru_unlink(&c->l, id);
-		lru_front(&c->l, id);
-		return true;
-	}
+	if (!c->sieve)
+		return exact_lru_touch(&c->l, id, false);
 	struct qpg__kv_value *v = qpg__kv_get(&c->s, (const uint8_t *)&id, sizeof(id));
 	qpg__kv_release(&c->s, v);
 	return v != NULL;
@@ -132,18 +99,7 @@ static bool c_get(struct cache *c, uint32_t id)
 static void c_put(struct cache *c, uint32_t id)
 {
 	if (!c->sieve) {
-		struct lru *l = &c->l;
-		if (l->in[id]) {
-			lru_unlink(l, id);
-		} else if (l->size == l->cap) {
-			uint32_t old = l->tail;
-			lru_unlink(l, old);
-			l->in[old] = 0;
-		} else {
-			l->size++;
-		}
-		l->in[id] = 1;
-		lru_front(l, id);
+		exact_lru_touch(&c->l, id, true);
 		return;
 	}
 	struct qpg__kv_value *v;
@@ -157,13 +113,7 @@ static int c_init(struct cache *c, bool sieve, uint32_t ids, uint32_t room)
 	c->sieve = sieve;
 	if (sieve)
 		return qpg__kv_store_init(&c->s, (size_t)room * VALUE, VALUE);
-	struct lru *l = &c->l;
-	l->prev = malloc(sizeof(uint32_t) * ids);
-	l->next = malloc(sizeof(uint32_t) * ids);
-	l->in = calloc(ids, 1);
-	l->head = l->tail = UINT32_MAX;
-	l->cap = room;
-	return l->prev && l->next && l->in ? 0 : -1;
+	return exact_lru_init(&c->l, ids, room);
 }
 
 static void c_fini(struct cache *c)
@@ -172,9 +122,7 @@ static void c_fini(struct cache *c)
 		qpg__kv_store_fini(&c->s);
 		return;
 	}
-	free(c->l.prev);
-	free(c->l.next);
-	free(c->l.in);
+	exact_lru_fini(&c->l);
 }
 
 /* ---- the traces ---------------------------------------------------------- */

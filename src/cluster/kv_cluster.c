@@ -285,36 +285,6 @@ static int owner_of(const struct qpg_cluster_view *v, const struct qpg_kv_reques
 	return qpg_cluster_owner(v, key, n);
 }
 
-/* (The target's group op: a batch's keys, grouped by owner.) */
-int qpg__kv_cluster_group(struct qpg_kv_target *t, const void *key, uint16_t len)
-{
-	struct qpg_kv_cluster *c = (struct qpg_kv_cluster *)t;
-	atomic_fetch_add(&c->readers, 1);
-	int o = qpg_cluster_owner(atomic_load(&c->cur)->v, key, len);
-	atomic_fetch_sub(&c->readers, 1);
-	return o;
-}
-
-/* (The target's max_msg op: the least its members' pools agreed, read as
- * a submit reads the route, without c->build.) */
-uint32_t qpg__kv_cluster_max_msg(struct qpg_kv_target *t)
-{
-	struct qpg_kv_cluster *c = (struct qpg_kv_cluster *)t;
-	uint32_t least = 0;
-	atomic_fetch_add(&c->readers, 1);
-	const struct route *r = atomic_load(&c->cur);
-	for (unsigned i = 0; r && i < r->v->n; i++) {
-		struct qpg_kv_pool_info pi;
-		if (!r->m[i] || !r->m[i]->pool)
-			continue;
-		qpg_kv_pool_info(r->m[i]->pool, &pi);
-		if (pi.max_msg && (!least || pi.max_msg < least))
-			least = pi.max_msg;
-	}
-	atomic_fetch_sub(&c->readers, 1);
-	return least;
-}
-
 /* Route CR by the view in use. */
 static void route(struct qpg_kv_cluster *c, struct clreq *cr)
 {

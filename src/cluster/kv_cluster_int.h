@@ -79,7 +79,5 @@ struct qpg_kv_cluster {
 extern const struct qpg_kv_target_ops qpg__kv_cluster_target_ops;
 /* kv_cluster.c: the cluster's submit (qpg_kv_cluster_submit). */
 int qpg__kv_cluster_submit(struct qpg_kv_target *t, struct qpg_kv_request *op);
-int qpg__kv_cluster_group(struct qpg_kv_target *t, const void *key, uint16_t len);
-uint32_t qpg__kv_cluster_max_msg(struct qpg_kv_target *t);
 
 #endif

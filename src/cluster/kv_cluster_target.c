@@ -93,12 +93,42 @@ static int cluster_stats(struct qpg_kv_target *t, struct qpg_kv_target_stats *ou
 	return out->m ? 0 : -ENOMEM;
 }
 
+/* (The target's group op: a batch's keys, grouped by owner.) */
+static int cluster_group(struct qpg_kv_target *t, const void *key, uint16_t len)
+{
+	struct qpg_kv_cluster *c = (struct qpg_kv_cluster *)t;
+	atomic_fetch_add(&c->readers, 1);
+	int o = qpg_cluster_owner(atomic_load(&c->cur)->v, key, len);
+	atomic_fetch_sub(&c->readers, 1);
+	return o;
+}
+
+/* (The target's max_msg op: the least its members' pools agreed, read as
+ * a submit reads the route, without c->build.) */
+static uint32_t cluster_max_msg(struct qpg_kv_target *t)
+{
+	struct qpg_kv_cluster *c = (struct qpg_kv_cluster *)t;
+	uint32_t least = 0;
+	atomic_fetch_add(&c->readers, 1);
+	const struct route *r = atomic_load(&c->cur);
+	for (unsigned i = 0; r && i < r->v->n; i++) {
+		struct qpg_kv_pool_info pi;
+		if (!r->m[i] || !r->m[i]->pool)
+			continue;
+		qpg_kv_pool_info(r->m[i]->pool, &pi);
+		if (pi.max_msg && (!least || pi.max_msg < least))
+			least = pi.max_msg;
+	}
+	atomic_fetch_sub(&c->readers, 1);
+	return least;
+}
+
 const struct qpg_kv_target_ops qpg__kv_cluster_target_ops = {
 	.kind = "cluster",
 	.submit = qpg__kv_cluster_submit,
 	.destroy = cluster_destroy,
 	.info = cluster_info,
 	.stats = cluster_stats,
-	.group = qpg__kv_cluster_group,
-	.max_msg = qpg__kv_cluster_max_msg,
+	.group = cluster_group,
+	.max_msg = cluster_max_msg,
 };

@@ -61,8 +61,8 @@ static void finish(struct xbatch *b)
 	done(arg, status, prefix);
 }
 
-static void sub_bits(struct qpg_kv_request *op, const uint8_t *data, uint32_t len,
-		     uint32_t offset, uint32_t value_len)
+static void sub_bits(struct qpg_kv_request *op, const uint8_t *data, uint32_t len, uint32_t offset,
+		     uint32_t value_len)
 {
 	(void)offset, (void)value_len;
 	struct xsub *x = op->user;

@@ -6,20 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 
+#include "common.h"
 #include "qpgate/kv.h"
 
 #define MIN_BLOCK 256u
 
 #define hash_key(k, n) qpg__khash(&s->hash, (k), (n))
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static bool expired(const struct qpg__kv_value *v, uint64_t now)
 {
@@ -89,7 +82,7 @@ int qpg__kv_store_init(struct qpg__kv_store *s, size_t capacity, uint32_t max_va
 	s->top_order = order_of(max_value);
 	s->digest = EVP_sha256();
 	s->evict = true;
-	s->clock = mono_ns;
+	s->clock = qpg__now_ns;
 	s->nbuckets = 1024;
 	while (s->nbuckets < capacity / 4096 && s->nbuckets < (1u << 24))
 		s->nbuckets <<= 1;

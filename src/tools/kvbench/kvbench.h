@@ -121,13 +121,15 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 
 /* Submit to the target. */
 int kvb_submit(struct bench *b, struct qpg_kv_request *r);
-/* kvbench_run.c, for the workloads: a worker is done; this thread's
+/* kvbench_run.c, for the workloads: a worker's next operation (or turn),
+ * unless the run is over; a worker is done; this thread's
  * latency histogram; the next key (or prompt) by the distribution. */
+void kvb_issue(struct worker *w);
 void kvb_worker_stop(struct bench *b);
 struct qpg_hist *kvb_thread_lat(struct bench *b);
 uint32_t kvb_pick_key(struct worker *w);
 /* kvbench_prefix.c: --workload prefix. How many blocks exist (EXPECT's
- * size); a worker's turn state; its next turn. */
+ * size); a worker's turn state; its next turn (from kvb_issue). */
 uint64_t kvb_prefix_ids(const struct bench *b);
 struct kvb_turn *kvb_turn_new(const struct bench *b);
 void kvb_turn_free(struct kvb_turn *t);

@@ -18,12 +18,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "exact_lru.h"
 #include "kvbench.h"
 #include "kvdata.h"
 #include "qpgate/kv_target.h"
+#include "stamp.h"
 
-#define FAMILY 8		       /* prompts sharing a system prompt */
-#define MODEL  "qpgate-bench-8b"       /* the model tag every key starts with */
+#define FAMILY 8			/* prompts sharing a system prompt */
+#define MODEL  "qpgate-bench-8b"	/* the model tag every key starts with */
 #define NAME   (sizeof(MODEL) + 64 + 1) /* tag, '/', 64 hex digits, NUL */
 #define READ   1000 /* a slot's status: read in this turn, so not stored (no wire status) */
 
@@ -48,13 +50,6 @@ struct kvb_turn {
 	struct kvb_slot slot[QPG_KV_EXISTS_MAX];
 	uint8_t *values; /* the blocks being stored, one after another */
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint32_t families(const struct bench *b)
 {
@@ -154,46 +149,6 @@ static void trace_add(struct bench *b, uint32_t p)
 		b->trace[i] = p;
 }
 
-struct lru {
-	uint32_t *prev, *next;
-	uint8_t *in;
-	uint32_t head, tail, size, cap;
-};
-
-static void lru_unlink(struct lru *l, uint32_t id)
-{
-	if (l->prev[id] != UINT32_MAX)
-		l->next[l->prev[id]] = l->next[id];
-	else
-		l->head = l->next[id];
-	if (l->next[id] != UINT32_MAX)
-		l->prev[l->next[id]] = l->prev[id];
-	else
-		l->tail = l->prev[id];
-}
-
-static void lru_touch(struct lru *l, uint32_t id, bool insert)
-{
-	if (l->in[id])
-		lru_unlink(l, id);
-	else if (!insert)
-		return;
-	else if (l->size == l->cap) {
-		uint32_t old = l->tail;
-		lru_unlink(l, old);
-		l->in[old] = 0;
-	} else
-		l->size++;
-	l->in[id] = 1;
-	l->prev[id] = UINT32_MAX;
-	l->next[id] = l->head;
-	if (l->head != UINT32_MAX)
-		l->prev[l->head] = id;
-	l->head = id;
-	if (l->tail == UINT32_MAX)
-		l->tail = id;
-}
-
 double kvb_prefix_lru(const struct bench *b, uint64_t room_bytes)
 {
 	long n = atomic_load(&b->trace_n);
@@ -202,11 +157,9 @@ double kvb_prefix_lru(const struct bench *b, uint64_t room_bytes)
 	uint64_t block = 256; /* the store's buddy block for one value */
 	while (block < b->value_size)
 		block <<= 1;
-	uint64_t ids = kvb_prefix_ids(b);
-	struct lru l = {.prev = malloc(ids * 4), .next = malloc(ids * 4), .in = calloc(ids, 1),
-			.head = UINT32_MAX, .tail = UINT32_MAX, .cap = (uint32_t)(room_bytes / block)};
+	struct exact_lru l;
 	double ratio = -1;
-	if (l.prev && l.next && l.in && l.cap > 0) {
+	if (exact_lru_init(&l, kvb_prefix_ids(b), (uint32_t)(room_bytes / block)) == 0 && l.cap) {
 		uint64_t asked = 0, cached = 0;
 		for (long k = 0; k < n; k++) {
 			uint32_t p = b->trace[k];
@@ -214,15 +167,13 @@ double kvb_prefix_lru(const struct bench *b, uint64_t room_bytes)
 			while (have < nb && l.in[block_id(b, p, have)])
 				have++;
 			for (unsigned i = 0; i < nb; i++)
-				lru_touch(&l, block_id(b, p, i), true); /* read, or stored */
+				exact_lru_touch(&l, block_id(b, p, i), true); /* read, or stored */
 			asked += nb;
 			cached += have;
 		}
 		ratio = asked ? (double)cached / (double)asked : 0;
 	}
-	free(l.prev);
-	free(l.next);
-	free(l.in);
+	exact_lru_fini(&l);
 	return ratio;
 }
 
@@ -237,8 +188,8 @@ static void turn_done(struct worker *w)
 	w->turns++;
 	struct qpg_hist *h = kvb_thread_lat(b);
 	if (h)
-		qpg_hist_add(h, now_ns() - t->t0);
-	kvb_prefix_issue(w);
+		qpg_hist_add(h, stamp_mono_ns() - t->t0);
+	kvb_issue(w);
 }
 
 /* The last answer of a batch: its counts, then what follows. Returns
@@ -400,11 +351,6 @@ static void lookup_done(void *arg, int status, uint32_t prefix)
 void kvb_prefix_issue(struct worker *w)
 {
 	struct bench *b = w->b;
-	if (atomic_load(&b->stop) ||
-	    (b->max_ops > 0 && atomic_fetch_add(&b->issued, 1) >= b->max_ops)) {
-		kvb_worker_stop(b);
-		return;
-	}
 	struct kvb_turn *t = w->turn;
 	t->prompt = kvb_pick_key(w);
 	t->n = blocks_of(b, t->prompt);
@@ -412,7 +358,7 @@ void kvb_prefix_issue(struct worker *w)
 		t->slot[i].w = w;
 	name_blocks(b, t, t->prompt);
 	trace_add(b, t->prompt);
-	t->t0 = now_ns();
+	t->t0 = stamp_mono_ns();
 	if (qpg_kv_target_exists(b->target, t->keys, t->n, t->bits, lookup_done, w) != 0)
 		kvb_worker_stop(b);
 }

@@ -154,7 +154,6 @@ static int preload(struct bench *b, long *unav)
 
 /* ---- the workers --------------------------------------------------------- */
 
-static void issue(struct worker *w);
 
 static void get_chunk(struct qpg_kv_request *r, const uint8_t *data, uint32_t len, uint32_t off,
 		      uint32_t total)
@@ -196,7 +195,7 @@ static void refill_done(struct qpg_kv_request *r, int status, uint32_t len)
 		w->unavailable++;
 	else
 		w->errors++;
-	issue(w);
+	kvb_issue(w);
 }
 
 static void get_done(struct qpg_kv_request *r, int status, uint32_t len)
@@ -234,7 +233,7 @@ static void get_done(struct qpg_kv_request *r, int status, uint32_t len)
 		kvb_worker_stop(b);
 		return;
 	}
-	issue(w);
+	kvb_issue(w);
 }
 
 /* --put-ratio: a worker's PUT is in. */
@@ -255,19 +254,19 @@ static void put_done_w(struct qpg_kv_request *r, int status, uint32_t len)
 		kvb_worker_stop(w->b);
 		return;
 	}
-	issue(w);
+	kvb_issue(w);
 }
 
-static void issue(struct worker *w)
+void kvb_issue(struct worker *w)
 {
 	struct bench *b = w->b;
-	if (b->blocks) {
-		kvb_prefix_issue(w);
-		return;
-	}
 	if (atomic_load(&b->stop) ||
 	    (b->max_ops > 0 && atomic_fetch_add(&b->issued, 1) >= b->max_ops)) {
 		kvb_worker_stop(b);
+		return;
+	}
+	if (b->blocks) { /* a turn of the prefix workload (an op of --ops) */
+		kvb_prefix_issue(w);
 		return;
 	}
 	w->key = kvb_pick_key(w);
@@ -417,7 +416,7 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 	for (unsigned i = 0; i < workers; i++) {
 		w[i].b = b;
 		w[i].rng = 0x9e3779b97f4a7c15ull * (i + 1) ^ t0;
-		issue(&w[i]);
+		kvb_issue(&w[i]);
 	}
 	uint64_t end = t0 + (uint64_t)(b->duration_s * 1e9);
 	pthread_mutex_lock(&b->lock);
