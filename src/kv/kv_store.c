@@ -14,9 +14,11 @@
 
 #define hash_key(k, n) qpg__khash(&s->hash, (k), (n))
 
-static bool expired(const struct qpg__kv_value *v, uint64_t now)
+/* Past its TTL: the clock is read only for a value that has one, so a
+ * store without TTLs reads none on its lookups. */
+static bool expired(struct qpg__kv_store *s, const struct qpg__kv_value *v)
 {
-	return v->expires_ns && now >= v->expires_ns;
+	return v->expires_ns && s->clock() >= v->expires_ns;
 }
 
 static uint8_t order_of(uint32_t len)
@@ -233,13 +235,12 @@ static struct qpg__kv_value *sieve_victim(struct qpg__kv_store *s)
 		return NULL;
 	/* A value past its TTL goes where the hand finds it, visited or not
 	 * (counted as expired, not evicted). */
-	uint64_t now = s->clock();
-	while (p->visited && !expired(p, now)) {
+	while (p->visited && !expired(s, p)) {
 		p->visited = false;
 		p = p->newer ? p->newer : s->tail;
 	}
 	s->hand = p->newer;
-	bool late = expired(p, now);
+	bool late = expired(s, p);
 	struct qpg__kv_value *v = unlink_key(s, p->hash, p->key, p->key_len);
 	if (late) {
 		s->expired++;
@@ -326,10 +327,9 @@ static struct qpg__kv_value *find(struct qpg__kv_store *s, const uint8_t *key, u
 
 bool qpg__kv_exists(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len)
 {
-	uint64_t now = s->clock();
 	pthread_mutex_lock(&s->lock);
 	struct qpg__kv_value *v = find(s, key, key_len);
-	bool there = v && !expired(v, now);
+	bool there = v && !expired(s, v);
 	pthread_mutex_unlock(&s->lock);
 	return there;
 }
@@ -342,11 +342,10 @@ uint32_t qpg__kv_exists_list(struct qpg__kv_store *s, const uint8_t *list, size_
 	const uint8_t *key;
 	uint8_t n;
 	uint32_t i = 0, prefix = 0;
-	uint64_t now = s->clock();
 	pthread_mutex_lock(&s->lock);
 	while ((n = qpg_kv_exists_next(list, len, &pos, &key)) && i < QPG_KV_EXISTS_MAX) {
 		const struct qpg__kv_value *v = find(s, key, n);
-		if (v && !expired(v, now)) {
+		if (v && !expired(s, v)) {
 			bits[i / 8] |= (uint8_t)(1u << (i % 8));
 			prefix += prefix == i;
 		}
@@ -358,10 +357,9 @@ uint32_t qpg__kv_exists_list(struct qpg__kv_store *s, const uint8_t *list, size_
 
 struct qpg__kv_value *qpg__kv_get(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len)
 {
-	uint64_t now = s->clock();
 	pthread_mutex_lock(&s->lock);
 	struct qpg__kv_value *v = find(s, key, key_len), *gone = NULL;
-	if (v && expired(v, now)) {
+	if (v && expired(s, v)) {
 		gone = unlink_key(s, v->hash, key, key_len); /* the table's reference */
 		s->expired++;
 		v = NULL;
