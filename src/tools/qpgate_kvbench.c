@@ -272,10 +272,12 @@ int main(int argc, char **argv)
 				"or --put-ratio, and with --shared-blocks below --blocks\n");
 		return 2;
 	}
-	if (!prefix)
+	if (!prefix) {
 		b.blocks = 0;
-	else
+	} else {
+		b.workload = &kvb_prefix_workload;
 		do_preload = false; /* the cache starts cold and fills as turns go */
+	}
 	/* Each worker holds a turn's blocks while it stores them. */
 	if (prefix && (uint64_t)b.blocks * b.value_size * b.workers > (2ull << 30)) {
 		fprintf(stderr, "error: --blocks x --value-size x --num-workers is over 2 GiB of "

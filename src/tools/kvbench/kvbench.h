@@ -19,6 +19,16 @@
 
 struct bench;
 struct kvb_turn;
+struct worker;
+
+/* A workload other than the GETs (kvbench_run.c's own): its turn, and the
+ * state each worker keeps for one. The main picks it; the load only calls
+ * it, so the load does not depend on any workload. */
+struct kvb_workload {
+	void (*issue)(struct worker *w); /* the next turn (from kvb_issue) */
+	struct kvb_turn *(*turn_new)(const struct bench *b);
+	void (*turn_free)(struct kvb_turn *t);
+};
 
 struct worker {
 	struct qpg_kv_request req;
@@ -63,6 +73,7 @@ struct bench {
 	 * first SHARED of them a family's system prompt; NKEYS is then the
 	 * number of prompts, and EXPECT is per block (kvb_prefix_ids). */
 	unsigned blocks, shared;
+	const struct kvb_workload *workload; /* NULL: GETs (and --put-ratio PUTs) */
 	/* its prompts in the order turns began, for --lru-capacity */
 	uint32_t *trace;
 	long trace_cap;
@@ -98,8 +109,8 @@ struct run_result {
 	unsigned workers, clients, threads;
 	unsigned credits; /* per connection, as agreed with the server */
 	long ops, mismatches, errors;
-	long puts; /* of OPS (--put-ratio) */
-	long misses, unavailable, refills; /* --cluster */
+	long puts;				 /* of OPS (--put-ratio) */
+	long misses, unavailable, refills;	 /* --cluster */
 	long turns, lookups, blocks, blocks_hit; /* --workload prefix */
 	double secs, ops_per_s, gib_per_s;
 	struct qpg_hist lat;
@@ -128,12 +139,10 @@ void kvb_issue(struct worker *w);
 void kvb_worker_stop(struct bench *b);
 struct qpg_hist *kvb_thread_lat(struct bench *b);
 uint32_t kvb_pick_key(struct worker *w);
-/* kvbench_prefix.c: --workload prefix. How many blocks exist (EXPECT's
- * size); a worker's turn state; its next turn (from kvb_issue). */
+/* kvbench_prefix.c: --workload prefix, and how many blocks it has
+ * (EXPECT's size). */
+extern const struct kvb_workload kvb_prefix_workload;
 uint64_t kvb_prefix_ids(const struct bench *b);
-struct kvb_turn *kvb_turn_new(const struct bench *b);
-void kvb_turn_free(struct kvb_turn *t);
-void kvb_prefix_issue(struct worker *w);
 /* The hit ratio an exact LRU of ROOM_BYTES (in the store's blocks for a
  * value) reaches on the last run's trace of turns; -1 if it cannot. */
 double kvb_prefix_lru(const struct bench *b, uint64_t room_bytes);

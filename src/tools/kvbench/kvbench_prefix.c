@@ -112,7 +112,9 @@ static uint64_t expect_of(struct bench *b, uint8_t *scratch, uint32_t id)
 	return e;
 }
 
-struct kvb_turn *kvb_turn_new(const struct bench *b)
+static void turn_free(struct kvb_turn *t);
+
+static struct kvb_turn *turn_new(const struct bench *b)
 {
 	struct kvb_turn *t = calloc(1, sizeof(*t));
 	if (!t)
@@ -122,13 +124,13 @@ struct kvb_turn *kvb_turn_new(const struct bench *b)
 	for (unsigned i = 0; i < b->blocks; i++)
 		ok &= (t->slot[i].xxh = XXH64_createState()) != NULL;
 	if (!ok) {
-		kvb_turn_free(t);
+		turn_free(t);
 		return NULL;
 	}
 	return t;
 }
 
-void kvb_turn_free(struct kvb_turn *t)
+static void turn_free(struct kvb_turn *t)
 {
 	if (!t)
 		return;
@@ -348,7 +350,7 @@ static void lookup_done(void *arg, int status, uint32_t prefix)
 	}
 }
 
-void kvb_prefix_issue(struct worker *w)
+static void prefix_issue(struct worker *w)
 {
 	struct bench *b = w->b;
 	struct kvb_turn *t = w->turn;
@@ -362,3 +364,9 @@ void kvb_prefix_issue(struct worker *w)
 	if (qpg_kv_target_exists(b->target, t->keys, t->n, t->bits, lookup_done, w) != 0)
 		kvb_worker_stop(b);
 }
+
+const struct kvb_workload kvb_prefix_workload = {
+    .issue = prefix_issue,
+    .turn_new = turn_new,
+    .turn_free = turn_free,
+};

@@ -265,8 +265,8 @@ void kvb_issue(struct worker *w)
 		kvb_worker_stop(b);
 		return;
 	}
-	if (b->blocks) { /* a turn of the prefix workload (an op of --ops) */
-		kvb_prefix_issue(w);
+	if (b->workload) { /* a turn of it (an op of --ops) */
+		b->workload->issue(w);
 		return;
 	}
 	w->key = kvb_pick_key(w);
@@ -379,14 +379,15 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 		states &= (w[i].xxh = XXH64_createState()) != NULL;
 		if (b->refill_misses)
 			states &= (w[i].refill = malloc(b->value_size ? b->value_size : 1)) != NULL;
-		if (b->blocks)
-			states &= (w[i].turn = kvb_turn_new(b)) != NULL;
+		if (b->workload)
+			states &= (w[i].turn = b->workload->turn_new(b)) != NULL;
 	}
 	if (!w || !b->lat || !states) {
 		for (unsigned i = 0; w && i < workers; i++) {
 			XXH64_freeState(w[i].xxh);
 			free(w[i].refill);
-			kvb_turn_free(w[i].turn);
+			if (b->workload)
+				b->workload->turn_free(w[i].turn);
 		}
 		free(w);
 		free(b->lat);
@@ -454,7 +455,8 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 		res->blocks_hit += w[i].blocks_hit;
 		XXH64_freeState(w[i].xxh); /* no callback of theirs can run now */
 		free(w[i].refill);
-		kvb_turn_free(w[i].turn);
+		if (b->workload)
+			b->workload->turn_free(w[i].turn);
 	}
 	/* GETs that failed: say why, as the pool last heard it. */
 	if (res->errors && pi.last_error[0]) {
