@@ -3,6 +3,7 @@
 BUILD      ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= $(shell nproc)
+TEST_JOBS  ?= 2
 CMAKE_ARGS ?=
 
 .PHONY: all deps build install test demo asan tsan fuzz security-check certs format clean
@@ -26,7 +27,7 @@ install: build
 
 test: deps
 	$(MAKE) --no-print-directory build
-	cd $(BUILD) && ctest --output-on-failure $(CTEST_ARGS)
+	cd $(BUILD) && ctest --output-on-failure -j $(TEST_JOBS) $(CTEST_ARGS)
 
 demo: deps
 	$(MAKE) --no-print-directory build
