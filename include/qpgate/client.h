@@ -133,6 +133,22 @@ int qpg_client_send_buf(struct qpg_client_conn *c, struct qpg_buf *b, uint8_t ty
  * -EMSGSIZE beyond qpg_conn_info.read_max, -EAGAIN: the send queue is full. */
 int qpg_client_read(struct qpg_client_conn *c, uint64_t raddr, uint32_t rkey, uint32_t len,
 		    uint64_t cookie);
+/* Zero copy (RDMA): register the caller's memory [ADDR, ADDR + LEN) with
+ * the client's device once (any thread), then READ into it directly. *MR is
+ * the registration, for qpg_client_dereg_mr; *LKEY its local key. Memory
+ * stays pinned while registered: freeing or shrinking it first leaves the
+ * registration holding the old pages, which READs still fill (the new
+ * mapping at ADDR, if any, never sees them). -EOPNOTSUPP over tcp. */
+int qpg_client_reg_mr(struct qpg_client *cl, void *addr, size_t len, void **mr, uint32_t *lkey);
+void qpg_client_dereg_mr(void *mr);
+/* The longest READ into registered memory: one work request. */
+#define QPG_CLIENT_READ_INTO_MAX (4u << 20)
+/* A READ of LEN bytes (1 to QPG_CLIENT_READ_INTO_MAX) at RADDR, through the
+ * server's window RKEY, into LOCAL, inside memory registered with LKEY:
+ * read_done gets COOKIE and one iovec, {LOCAL, LEN}. Errors as
+ * qpg_client_read's. */
+int qpg_client_read_into(struct qpg_client_conn *c, uint64_t raddr, uint32_t rkey, void *local,
+			 uint32_t lkey, uint32_t len, uint64_t cookie);
 /* Close gracefully; the closed callback follows with QPG_ERR_NONE. */
 void qpg_client_close(struct qpg_client_conn *c);
 /* For a tool that opens many connections to one server: the local ports

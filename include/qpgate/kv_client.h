@@ -56,10 +56,19 @@ struct qpg_kv_request {
 	uint64_t view_rev;
 	/* Set on QPG_KV_WRONG_OWNER: the server's view revision. */
 	uint64_t owner_rev;
+	/* GET, optional: where its value goes, INTO_CAP bytes. When that lies
+	 * inside memory the caller registered (qpg_kv_register) and the GET
+	 * is one-sided, the value is READ straight into it and checked there
+	 * before done; CHUNK then sees the value where it already is (DATA ==
+	 * INTO + OFFSET). Otherwise it changes nothing: CHUNK gets the pieces
+	 * and copies them. Over tcp, or for a value longer than INTO_CAP, the
+	 * GET takes the copy path. */
+	void *into;
+	uint32_t into_cap;
 	/* The target's own while it holds the request (its queues, its
 	 * progress): never read or written by the caller. As libuv's private
 	 * fields, kept out of the caller's reach; their size is ABI. */
-	uint64_t qpg__private[16];
+	uint64_t qpg__private[14];
 };
 
 #define QPG_KV_MAX_SESSION_QPS 256 /* QPG_WIRE_MAX_EXTRA_QPS + 1 */

@@ -11,6 +11,7 @@
 #define QPGATE_KV_TARGET_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "qpgate/kv_client.h"
@@ -56,6 +57,8 @@ struct qpg_kv_member_stats {
 	uint64_t unavailable; /* answered, or failed fast, UNAVAILABLE */
 	uint64_t wrong_owner; /* redirected */
 	uint64_t errors;      /* any other failure */
+	uint64_t zero_copy;   /* GETs READ straight into registered memory
+			       * (qpg_kv_register; a pool's count: a cluster's is 0) */
 };
 struct qpg_kv_target_stats {
 	int64_t revision; /* of the view in use (a pool: 0) */
@@ -67,6 +70,25 @@ struct qpg_kv_target_stats {
 };
 int qpg_kv_target_stats(struct qpg_kv_target *t, struct qpg_kv_target_stats *out);
 void qpg_kv_target_stats_free(struct qpg_kv_target_stats *s);
+
+/* Zero copy into the caller's memory (Mooncake's register_buffer): register
+ * [ADDR, ADDR + LEN) once, with every connection the target has or will
+ * have (each member's, over a cluster). A one-sided GET whose request names
+ * a destination inside it (qpg_kv_request.into, or qpg_kv_call's BUF) then
+ * READs the value straight there, and checks its digest there before its
+ * done callback; a two-sided GET lands in it with one copy, as any GET.
+ * Over tcp, registering succeeds and changes nothing.
+ *   The memory stays pinned (RLIMIT_MEMLOCK counts it) until unregistered
+ * or the target is destroyed. Free or shrink it only after unregistering:
+ * a buffer freed while registered keeps its pages pinned, and READs still
+ * land in those old pages, never in whatever is mapped there later.
+ *   0, or a negative errno: -EEXIST, it overlaps a registered buffer
+ * (registering the same one again is 0); -ENOSPC, 4,096 are registered;
+ * -ENOMEM or -EPERM, the device refused it (the locked-memory limit).
+ * qpg_kv_unregister: -EBUSY while a GET is READing into it, -ENOENT when
+ * ADDR starts no registered buffer. Thread-safe. */
+int qpg_kv_register(struct qpg_kv_target *t, void *addr, size_t len);
+int qpg_kv_unregister(struct qpg_kv_target *t, void *addr);
 
 /* EXISTS of N keys (1 to QPG_KV_EXISTS_MAX) in one round trip: which are
  * stored, without reading or pinning any (a prefix-cache lookup). The keys

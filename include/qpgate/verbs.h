@@ -99,6 +99,9 @@ struct qpg_buf {
 	uint64_t cookie;       /* a one-sided read's: its caller's context */
 	uint32_t io_len;       /* a one-sided read's length */
 	struct qpg_buf *chain; /* a one-sided read's next slot, NULL: the last */
+	/* NULL: a slot of the pool. Else ADDR is a caller's registered memory
+	 * (qpg_client_read_into) and qpg_pool_put hands B back through it. */
+	void (*release)(struct qpg_buf *b);
 };
 
 struct qpg_pool_chunk;

@@ -41,6 +41,23 @@ class CallReq(ctypes.Structure):
                 ("reserved", ctypes.c_uint8), ("ttl_ms", ctypes.c_uint32)]
 
 
+class MemberStats(ctypes.Structure):
+    """struct qpg_kv_member_stats (qpgate/kv_target.h)."""
+    _fields_ = [("id", ctypes.c_char * 64), ("incarnation", ctypes.c_uint64),
+                ("active", ctypes.c_bool), ("up", ctypes.c_bool), ("suspect", ctypes.c_bool),
+                ("ops", ctypes.c_uint64), ("misses", ctypes.c_uint64),
+                ("unavailable", ctypes.c_uint64), ("wrong_owner", ctypes.c_uint64),
+                ("errors", ctypes.c_uint64), ("zero_copy", ctypes.c_uint64)]
+
+
+class TargetStats(ctypes.Structure):
+    """struct qpg_kv_target_stats (qpgate/kv_target.h)."""
+    _fields_ = [("revision", ctypes.c_int64), ("views", ctypes.c_uint64),
+                ("redirects", ctypes.c_uint64), ("unroutable", ctypes.c_uint64),
+                ("etcd_ok", ctypes.c_bool), ("n", ctypes.c_uint),
+                ("m", ctypes.POINTER(MemberStats))]
+
+
 def _load():
     path = os.environ.get("QPGATE_KV_LIB") or ctypes.util.find_library("qpgate-kv") \
         or "libqpgate-kv.so.0"
@@ -81,6 +98,14 @@ def _load():
     lib.qpg_kv_call_exists.restype = i
     lib.qpg_kv_call_exists_wait.argtypes = [vp, vp, ctypes.c_uint, vp, ctypes.POINTER(u32)]
     lib.qpg_kv_call_exists_wait.restype = i
+    lib.qpg_kv_target_stats.argtypes = [vp, ctypes.POINTER(TargetStats)]
+    lib.qpg_kv_target_stats.restype = i
+    lib.qpg_kv_target_stats_free.argtypes = [ctypes.POINTER(TargetStats)]
+    lib.qpg_kv_target_stats_free.restype = None
+    lib.qpg_kv_register.argtypes = [vp, vp, ctypes.c_size_t]
+    lib.qpg_kv_register.restype = i
+    lib.qpg_kv_unregister.argtypes = [vp, vp]
+    lib.qpg_kv_unregister.restype = i
     lib.qpg_kv_cq_new.argtypes = []
     lib.qpg_kv_cq_new.restype = vp
     lib.qpg_kv_cq_fd.argtypes = [vp]

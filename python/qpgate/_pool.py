@@ -8,6 +8,7 @@ import asyncio
 import atexit
 import ctypes
 import errno
+import os
 import threading
 import weakref
 
@@ -162,6 +163,7 @@ class _Base:
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._busy = 0  # calls inside C that use the pool: close() waits for them
+        self._regs = {}  # address -> (what holds the buffer, the buffer): register()
         self._handle = None
         if cluster is not None:
             # Each member's address, name, transport and key come from etcd;
@@ -191,6 +193,74 @@ class _Base:
             if self._busy == 0:
                 self._idle.notify_all()
 
+    def register(self, buffer):
+        """Registers BUFFER (writable and contiguous: a bytearray, a numpy
+        array, an mmap) with every connection, once (Mooncake's
+        register_buffer). A one-sided GET into any part of it (get(...,
+        out=), batch_get_into) then READs the value straight there and
+        checks its digest there: no copy. Over tcp, and for two-sided GETs,
+        it changes nothing (one copy, as always).
+
+        BUFFER is held until unregister() or close(): while registered a
+        bytearray cannot be resized nor an mmap closed (BufferError), so
+        no READ can land in memory that moved."""
+        keep, addr, size = n.hold(buffer, writable=True)
+        if not size:
+            raise ValueError("qpgate: register() takes a buffer of at least one byte")
+        handle = self._take()
+        try:
+            rc = n.lib.qpg_kv_register(handle, addr, size)
+        finally:
+            self._give()
+        if rc == -errno.EEXIST:
+            raise ValueError("qpgate: that buffer overlaps one registered already")
+        if rc == -errno.ENOSPC:
+            raise ValueError("qpgate: 4,096 buffers are registered already")
+        if rc < 0:
+            hint = "raise the locked-memory limit (ulimit -l)" \
+                if -rc in (errno.ENOMEM, errno.EPERM) else os.strerror(-rc)
+            raise OSError(-rc, f"qpgate: the device cannot register {size} bytes: {hint}")
+        self._regs.setdefault(addr, (keep, buffer))
+
+    def unregister(self, buffer):
+        """Undoes register(BUFFER); raises BufferError while a GET is
+        reading into it."""
+        keep, addr, size = n.hold(buffer, writable=True)
+        del keep
+        handle = self._take()
+        try:
+            rc = n.lib.qpg_kv_unregister(handle, addr)
+        finally:
+            self._give()
+        if rc == -errno.EBUSY:
+            raise BufferError("qpgate: a GET is reading into that buffer")
+        if rc == -errno.ENOENT:
+            raise ValueError("qpgate: that buffer is not registered")
+        if rc < 0:
+            raise e.ConnectionError(-rc, f"qpgate: unregister: {os.strerror(-rc)}")
+        self._regs.pop(addr, None)
+
+    def stats(self):
+        """What each server (a cluster: each member ever seen) served, as a
+        list of dicts: id, ops, misses, unavailable, wrong_owner, errors,
+        and zero_copy (GETs READ straight into a registered buffer)."""
+        st = n.TargetStats()
+        handle = self._take()
+        try:
+            rc = n.lib.qpg_kv_target_stats(handle, ctypes.byref(st))
+        finally:
+            self._give()
+        if rc < 0:
+            raise MemoryError("qpgate: stats")
+        try:
+            return [{"id": st.m[i].id.decode(errors="replace"), "up": st.m[i].up,
+                     **{f: getattr(st.m[i], f) for f in ("ops", "misses", "unavailable",
+                                                           "wrong_owner", "errors",
+                                                           "zero_copy")}}
+                    for i in range(st.n)]
+        finally:
+            n.lib.qpg_kv_target_stats_free(ctypes.byref(st))
+
     def _destroy(self):
         """Stops new calls, waits for those inside C, then fails what is in
         flight and closes every connection."""
@@ -200,6 +270,7 @@ class _Base:
                 self._idle.wait()
         if handle:
             n.lib.qpg_kv_target_destroy(handle)  # (ctypes releases the GIL)
+        self._regs.clear()  # registrations went with the target
         _open.discard(self)
         return bool(handle)
 
@@ -398,6 +469,7 @@ class AsyncKVPool(_Base):
     def __init__(self, *args, **kw):
         self._args, self._kw = args, kw
         self._handle = None
+        self._regs = {}
         self._cq = None
         self._fd = None
         self._loop = None

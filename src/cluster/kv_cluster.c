@@ -123,6 +123,7 @@ static void member_free(struct member *m)
  * it and close the pools that R does not keep. Under c->build. */
 static void publish(struct qpg_kv_cluster *c, struct route *r)
 {
+	qpg__kv_cluster_regions_apply(c, r); /* before any request can reach them */
 	struct route *old = atomic_exchange(&c->cur, r);
 	while (atomic_load(&c->readers))
 		sched_yield();
@@ -326,6 +327,8 @@ int qpg__kv_cluster_submit(struct qpg_kv_target *t, struct qpg_kv_request *op)
 	    .ttl_ms = op->ttl_ms,
 	    .chunk = op->chunk ? member_chunk : NULL,
 	    .done = member_done,
+	    .into = op->into,
+	    .into_cap = op->into_cap,
 	};
 	cr->op = op;
 	cr->m = NULL;
@@ -509,6 +512,7 @@ static void free_cluster(struct qpg_kv_cluster *c)
 {
 	for (unsigned i = 0; i < c->nowned; i++)
 		free(c->owned[i]);
+	free(c->regions);
 	free(c);
 }
 

@@ -74,9 +74,18 @@ struct qpg_kv_cluster {
 	bool stop;
 	atomic_bool closing; /* destroy has begun: no pool is made again */
 	atomic_ullong views, redirects, unroutable;
+	/* The caller's registered buffers (qpg_kv_register), registered with
+	 * every member's pool as it enters a route. Under build. */
+	struct cluster_region {
+		void *addr;
+		size_t len;
+	} *regions;
+	unsigned nregions;
 };
 
 extern const struct qpg_kv_target_ops qpg__kv_cluster_target_ops;
+/* kv_cluster_target.c: the registered buffers onto R's pools (under build). */
+void qpg__kv_cluster_regions_apply(struct qpg_kv_cluster *c, const struct route *r);
 /* kv_cluster.c: the cluster's submit (qpg_kv_cluster_submit). */
 int qpg__kv_cluster_submit(struct qpg_kv_target *t, struct qpg_kv_request *op);
 

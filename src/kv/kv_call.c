@@ -32,7 +32,8 @@ static void on_chunk(struct qpg_kv_request *op, const uint8_t *data, uint32_t le
 		c->cap = c->buf ? value_len : 0;
 		c->oom = !c->buf;
 	}
-	if (offset < c->cap)
+	/* (A zero-copy GET's value is already where it goes.) */
+	if (offset < c->cap && data != c->buf + offset)
 		memcpy(c->buf + offset, data, len < c->cap - offset ? len : c->cap - offset);
 }
 
@@ -112,7 +113,8 @@ static int call(struct qpg_kv_target *t, uint8_t op, const void *key, uint16_t k
 		qpg_kv_call_done done, void *arg, uint64_t token)
 {
 	if ((op != QPG_KV_PUT && op != QPG_KV_GET && op != QPG_KV_DEL) || !done ||
-	    (key_len && !key) || (value_len && !value) || (cap && !buf) || (!buf && op != QPG_KV_GET && cap))
+	    (key_len && !key) || (value_len && !value) || (cap && !buf) ||
+	    (!buf && op != QPG_KV_GET && cap))
 		return -EINVAL;
 	struct call *c = calloc(1, sizeof(*c) + key_len);
 	if (!c)
@@ -129,6 +131,10 @@ static int call(struct qpg_kv_target *t, uint8_t op, const void *key, uint16_t k
 	c->buf = buf;
 	c->cap = cap;
 	c->owned = op == QPG_KV_GET && !buf;
+	if (op == QPG_KV_GET && buf) { /* READ straight into it, if registered */
+		c->r.into = buf;
+		c->r.into_cap = cap;
+	}
 	c->done = done;
 	c->arg = arg;
 	c->token = token;

@@ -308,6 +308,7 @@ int qpg__kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts 
 	p->nconns = o->conns;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cv, NULL);
+	pthread_rwlock_init(&p->regions_lock, NULL);
 	p->th = calloc(p->nthreads, sizeof(*p->th));
 	int rc = p->th ? qpg__kv_digests_fetch(&p->digests) : -ENOMEM;
 	for (unsigned t = 0; rc == 0 && t < p->nthreads; t++) {
@@ -399,6 +400,7 @@ int qpg_kv_submit(struct qpg_kv_pool *p, struct qpg_kv_request *op)
 		KR(op)->slot = (int)(c / p->nthreads);
 	}
 	KR(op)->next = NULL;
+	KR(op)->zc = NULL;
 	pthread_mutex_lock(&th->lock);
 	if (th->in_tail)
 		KR(th->in_tail)->next = op;
@@ -426,6 +428,11 @@ void qpg_kv_pool_destroy(struct qpg_kv_pool *p)
 			thread_close(th);
 			this_thread = was;
 		}
+	}
+	/* Every thread is stopped: the registrations go before their PDs. */
+	qpg__kv_regions_free(p);
+	for (unsigned t = 0; p->th && t < p->nthreads; t++) {
+		struct pool_thread *th = &p->th[t];
 		qpg_client_destroy(th->cl);
 		for (unsigned i = 0; th->conns && i < th->nconns; i++) {
 			free(th->conns[i].slots);
@@ -439,6 +446,7 @@ void qpg_kv_pool_destroy(struct qpg_kv_pool *p)
 	qpg__kv_digests_free(&p->digests);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->lock);
+	pthread_rwlock_destroy(&p->regions_lock);
 	free(p);
 }
 

@@ -22,6 +22,10 @@ void qpg__kvc_complete(struct pool_thread *th, struct qpg_kv_request *op, int st
 {
 	free(KR(op)->stage);
 	KR(op)->stage = NULL;
+	if (status == QPG_KV_OK && KR(op)->zc)
+		bump(&th->n_zero_copy);
+	qpg__kv_region_put(KR(op)->zc); /* its READs are over, or its QP in error */
+	KR(op)->zc = NULL;
 	KR(op)->phase = PH_NONE;
 	if (status == QPG_KV_OK || status == QPG_KV_NOT_FOUND)
 		bump(&th->n_ops);

@@ -45,6 +45,7 @@ struct qpg__kvr {
 	uint32_t posted;	   /* one-sided GET: bytes of READs posted */
 	uint8_t *stage;		   /* one-sided GET: the value, held until it is checked */
 	struct qpg_kv_grant grant; /* one-sided GET */
+	struct kv_region *zc;	   /* one-sided GET READing into OP->into (kv_register.c) */
 };
 _Static_assert(sizeof(struct qpg__kvr) <= sizeof(((struct qpg_kv_request *)0)->qpg__private),
 	       "the pool's request fields outgrew qpg_kv_request's private words");
@@ -113,6 +114,7 @@ struct pool_thread {
 	unsigned rr; /* the next of its connections for a request submitted on it */
 	/* requests completed on it, by outcome (qpg_kv_target_stats) */
 	atomic_ullong n_ops, n_misses, n_unavailable, n_wrong_owner, n_errors;
+	atomic_ullong n_zero_copy; /* of n_ops: read into the caller's registered memory */
 };
 
 struct qpg_kv_pool {
@@ -136,6 +138,9 @@ struct qpg_kv_pool {
 	char last_error[200];
 	atomic_ullong abuse_succeeded;
 	bool external; /* no threads: the caller's loop runs th[0] (qpg_kv_pool_run) */
+	/* the caller's registered memory (kv_register.c) */
+	pthread_rwlock_t regions_lock;
+	struct kv_region *regions;
 };
 
 /* kv_client.c: the pool of qpg_kv_pool_create, with no threads of its own
@@ -146,6 +151,22 @@ int qpg__kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts 
 /* An external pool's fd, and one turn of its loop (-EINVAL: it has threads). */
 int qpg__kv_pool_fd(const struct qpg_kv_pool *p);
 int qpg__kv_pool_run(struct qpg_kv_pool *p);
+/* kv_register.c: the caller's memory, registered with every pool thread's
+ * device (qpg_kv_register). Registering the same buffer again is 0; one
+ * that overlaps another is -EEXIST. Unregistering one that a GET is
+ * READing into is -EBUSY. */
+struct kv_region;
+int qpg__kv_pool_register(struct qpg_kv_pool *p, void *addr, size_t len, char *err,
+			  size_t err_len);
+int qpg__kv_pool_unregister(struct qpg_kv_pool *p, void *addr);
+/* The region holding [ADDR, ADDR + LEN) with a registration for THREAD,
+ * taken (busy) until qpg__kv_region_put; NULL: none. */
+struct kv_region *qpg__kv_region_take(struct qpg_kv_pool *p, unsigned thread, const void *addr,
+				      size_t len);
+uint32_t qpg__kv_region_lkey(const struct kv_region *r, unsigned thread);
+void qpg__kv_region_put(struct kv_region *r);
+/* At destroy, with every thread stopped and before their clients go. */
+void qpg__kv_regions_free(struct qpg_kv_pool *p);
 /* kv_pool_target.c: the pool's ops as a target. */
 extern const struct qpg_kv_target_ops qpg__kv_pool_target_ops;
 

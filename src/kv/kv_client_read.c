@@ -67,8 +67,8 @@ int qpg__kvc_post_probe(struct kv_conn *k, struct qpg_kv_request *op)
 	if (qpg__kv_abuse_of(op) == QPG_KV_ABUSE_READ_PAST_END) {
 		/* The grant's last bytes and one more. */
 		uint32_t len = KR(op)->total + 1 < k->read_max ? KR(op)->total + 1 : k->read_max;
-		int rc =
-		    qpg_client_read(k->conn, g->addr + KR(op)->total + 1 - len, g->rkey, len, tagged);
+		int rc = qpg_client_read(k->conn, g->addr + KR(op)->total + 1 - len, g->rkey, len,
+					 tagged);
 		if (rc == 0) {
 			k->reads++;
 			KR(op)->posted = KR(op)->total; /* this probe is the only READ */
@@ -135,10 +135,23 @@ void qpg__kvc_read_pump(struct kv_conn *k)
 			if (!k->up || k->dead || k->reads >= k->credits)
 				return;
 			uint32_t len = KR(op)->total - KR(op)->posted;
-			if (len > k->read_max)
-				len = k->read_max;
-			int rc = qpg_client_read(k->conn, KR(op)->grant.addr + KR(op)->posted,
-						 KR(op)->grant.rkey, len, (uintptr_t)op);
+			uint64_t raddr = KR(op)->grant.addr + KR(op)->posted;
+			int rc;
+			if (KR(op)->zc) {
+				struct qpg_kv_pool *p = k->th->pool;
+				if (len > QPG_CLIENT_READ_INTO_MAX)
+					len = QPG_CLIENT_READ_INTO_MAX;
+				rc = qpg_client_read_into(
+				    k->conn, raddr, KR(op)->grant.rkey,
+				    (uint8_t *)op->into + KR(op)->posted,
+				    qpg__kv_region_lkey(KR(op)->zc, (unsigned)(k->th - p->th)), len,
+				    (uintptr_t)op);
+			} else {
+				if (len > k->read_max)
+					len = k->read_max;
+				rc = qpg_client_read(k->conn, raddr, KR(op)->grant.rkey, len,
+						     (uintptr_t)op);
+			}
 			if (rc == -EAGAIN)
 				return; /* the next send completion calls us again */
 			if (rc) {
@@ -164,6 +177,14 @@ void qpg__kvc_on_grant(struct kv_conn *k, struct qpg_kv_request *op, const struc
 	KR(op)->posted = KR(op)->got = 0;
 	KR(op)->result = QPG_KV_OK;
 	KR(op)->phase = PH_READING;
+	/* Zero copy: the READs go straight into the caller's registered
+	 * destination when the value fits it (test hooks read as before). */
+	struct qpg_kv_pool *p = k->th->pool;
+	if (op->into && r->value_len <= op->into_cap &&
+	    (qpg__kv_abuse_of(op) == QPG_KV_ABUSE_NONE ||
+	     qpg__kv_abuse_of(op) == QPG_KV_ABUSE_WRONG_DIGEST))
+		KR(op)->zc =
+		    qpg__kv_region_take(p, (unsigned)(k->th - p->th), op->into, r->value_len);
 
 	qpg__kvc_list_push(&k->rd_head, &k->rd_tail, op);
 	qpg__kvc_read_pump(k);
@@ -175,7 +196,9 @@ void qpg__kvc_on_grant(struct kv_conn *k, struct qpg_kv_request *op, const struc
  * digest per connection serves them all. A value that one READ brought
  * whole (up to read_max) is checked and delivered where it landed, in the
  * READ's pieces; a longer one is gathered in a stage, allocated at its
- * first READ, and delivered whole. */
+ * first READ, and delivered whole. One READ into the caller's registered
+ * destination (zero copy) lands where it is delivered: no stage, and the
+ * value is handed over once, in place, when the last READ is checked. */
 static bool landed(struct kv_conn *k, struct qpg_kv_request *op, const struct iovec *iov,
 		   unsigned iovcnt)
 {
@@ -186,7 +209,7 @@ static bool landed(struct kv_conn *k, struct qpg_kv_request *op, const struct io
 		qpg__kvc_fail_conn(k, "a READ completed out of order", 0);
 		return false;
 	}
-	bool whole = KR(op)->got == 0 && len == KR(op)->total;
+	bool whole = (KR(op)->got == 0 && len == KR(op)->total) || KR(op)->zc;
 	if (KR(op)->got == 0 &&
 	    !EVP_DigestInit_ex(
 		k->md, qpg__kv_digest_md(&k->th->pool->digests, KR(op)->grant.digest_alg), NULL))
@@ -208,12 +231,16 @@ static bool landed(struct kv_conn *k, struct qpg_kv_request *op, const struct io
 	uint8_t d[QPG_KV_DIGEST_LEN];
 	unsigned dl = 0;
 	if (KR(op)->result == QPG_KV_OK && (!EVP_DigestFinal_ex(k->md, d, &dl) || dl != sizeof(d) ||
-					CRYPTO_memcmp(d, KR(op)->grant.digest, sizeof(d)) != 0))
+					    CRYPTO_memcmp(d, KR(op)->grant.digest, sizeof(d)) != 0))
 		KR(op)->result = QPG_KV_CORRUPT;
 	if (KR(op)->result != QPG_KV_OK || !op->chunk)
 		return true;
 	if (KR(op)->stage) {
 		op->chunk(op, KR(op)->stage, KR(op)->total, 0, KR(op)->total);
+		return true;
+	}
+	if (KR(op)->zc) {
+		op->chunk(op, op->into, KR(op)->total, 0, KR(op)->total);
 		return true;
 	}
 	for (unsigned i = 0, off = 0; i < iovcnt; off += (uint32_t)iov[i++].iov_len)

@@ -69,6 +69,7 @@ static int pool_stats(struct qpg_kv_target *t, struct qpg_kv_target_stats *out)
 		m->unavailable += atomic_load_explicit(&th->n_unavailable, memory_order_relaxed);
 		m->wrong_owner += atomic_load_explicit(&th->n_wrong_owner, memory_order_relaxed);
 		m->errors += atomic_load_explicit(&th->n_errors, memory_order_relaxed);
+		m->zero_copy += atomic_load_explicit(&th->n_zero_copy, memory_order_relaxed);
 	}
 	out->etcd_ok = true;
 	out->n = 1;
@@ -87,13 +88,33 @@ static int pool_run(struct qpg_kv_target *t)
 	return p->external ? qpg__kv_pool_run(p) : 0;
 }
 
+static int pool_reg(struct qpg_kv_target *t, void *addr, size_t len)
+{
+	struct qpg_kv_pool *p = pool_of(t);
+	char err[180];
+	int rc = qpg__kv_pool_register(p, addr, len, err, sizeof(err));
+	if (rc) {
+		pthread_mutex_lock(&p->lock);
+		snprintf(p->last_error, sizeof(p->last_error), "register: %s", err);
+		pthread_mutex_unlock(&p->lock);
+	}
+	return rc;
+}
+
+static int pool_unreg(struct qpg_kv_target *t, void *addr)
+{
+	return qpg__kv_pool_unregister(pool_of(t), addr);
+}
+
 const struct qpg_kv_target_ops qpg__kv_pool_target_ops = {
-	.kind = "pool",
-	.submit = pool_submit,
-	.destroy = pool_destroy,
-	.info = pool_info,
-	.stats = pool_stats,
-	.fd = pool_fd,
-	.run = pool_run,
-	.max_msg = pool_max_msg,
+    .kind = "pool",
+    .submit = pool_submit,
+    .destroy = pool_destroy,
+    .info = pool_info,
+    .stats = pool_stats,
+    .fd = pool_fd,
+    .run = pool_run,
+    .max_msg = pool_max_msg,
+    .reg = pool_reg,
+    .unreg = pool_unreg,
 };

@@ -28,6 +28,20 @@ void qpg_kv_target_destroy(struct qpg_kv_target *t)
 		t->ops->destroy(t);
 }
 
+int qpg_kv_register(struct qpg_kv_target *t, void *addr, size_t len)
+{
+	if (!t || !addr || len == 0)
+		return -EINVAL;
+	return t->ops->reg ? t->ops->reg(t, addr, len) : -EOPNOTSUPP;
+}
+
+int qpg_kv_unregister(struct qpg_kv_target *t, void *addr)
+{
+	if (!t || !addr)
+		return -EINVAL;
+	return t->ops->unreg ? t->ops->unreg(t, addr) : -EOPNOTSUPP;
+}
+
 void qpg_kv_target_info(struct qpg_kv_target *t, struct qpg_kv_target_info *out)
 {
 	memset(out, 0, sizeof(*out));

@@ -7,6 +7,7 @@
 #define QPG_KV_TARGET_INT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "qpgate/kv_target.h"
 
@@ -26,6 +27,9 @@ struct qpg_kv_target_ops {
 	 * none up yet), taking no lock a target's own destroy holds: it is
 	 * asked from completion callbacks (qpg_kv_target_exists). */
 	uint32_t (*max_msg)(struct qpg_kv_target *t);
+	/* qpg_kv_register and qpg_kv_unregister, over every member. */
+	int (*reg)(struct qpg_kv_target *t, void *addr, size_t len);
+	int (*unreg)(struct qpg_kv_target *t, void *addr);
 };
 
 /* Whether OP is a request any target can take: PUT, GET or DEL of a key of

@@ -168,8 +168,8 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	 * carries: each source address's own GID (one device and port for
 	 * all), or the one routed toward the server. */
 	struct sockaddr_storage local = cl->src[0];
-	bool routed = cl->nsrc == 1 ||
-		      qpg__local_addr_toward((struct sockaddr *)&cl->addr, cl->addr_len, &local) == 0;
+	bool routed = cl->nsrc == 1 || qpg__local_addr_toward((struct sockaddr *)&cl->addr,
+							      cl->addr_len, &local) == 0;
 	struct qpg__transport_setup su = {
 	    .toward = routed ? (struct sockaddr *)&local : NULL,
 	    .toward_what = cl->nsrc ? "the source address" : "the source address toward the server",
@@ -443,6 +443,58 @@ int qpg_client_read(struct qpg_client_conn *cc, uint64_t raddr, uint32_t rkey, u
 	b->cookie = cookie;
 	if ((rc = qpg__conn_read(c, b, raddr, rkey)) != 0)
 		qpg_pool_put(&c->ep->pool, b);
+	return rc;
+}
+
+int qpg_client_reg_mr(struct qpg_client *cl, void *addr, size_t len, void **mr, uint32_t *lkey)
+{
+	if (!cl->t->setup || !cl->dev.pd)
+		return -EOPNOTSUPP;
+	if (!addr || len == 0)
+		return -EINVAL;
+	struct ibv_mr *m = ibv_reg_mr(cl->dev.pd, addr, len, IBV_ACCESS_LOCAL_WRITE);
+	if (!m)
+		return errno ? -errno : -ENOMEM;
+	*mr = m;
+	*lkey = m->lkey;
+	return 0;
+}
+
+void qpg_client_dereg_mr(void *mr)
+{
+	if (mr)
+		ibv_dereg_mr(mr);
+}
+
+static void free_into(struct qpg_buf *b)
+{
+	free(b);
+}
+
+int qpg_client_read_into(struct qpg_client_conn *cc, uint64_t raddr, uint32_t rkey, void *local,
+			 uint32_t lkey, uint32_t len, uint64_t cookie)
+{
+	struct qpg__conn *c = cc->c;
+	if (!c || c->state != QPG_CONN_ESTABLISHED)
+		return -ENOTCONN;
+	if (!c->t->read)
+		return -EOPNOTSUPP;
+	if (len == 0 || len > QPG_CLIENT_READ_INTO_MAX)
+		return -EMSGSIZE;
+	if (qpg__conn_send_room(c) == 0)
+		return -EAGAIN;
+	struct qpg_buf *b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	*b = (struct qpg_buf){.addr = local,
+			      .lkey = lkey,
+			      .len = len,
+			      .io_len = len,
+			      .cookie = cookie,
+			      .release = free_into};
+	int rc = qpg__conn_read(c, b, raddr, rkey);
+	if (rc)
+		free(b);
 	return rc;
 }
 

@@ -374,6 +374,11 @@ void qpg_pool_put(struct qpg_pool *p, struct qpg_buf *b)
 {
 	while (b) {
 		struct qpg_buf *next = b->chain;
+		if (b->release) {
+			b->release(b);
+			b = next;
+			continue;
+		}
 		b->owner = NULL;
 		b->chain = NULL;
 		b->next_free = p->free;

@@ -202,7 +202,21 @@ struct target {
 	struct qpg_kv_pool *pool; /* --test-abuse: the one server's, to report on */
 	uint64_t view_rev;	  /* --test-view-rev: a lagging client's view */
 	uint32_t ttl_ms;	  /* --ttl: each PUT's time to live */
+	bool reg;		  /* --register: synthetic GETs into a registered buffer */
 };
+
+/* GETs READ straight into registered memory so far (qpg_kv_register). */
+static uint64_t zero_copy_gets(const struct target *t)
+{
+	struct qpg_kv_target_stats s;
+	uint64_t n = 0;
+	if (qpg_kv_target_stats(t->kv, &s) == 0) {
+		for (unsigned i = 0; i < s.n; i++)
+			n += s.m[i].zero_copy;
+		qpg_kv_target_stats_free(&s);
+	}
+	return n;
+}
 
 /* EXISTS of C's keys: "EXISTS a b c: 2 of 3 stored, prefix 2 (110)". 0 when
  * every key is stored, 1 when one is not (as a GET's miss), 3 when the
@@ -212,7 +226,8 @@ static int run_exists(const struct target *t, const struct cmd *c)
 	struct qpg_kv_key keys[QPG_KV_EXISTS_MAX];
 	unsigned n = c->nkeys;
 	for (unsigned i = 0; i < n; i++)
-		keys[i] = (struct qpg_kv_key){.key = c->keys[i], .len = (uint16_t)strlen(c->keys[i])};
+		keys[i] =
+		    (struct qpg_kv_key){.key = c->keys[i], .len = (uint16_t)strlen(c->keys[i])};
 	char names[84]; /* the keys as given, cut at 80 bytes */
 	size_t at = 0;
 	for (unsigned i = 0; i < n && at < 80; i++)
@@ -240,8 +255,8 @@ static int run_exists(const struct target *t, const struct cmd *c)
 		stored += map[i] == '1';
 	}
 	map[n] = 0;
-	fprintf(stderr, "EXISTS %s: %u of %u stored, prefix %u (%s)\n", names, stored, n,
-		prefix, map);
+	fprintf(stderr, "EXISTS %s: %u of %u stored, prefix %u (%s)\n", names, stored, n, prefix,
+		map);
 	return stored == n ? 0 : 1;
 }
 
@@ -276,12 +291,37 @@ static int run_cmd(const struct target *t, const struct cmd *c, struct pending *
 	};
 	qpg__kv_request_hooks(&p->req, c->op == CMD_BAD, c->op == CMD_GET ? abuse : 0);
 	p->req.view_rev = t->view_rev;
-	int rc = qpg_kv_target_submit(t->kv, &p->req);
+	/* --register: a synthetic GET lands in a buffer registered for it. */
+	uint8_t *into = NULL;
+	uint64_t zc0 = 0;
+	int rc = 0;
+	if (t->reg && c->op == CMD_GET && c->verify && c->size) {
+		into = aligned_alloc(4096, ((size_t)c->size + 4095) & ~(size_t)4095);
+		rc = into ? qpg_kv_register(t->kv, into, c->size) : -ENOMEM;
+		if (rc) {
+			fprintf(stderr, "GET %s: cannot register %u bytes: %s\n", c->key, c->size,
+				strerror(-rc));
+			free(into);
+			return 3;
+		}
+		p->req.into = into;
+		p->req.into_cap = c->size;
+		zc0 = zero_copy_gets(t);
+	}
+	rc = qpg_kv_target_submit(t->kv, &p->req);
 	pthread_mutex_lock(&p->lock);
 	while (rc == 0 && !p->done)
 		pthread_cond_wait(&p->cv, &p->lock);
 	pthread_mutex_unlock(&p->lock);
 	free(value);
+	bool in_place = false;
+	if (into) {
+		in_place = zero_copy_gets(t) > zc0;
+		int urc = qpg_kv_unregister(t->kv, into);
+		if (urc)
+			fprintf(stderr, "GET %s: unregister: %s\n", c->key, strerror(-urc));
+		free(into);
+	}
 	if (rc || p->status < 0) {
 		struct qpg_kv_target_info info;
 		qpg_kv_target_info(t->kv, &info);
@@ -301,6 +341,8 @@ static int run_cmd(const struct target *t, const struct cmd *c, struct pending *
 	if (c->op == CMD_GET && ok) {
 		fprintf(stderr, ", %u bytes in %d chunk%s, fnv64 %016llx", p->value_len, p->chunks,
 			p->chunks == 1 ? "" : "s", (unsigned long long)p->fnv);
+		if (into)
+			fprintf(stderr, ", %s", in_place ? "read in place (zero copy)" : "copied");
 		if (c->verify) {
 			bool bad = p->mismatch || p->value_len != c->size;
 			fprintf(stderr, ", %s", bad ? "MISMATCH" : "verified");
@@ -356,7 +398,8 @@ static int parse_cmds(int argc, char **argv, bool synthetic, struct cmd *out)
 				if (word)
 					break;
 				size_t len = strlen(argv[i]);
-				if (len == 0 || len > QPG_KV_MAX_KEY || ++c.nkeys > QPG_KV_EXISTS_MAX)
+				if (len == 0 || len > QPG_KV_MAX_KEY ||
+				    ++c.nkeys > QPG_KV_EXISTS_MAX)
 					return -1;
 			}
 			if (c.nkeys == 0)
@@ -438,6 +481,9 @@ int main(int argc, char **argv)
 	    {"max-msg", 's', OPT_U32, &po.client.max_msg, 512, 1 << 20, "BYTES",
 	     "largest message (default 8192)"},
 	    {"one-sided", 0, OPT_FLAG, &one, 0, 0, NULL, "GETs by RDMA READ of a granted window"},
+	    {"register", 0, OPT_FLAG, &t.reg, 0, 0, NULL,
+	     "--synthetic GETs into a buffer registered with the pool (qpg_kv_register): a "
+	     "one-sided GET READs straight into it"},
 	    {"two-sided", 0, OPT_FLAG, &two, 0, 0, NULL, "GETs sent in messages"},
 	    {"synthetic", 0, OPT_FLAG, &synthetic, 0, 0, NULL,
 	     "for tests: put KEY SIZE SEED, get KEY [SIZE SEED] (verify), bad"},

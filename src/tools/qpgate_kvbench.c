@@ -87,6 +87,7 @@ static json_t *row_json(const struct run_result *r, double base)
 	    "device_qps", (json_int_t)r->dev_qps, "vs_first", base > 0 ? r->ops_per_s / base : 1.0,
 	    "error", r->why);
 	if (j) {
+		json_object_set_new(j, "zero_copy_gets", json_integer(r->zero_copy));
 		json_object_set_new(j, "client_cpu_us_per_get", cpu_json(r->client_cpu_us));
 		json_object_set_new(j, "server_cpu_us_per_get", cpu_json(r->server_cpu_us));
 	}
@@ -238,6 +239,9 @@ int main(int argc, char **argv)
 	    {"max-msg", 's', OPT_U32, &b.po.client.max_msg, 512, 1 << 20, "BYTES",
 	     "frame size (default 8192)"},
 	    {"no-preload", 0, OPT_FLAG_OFF, &do_preload, 0, 0, NULL, "the keys are already there"},
+	    {"register", 0, OPT_FLAG, &b.reg, 0, 0, NULL,
+	     "GET into one buffer registered with the pool (qpg_kv_register): one-sided GETs "
+	     "READ straight into it, no copy"},
 	    {"get-mode", 0, OPT_CALL, &get_mode, 0, 0, "MODE",
 	     "auto (the server picks by size), two-sided, one-sided, or compare all three",
 	     parse_get_mode},

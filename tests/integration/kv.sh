@@ -214,6 +214,19 @@ if [ "$transport" = rdma ]; then
 	sed 's/^/  /' <<<"$out"
 	check "... and when it does not match its digest, none of its 8 pieces is delivered" \
 		grep -q '^GET other: value does not match its digest, 0 chunks delivered' <<<"$out"
+	# Zero copy (qpg_kv_register): a one-sided GET into the caller's
+	# registered buffer is READ straight there and checked there; a
+	# two-sided one is copied into it; a wrong digest is still caught.
+	out=$(kvf --register --one-sided -- get os1m 1M 22 get os4k 4096 21 2>&1)
+	sed 's/^/  /' <<<"$out"
+	check "registered buffer: one-sided GETs of 1 MiB and 4 KiB READ in place, verified" \
+		[ "$(grep -c 'read in place (zero copy), verified' <<<"$out")" -eq 2 ]
+	out=$(kvf --register --two-sided -- get os1m 1M 22 2>&1)
+	check "registered buffer, two-sided GET: copied into it, verified" grep -q '^GET os1m: ok, .*copied, verified' <<<"$out"
+	out=$(kvf --register --test-abuse wrong-digest -- get os1m 1M 22 2>&1)
+	sed 's/^/  /' <<<"$out"
+	check "registered buffer: a READ that does not match its digest fails the GET, nothing delivered" \
+		grep -q '^GET os1m: value does not match its digest, 0 chunks delivered' <<<"$out"
 	out=$(kv get os4k 4096 21 get os1m 1M 22 2>&1)
 	sed 's/^/  /' <<<"$out"
 	check "values unchanged after the misuse (WRITE to the read-only window)" [ "$(grep -c verified <<<"$out")" -eq 2 ]
@@ -222,6 +235,12 @@ else
 	out=$(kvf --one-sided -- get c1 2>&1)
 	sed 's/^/  /' <<<"$out"
 	check "one-sided GET over tcp: refused as unsupported" grep -q 'one-sided access unsupported' <<<"$out"
+	kv put zc 64K 5 >/dev/null 2>&1
+	out=$(kvf --register -- get zc 64K 5 2>&1)
+	sed 's/^/  /' <<<"$out"
+	check "a registered buffer over tcp: accepted, the GET copied into it, verified" \
+		grep -q '^GET zc: ok, .*copied, verified' <<<"$out"
+	kv del zc >/dev/null 2>&1
 fi
 
 # Real bytes: a binary file through standard input and output, and

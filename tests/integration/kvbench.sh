@@ -83,6 +83,24 @@ if [ "$transport" = rdma ]; then
 	echo "  auto: $granted of 400 GETs granted"
 	check "auto: the 64 KiB GETs are granted, not sent past the grant cap (at least 392 of 400)" [ "$granted" -ge 392 ]
 fi
+# --register: the workers GET into one registered arena. One-sided over
+# rdma, every GET is READ straight into it, 6 MiB values in two READs.
+if [ "$transport" = rdma ]; then
+	mkdir -p "$work/zc"
+	keep="$srv $port $mport"
+	srv_cert=$work/server.crt srv_key=$work/server.key qpg_serve "$work/zc" --transport rdma \
+		--service kv --kv-capacity 64M --kv-max-value 8M -s 65536
+	"$bin/qpgate-kvbench" --transport rdma --ca "$work/ca.crt" -p "$port" -n 40 --num-keys 6 --value-size 6M \
+		-s 65536 --get-mode one-sided --register --num-workers 4 --json "$work/z.json" 127.0.0.1 localhost \
+		>"$work/zout" 2>&1
+	zrc=$?
+	grep 'registered arena' "$work/zout" | sed 's/^/  /'
+	check_json_run qpgate-kvbench $zrc "$work/z.json"
+	check "--register: all 40 one-sided GETs of 6 MiB READ straight into the arena, verified" \
+		j '.results.runs[0].gets == 40 and .results.runs[0].zero_copy_gets == 40 and .results.runs[0].mismatches == 0 and .results.runs[0].errors == 0'
+	kill -TERM "$srv"; wait "$srv"
+	read -r srv port mport <<<"$keep"
+fi
 # The check can fail: a key that holds other bytes than kvbench's (the
 # seed is the key's number, 0 here) makes every GET of it a mismatch, and
 # kvbench exit 1. 64 KiB, one-sided over rdma: the pieces of one READ.

@@ -49,6 +49,7 @@ struct worker {
 	 * between the lookup and the read. */
 	struct kvb_turn *turn;
 	long turns, lookups, blocks, blocks_hit;
+	uint8_t *into; /* --register: where its GETs land (a slice of the arena) */
 };
 
 /* Latencies are added on the thread that completes a GET: one histogram
@@ -79,6 +80,10 @@ struct bench {
 	long trace_cap;
 	atomic_long trace_n;
 	pid_t server_pid; /* --server-pid: its CPU per GET too (0: none) */
+	/* --register: the workers GET into one arena registered with the
+	 * target (qpg_kv_register), a value's room each, as an inference
+	 * engine's KV pool: one-sided GETs READ straight into it. */
+	bool reg;
 	/* Where the GETs go: one server's pool, or with --cluster the members
 	 * etcd names (kvbench_cluster.c), behind one interface. */
 	struct qpg_kv_target *target;
@@ -112,6 +117,7 @@ struct run_result {
 	long puts;				 /* of OPS (--put-ratio) */
 	long misses, unavailable, refills;	 /* --cluster */
 	long turns, lookups, blocks, blocks_hit; /* --workload prefix */
+	long zero_copy;				 /* GETs READ straight into the arena */
 	double secs, ops_per_s, gib_per_s;
 	struct qpg_hist lat;
 	long rss_kb;

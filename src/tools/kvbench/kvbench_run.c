@@ -154,7 +154,6 @@ static int preload(struct bench *b, long *unav)
 
 /* ---- the workers --------------------------------------------------------- */
 
-
 static void get_chunk(struct qpg_kv_request *r, const uint8_t *data, uint32_t len, uint32_t off,
 		      uint32_t total)
 {
@@ -272,13 +271,14 @@ void kvb_issue(struct worker *w)
 	w->key = kvb_pick_key(w);
 	int n = key_name(w->keybuf, sizeof(w->keybuf), w->key);
 	if (b->put_pct && xorshift(&w->rng) % 100 < b->put_pct) {
-		w->req = (struct qpg_kv_request){.op = QPG_KV_PUT,
-						 .key = w->keybuf,
-						 .key_len = (uint16_t)n,
-						 .value = b->values + (size_t)w->key * b->value_size,
-						 .value_len = b->value_size,
-						 .done = put_done_w,
-						 .user = w};
+		w->req =
+		    (struct qpg_kv_request){.op = QPG_KV_PUT,
+					    .key = w->keybuf,
+					    .key_len = (uint16_t)n,
+					    .value = b->values + (size_t)w->key * b->value_size,
+					    .value_len = b->value_size,
+					    .done = put_done_w,
+					    .user = w};
 		w->t0 = now_ns();
 		if (kvb_submit(b, &w->req) != 0)
 			kvb_worker_stop(b);
@@ -289,7 +289,9 @@ void kvb_issue(struct worker *w)
 					 .key_len = (uint16_t)n,
 					 .chunk = get_chunk,
 					 .done = get_done,
-					 .user = w};
+					 .user = w,
+					 .into = w->into,
+					 .into_cap = w->into ? b->value_size : 0};
 	XXH64_reset(w->xxh, 0);
 	w->t0 = now_ns();
 	if (kvb_submit(b, &w->req) != 0)
@@ -359,15 +361,33 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 		fprintf(stderr, "kvbench: preloaded %u keys of %u bytes in %.1f s%s\n", b->nkeys,
 			b->value_size, (double)(now_ns() - t) / 1e9, rc ? " (FAILED)" : "");
 		if (unav)
-			fprintf(stderr,
-				"kvbench: %ld preload PUT(s) answered unavailable (a member failing): "
-				"those keys miss once and are filled again\n",
-				unav);
+			fprintf(
+			    stderr,
+			    "kvbench: %ld preload PUT(s) answered unavailable (a member failing): "
+			    "those keys miss once and are filled again\n",
+			    unav);
 		res->unavailable += unav;
 		if (rc) {
 			res->connect_error = rc;
 			snprintf(res->why, sizeof(res->why), "preload failed: %s",
 				 rc == -EIO ? "the server refused a PUT" : strerror(-rc));
+			kvb_close(b);
+			return;
+		}
+	}
+	/* --register: one arena, a value's room per worker, registered once. */
+	uint8_t *arena = NULL;
+	size_t room = ((size_t)b->value_size + 63) & ~(size_t)63;
+	if (b->reg) {
+		size_t bytes = (room * workers + 4095) & ~(size_t)4095;
+		arena = aligned_alloc(4096, bytes);
+		rc = arena ? qpg_kv_register(b->target, arena, bytes) : -ENOMEM;
+		if (rc) {
+			res->connect_error = rc;
+			snprintf(res->why, sizeof(res->why), "--register of %zu bytes: %s%s", bytes,
+				 strerror(-rc),
+				 rc == -ENOMEM || rc == -EPERM ? " (ulimit -l)" : "");
+			free(arena);
 			kvb_close(b);
 			return;
 		}
@@ -394,6 +414,7 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 		b->lat = NULL;
 		res->connect_error = -ENOMEM;
 		kvb_close(b);
+		free(arena);
 		return;
 	}
 	for (unsigned i = 0; i < KVB_LAT_SLOTS; i++)
@@ -416,6 +437,7 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 		clients);
 	for (unsigned i = 0; i < workers; i++) {
 		w[i].b = b;
+		w[i].into = arena ? arena + room * i : NULL;
 		w[i].rng = 0x9e3779b97f4a7c15ull * (i + 1) ^ t0;
 		kvb_issue(&w[i]);
 	}
@@ -440,7 +462,14 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 		proc_sample(b->server_pid, &s1);
 	res->rss_kb = c1.rss_kb;
 	qpg_kv_target_info(b->target, &pi); /* why connections failed, if any did */
-	kvb_close(b);
+	struct qpg_kv_target_stats ts;
+	if (qpg_kv_target_stats(b->target, &ts) == 0) {
+		for (unsigned i = 0; i < ts.n; i++)
+			res->zero_copy += (long)ts.m[i].zero_copy;
+		qpg_kv_target_stats_free(&ts);
+	}
+	kvb_close(b); /* (and its registration) */
+	free(arena);
 	for (unsigned i = 0; i < workers; i++) {
 		res->ops += w[i].ops;
 		res->puts += w[i].puts;
@@ -458,6 +487,10 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 		if (b->workload)
 			b->workload->turn_free(w[i].turn);
 	}
+	if (b->reg)
+		fprintf(stderr,
+			"kvbench: %ld of %ld GETs read straight into the registered arena\n",
+			res->zero_copy, res->ops - res->puts);
 	/* GETs that failed: say why, as the pool last heard it. */
 	if (res->errors && pi.last_error[0]) {
 		snprintf(res->why, sizeof(res->why), "%s", pi.last_error);
