@@ -58,7 +58,8 @@ struct qpg_kv_member_stats {
 	uint64_t wrong_owner; /* redirected */
 	uint64_t errors;      /* any other failure */
 	uint64_t zero_copy;   /* GETs READ straight into registered memory
-			       * (qpg_kv_register; a pool's count: a cluster's is 0) */
+			       * (qpg_kv_register; a cluster member's: by its
+			       * current pool) */
 };
 struct qpg_kv_target_stats {
 	int64_t revision; /* of the view in use (a pool: 0) */

@@ -85,6 +85,12 @@ static int cluster_stats(struct qpg_kv_target *t, struct qpg_kv_target_stats *ou
 			s->active = r->v->m[j].state == QPG_MEMBER_ACTIVE;
 			s->up = r->m[j] && r->m[j]->pool;
 			s->suspect = r->m[j] && atomic_load(&r->m[j]->suspect);
+			struct qpg_kv_target_stats ps; /* its pool's, while it has one */
+			if (s->up &&
+			    qpg_kv_target_stats(qpg_kv_pool_target(r->m[j]->pool), &ps) == 0) {
+				s->zero_copy = ps.n ? ps.m[0].zero_copy : 0;
+				qpg_kv_target_stats_free(&ps);
+			}
 		}
 		out->n++;
 	}
