@@ -6,7 +6,10 @@
 # --anchors runs perftest in the same VM and prints two ratios: 4 KiB
 # two-sided GETs/s against ib_send_bw's 4 KiB message rate (a GET is a round
 # trip; target >= 0.5), and 64 KiB one-sided GET throughput against
-# ib_read_bw at 64 KiB (target >= 0.8). Every GET is verified either way.
+# ib_read_bw at 64 KiB (target >= 0.8), and 4 MiB one-sided GETs READ
+# straight into a registered arena (--register: zero copy, as an inference
+# engine's KV pool) against ib_read_bw at 4 MiB (target >= 0.9). Every GET
+# is verified either way.
 # Like perftest (one QP, a deep send queue), the 4 KiB run pipelines over
 # one pooled connection on one pool thread: --num-clients 1 --threads 1
 # --credits 32 --num-workers 32 (flags given after these win). Each pair
@@ -41,7 +44,7 @@ if [ "${1:-}" = --anchors ]; then
 fi
 qpg_bench_setup kvb
 dev=$(ibv_devices | awk 'NR==3{print $1}')
-qpg_serve "$work" --handshake-timeout 120000 --service kv --kv-capacity 256M -s 8192
+qpg_serve "$work" --handshake-timeout 120000 --service kv --kv-capacity 256M --kv-max-value 4M -s 8192
 echo " server: $dev, QPs on the device before: $(rdma res show qp | grep -c lqpn)"
 # The digest the server chose for one-sided readers; the floor checks the same.
 digest=$(sed -n 's/.*values digested with \([a-z0-9-]*\).*/\1/p' "$work/server.log" | head -n 1)
@@ -54,6 +57,7 @@ kvbench() { # JSON FLAGS...
 		--server-pid "$srv" --json "$json" "$@" 127.0.0.1 localhost || rc=$?
 }
 send_rate=() read_bps=() floor_bps=() ops4k=() bps64k=() bad=() r1=() r2=() rf=()
+read4m=() bps4m=() r3=() zc4m=()
 cc4=() sc4=() cc64=() sc64=() # CPU per GET [us]: kvbench's and the server's
 if [ -z "$anchors" ]; then
 	kvbench "$out/kvbench.json" "$@"
@@ -73,6 +77,12 @@ else
 		read_bps+=("$(qpg_perftest_figure 65536 5 4 1048576 ib_read_bw -s 65536 -n 5000)")
 		kvbench "$work/kv64k-$r.json" --value-size 65536 --num-keys 1000 --get-mode one-sided \
 			-D "$secs" "$@"
+		read4m+=("$(qpg_perftest_figure 4194304 5 4 1048576 ib_read_bw -s 4194304 -n 200)")
+		kvbench "$work/kv4m-$r.json" --value-size 4M --num-keys 24 --get-mode one-sided --register \
+			-D "$secs" $([ "$r" -gt 1 ] && echo --no-preload) "$@"
+		bps4m+=("$(j "kv4m-$r" '.results.runs[0].gib_per_s * 1073741824 | floor')")
+		zc4m+=("$(j "kv4m-$r" '"\(.results.runs[0].zero_copy_gets)/\(.results.runs[0].gets)"')")
+		r3+=("$(ratio "${bps4m[-1]}" "${read4m[-1]}")")
 		floor_out=$("$bin/qpg_read_floor" -d "$dev" -s 65536 -q 16 -t "$(nproc)" -D "$secs" --verify "$digest") || rc=1
 		floor_bps+=("$(awk '$1 == "floor" {sub("bytes_per_s=", "", $4); v = $4} END {if (v == "") print "null"; else print v}' <<<"$floor_out")")
 		rf+=("$(ratio "${floor_bps[-1]}" "${read_bps[-1]}")")
@@ -102,6 +112,10 @@ if [ -n "$anchors" ]; then
 		"$(med "${ops4k[@]}")" "$(med "${send_rate[@]}")" "$m1" ">= 0.5" "${r1[*]}"
 	printf ' %-50s %14.0f %14.0f %8s %8s   %s\n' "64 KiB one-sided GET B/s / ib_read_bw 64 KiB B/s" \
 		"$(med "${bps64k[@]}")" "$(med "${read_bps[@]}")" "$m2" ">= 0.8" "${r2[*]}"
+	m3=$(medr "${r3[@]}")
+	printf ' %-50s %14.0f %14.0f %8s %8s   %s\n' "4 MiB one-sided GET B/s, zero copy / ib_read_bw 4 MiB" \
+		"$(med "${bps4m[@]}")" "$(med "${read4m[@]}")" "$m3" ">= 0.9" "${r3[*]}"
+	printf ' 4 MiB GETs READ in place / verified, per run: %s\n' "${zc4m[*]}"
 	mf=$(medr "${rf[@]}")
 	printf ' %-50s %14.0f %14.0f %8s %8s   %s\n' "floor: 64 KiB READs + $digest, $(nproc) QPs / ib_read_bw" \
 		"$(med "${floor_bps[@]}")" "$(med "${read_bps[@]}")" "$mf" "" "${rf[*]}"
@@ -114,6 +128,8 @@ if [ -n "$anchors" ]; then
 	version=$("$bin/qpgate-kvbench" --version | awk '{print $3}')
 	jq -n --arg version "$version" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg dev "$dev" \
 		--argjson secs "$secs" --argjson runs "$runs" --arg ia32cap "$qpg_ia32cap" --arg digest "$digest" \
+		--argjson r4m "$(med "${read4m[@]}")" --argjson b4m "$(med "${bps4m[@]}")" --argjson r3 "$m3" \
+		--argjson ar4m "$(jarr "${read4m[@]}")" --argjson ab4m "$(jarr "${bps4m[@]}")" --argjson ar3 "$(jarr "${r3[@]}")" \
 		--argjson sr "$(med "${send_rate[@]}")" --argjson rb "$(med "${read_bps[@]}")" \
 		--argjson o4 "$(med "${ops4k[@]}")" --argjson b64 "$(med "${bps64k[@]}")" --argjson r1 "$m1" --argjson r2 "$m2" \
 		--argjson asr "$(jarr "${send_rate[@]}")" --argjson arb "$(jarr "${read_bps[@]}")" \
@@ -127,6 +143,9 @@ if [ -n "$anchors" ]; then
 		'{schema_version: 1, tool: "bench/kvbench-lab.sh", version: $version, date: $date,
 		  parameters: {device: $dev, duration_s: $secs, runs: $runs, openssl_ia32cap: $ia32cap, kv_digest: $digest},
 		  results: {ib_send_bw_4k_msgs_per_s: $sr, ib_read_bw_64k_bytes_per_s: $rb,
+		            ib_read_bw_4m_bytes_per_s: $r4m,
+		            one_sided_4m_registered: {bytes_per_s: $b4m, ratio: $r3,
+		                                      runs: {ib_read_bw_4m_bytes_per_s: $ar4m, bytes_per_s: $ab4m, ratio: $ar3}},
 		            two_sided_4k: {gets_per_s: $o4, ratio: $r1, client_cpu_us_per_get: $cc4,
 		                           server_cpu_us_per_get: $sc4, run: $k4[0].results.runs[0]},
 		            one_sided_64k: {bytes_per_s: $b64, ratio: $r2, client_cpu_us_per_get: $cc64,

@@ -551,7 +551,7 @@ void qpg_client_conn_info(const struct qpg_client_conn *u, struct qpg_conn_info 
 		return; /* between two attempts */
 	out->conn_id = c->conn_id;
 	out->transport = c->t->wire_id;
-	out->auth = c->auth.enabled;
+	out->auth = c->auth.enabled || c->t->frames_in_tls; /* by tags, or by TLS */
 	out->local_qpn = c->local.qpn;
 	out->local_psn = c->local.psn;
 	out->peer_qpn = c->peer.qpn;

@@ -15,9 +15,10 @@
 static bool mark_established(struct qpg__conn *c, SSL *ssl)
 {
 	struct qpg__endpoint *ep = c->ep;
-	int rc =
-	    qpg__auth_init_from_tls(&c->auth, ssl, c->is_server,
-				    (c->local.flags & QPG_WIRE_FLAG_AUTH) != 0, c->member_index);
+	/* Tags where the frames leave TLS (rdma); inside it (tcp) each TLS
+	 * record authenticates them already, and both sides know which. */
+	bool tags = (c->local.flags & QPG_WIRE_FLAG_AUTH) && !c->t->frames_in_tls;
+	int rc = qpg__auth_init_from_tls(&c->auth, ssl, c->is_server, tags, c->member_index);
 	if (rc) {
 		qpg__conn_close(c, QPG_ERR_LOCAL, "cannot derive message keys");
 		return false;

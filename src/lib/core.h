@@ -51,6 +51,10 @@ struct qpg__transport_ops {
 	uint8_t wire_id;
 	size_t conn_size;      /* the transport's conn struct, which embeds qpg__conn first */
 	uint32_t busy_poll_us; /* its busy-poll window when none is chosen */
+	/* Its frames travel inside the TLS session's records (tcp), whose
+	 * AEAD already authenticates every byte, in order: they carry no tag
+	 * of their own (docs/security.md). */
+	bool frames_in_tls;
 	/* Process setup (NULL: none, as tcp's): open DEV, the device the
 	 * setup's address is on, learn each source's GID, and check that
 	 * memlock admits what will be pinned. 0, or a negative errno with a

@@ -35,7 +35,7 @@ static const struct {
     [QPG_ERR_TIMEOUT] = {"timeout",
 			 "the server did not answer in time; check it is alive and not overloaded"},
     [QPG_ERR_PROTOCOL] = {"protocol", "the peer sent a malformed message"},
-    [QPG_ERR_AUTH] = {"authentication", "a message failed its tag or sequence check"},
+    [QPG_ERR_AUTH] = {"authentication", "a message failed its tag (tcp: its TLS record) or sequence check"},
     [QPG_ERR_QP] = {"qp_error", "the RDMA queue pair failed; check the device and the path"},
     [QPG_ERR_PEER_CLOSED] = {"peer_closed", "the peer closed the connection"},
     [QPG_ERR_LOCAL] = {"local_resource",

@@ -105,7 +105,9 @@ static void srv_established(struct qpg__conn *c)
 		    s, "conn %llu from %s: QPN 0x%06x PSN 0x%06x <-> peer QPN 0x%06x PSN 0x%06x%s",
 		    (unsigned long long)c->conn_id, peer_str(&c->peer_addr, p, sizeof(p)),
 		    c->local.qpn, c->local.psn, c->peer.qpn, c->peer.psn,
-		    c->auth.enabled ? "" : " (no message auth)");
+		    c->auth.enabled	  ? ""
+		    : c->t->frames_in_tls ? " (frames authenticated by TLS)"
+					  : " (no message auth)");
 	}
 }
 
@@ -249,8 +251,8 @@ int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, 
 	    .ib_dev = s->o.ib_dev,
 	    .ib_port = s->o.ib_port,
 	    .gid_index = s->o.gid_index,
-	    .pinned_bytes = (uint64_t)s->o.threads * QPG__SERVER_POOL_SLOTS *
-			    qpg__pool_slot_size(s->o.max_msg),
+	    .pinned_bytes =
+		(uint64_t)s->o.threads * QPG__SERVER_POOL_SLOTS * qpg__pool_slot_size(s->o.max_msg),
 	    .pinned_what = what,
 	};
 	if (t->setup && (rc = t->setup(&su, &s->dev, err, err_len)))
@@ -267,8 +269,8 @@ int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, 
 		snprintf(err, err_len, "out of memory for the mTLS session cache (--tls-cache)");
 		goto fail;
 	}
-	struct qpg__tls_files tf = {s->o.cert, s->o.key, s->o.client_ca, NULL, s->o.crls,
-				    s->o.ncrls};
+	struct qpg__tls_files tf = {s->o.cert, s->o.key,  s->o.client_ca,
+				    NULL,      s->o.crls, s->o.ncrls};
 	SSL_CTX *ctx = qpg__tls_server_ctx(&tf, s->tickets, err, err_len);
 	if (!ctx)
 		goto fail; /* a certificate or key that does not load: -EINVAL */
@@ -412,8 +414,8 @@ void qpg__server_metrics(struct qpg_server *s, FILE *f)
 
 int qpg_server_reload_tls(struct qpg_server *s, char *err, size_t err_len)
 {
-	struct qpg__tls_files tf = {s->o.cert, s->o.key, s->o.client_ca, NULL, s->o.crls,
-				    s->o.ncrls};
+	struct qpg__tls_files tf = {s->o.cert, s->o.key,  s->o.client_ca,
+				    NULL,      s->o.crls, s->o.ncrls};
 	SSL_CTX *ctx = qpg__tls_server_ctx(&tf, s->tickets, err, err_len);
 	if (!ctx)
 		return -EINVAL;

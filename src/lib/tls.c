@@ -211,7 +211,13 @@ static enum qpg__tls_io classify(SSL *ssl, int ret, char *why, size_t why_len)
 			snprintf(why, why_len, "%s: %s", what, X509_verify_cert_error_string(v));
 			ERR_clear_error();
 		} else {
+			unsigned long err = ERR_peek_last_error();
+			bool forged =
+			    ERR_GET_LIB(err) == ERR_LIB_SSL &&
+			    ERR_GET_REASON(err) == SSL_R_DECRYPTION_FAILED_OR_BAD_RECORD_MAC;
 			last_error(why, why_len, "TLS error");
+			if (forged)
+				return QPG_TLS_FORGED;
 		}
 		return QPG_TLS_FAILED;
 	}

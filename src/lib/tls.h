@@ -64,6 +64,9 @@ enum qpg__tls_io {
 	QPG_TLS_WANT_WRITE = 3,
 	QPG_TLS_CLOSED = 4, /* EOF or a reset from the peer, no TLS alert */
 	QPG_TLS_FAILED = 5,
+	/* A record failed to authenticate (its AEAD tag): tampered with on
+	 * the way, as a frame whose tag fails is. */
+	QPG_TLS_FORGED = 6,
 };
 
 /* One handshake step; on FAILED or CLOSED, WHY explains it for a person. */

@@ -155,7 +155,11 @@ static void tcp_on_stream(struct qpg__conn *c)
 		}
 		if (r == QPG_TLS_WANT_READ || r == QPG_TLS_WANT_WRITE)
 			return;
-		if (r == QPG_TLS_CLOSED)
+		if (r == QPG_TLS_FORGED) { /* a frame's authentication, over tcp */
+			qpg__stat_add(&c->ep->stats.auth_failures, 1);
+			qpg__conn_close(c, QPG_ERR_AUTH, "a TLS record failed authentication: %s",
+					c->why);
+		} else if (r == QPG_TLS_CLOSED)
 			qpg__conn_close(c, QPG_ERR_PEER_CLOSED, "peer closed the connection");
 		else /* reset, keepalive timeout, or a TLS error: say which */
 			qpg__conn_close(c, QPG_ERR_PEER_CLOSED, "connection lost: %s", c->why);
@@ -189,6 +193,7 @@ const struct qpg__transport_ops qpg__transport_tcp = {
     .wire_id = QPG_TRANSPORT_TCP,
     .conn_size = sizeof(struct tcp_conn),
     .busy_poll_us = QPG_BUSY_POLL_US_TCP,
+    .frames_in_tls = true,
     .ep_init = tcp_ep_init,
     .ep_fini = tcp_ep_fini,
     .conn_prepare = tcp_conn_prepare,

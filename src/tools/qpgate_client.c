@@ -62,7 +62,8 @@ int main(int argc, char **argv)
 	    QPG_OPT_END};
 	struct cluster_pick pick = {0};
 	bool clustered;
-	int optind = cluster_pick_parse(&pick, argc, argv, client, own, "qpgate-client", &clustered);
+	int optind =
+	    cluster_pick_parse(&pick, argc, argv, client, own, "qpgate-client", &clustered);
 	if (clustered) {
 		if (cluster_pick(&pick, &o, "qpgate-client"))
 			return 1;
@@ -72,6 +73,13 @@ int main(int argc, char **argv)
 	}
 	if (!load_opts_fit(&o, &lo, "qpgate-client"))
 		return 2;
+	if (lo.corrupt_at >= 0 && o.transport == QPG_KIND_TCP) {
+		fprintf(stderr,
+			"qpgate-client: error: --test-corrupt-tag-at: frames over tcp carry "
+			"no tag (the TLS records they travel in authenticate them); use "
+			"--transport rdma\n");
+		return 2;
+	}
 	load_size_client(&o, &lo);
 	lo.prime = o.tls_resume;
 	signal(SIGPIPE, SIG_IGN);

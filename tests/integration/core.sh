@@ -196,7 +196,7 @@ bad_input)
 		out=$(client --test-bad-hello $m -n 1 2>&1)
 		echo "  $m -> $(grep -m1 'e.g.' <<<"$out")"
 		case $m in
-		version) check "wrong version: version_mismatch error" grep -q 'version_mismatch, e.g. "server refused (version mismatch): version mismatch: server speaks protocol 6, client sent 7"' <<<"$out" ;;
+		version) check "wrong version: version_mismatch error" grep -q 'version_mismatch, e.g. "server refused (version mismatch): version mismatch: server speaks protocol 7, client sent 8"' <<<"$out" ;;
 		psn) check "out-of-range PSN: clear refusal" grep -Eq 'rejected, e.g. .*(PSN out of range|verbs fields set)' <<<"$out" ;;
 		qpn) check "QPN 1: clear refusal" grep -Eq 'rejected, e.g. .*(QPN out of range|verbs fields set)' <<<"$out" ;;
 		length) check "malformed bootstrap length: clear refusal" grep -q 'rejected, e.g. .*malformed' <<<"$out" ;;
@@ -233,11 +233,30 @@ bad_input)
 	check "killed mid-handshake and mid-traffic: server reaped both" log_has ' closed (' $((closes + 2))
 	check "the one killed mid-traffic as peer_closed" log_has 'closed (peer_closed)' 1
 
-	out=$(client -n 20 --test-corrupt-tag-at 5 2>&1); rc=$?
-	echo "  corrupt tag -> $(grep -m1 'e.g.' <<<"$out")"
-	check "corrupted tag: client's connection was closed by the server" grep -q 'failed: 1 x peer_closed' <<<"$out"
-	check "corrupted tag: server logged the authentication failure" \
-		log_has 'message 6 failed authentication (bad tag)' # (frame 0 is the keepalive)
+	if [ "$transport" = rdma ]; then
+		out=$(client -n 20 --test-corrupt-tag-at 5 2>&1); rc=$?
+		echo "  corrupt tag -> $(grep -m1 'e.g.' <<<"$out")"
+		check "corrupted tag: client's connection was closed by the server" grep -q 'failed: 1 x peer_closed' <<<"$out"
+		check "corrupted tag: server logged the authentication failure" \
+			log_has 'message 6 failed authentication (bad tag)' # (frame 0 is the keepalive)
+	else
+		# Over tcp a frame has no tag of its own: it travels in TLS
+		# records, whose AEAD authenticates it. A wire attacker (a proxy
+		# that flips one bit 6,000 bytes into the client's stream: past
+		# the handshake, inside the echoes) gets the connection closed as
+		# an authentication failure, as a bad tag would.
+		pp=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+		QPG_PROXY_FLIP=6000 python3 "$here/tests/integration/tcp_proxy.py" "$pp" "$port" "$work/proxy.ready" &
+		proxy=$!
+		for _ in $(seq 1 100); do [ -s "$work/proxy.ready" ] && break; sleep 0.1; done
+		out=$(port=$pp client -n 20 -s 1024 --connect-attempts 1 2>&1); rc=$?
+		kill "$proxy" 2>/dev/null; wait "$proxy" 2>/dev/null
+		echo "  bit flipped on the wire -> $(grep -m1 'e.g.' <<<"$out")"
+		check "a bit flipped in a TLS record: the client's connection was closed (exit $rc)" \
+			eval '[ $rc -ne 0 ] && grep -q "failed: 1 x peer_closed" <<<"$out"'
+		check "... and the server closed it as an authentication failure" \
+			log_has 'closed (authentication): a TLS record failed authentication: .*bad record mac'
+	fi
 
 	release_held "$healthy" "$work/healthy.out" "healthy client verified all 500 echoes after the bad input"
 	stop_server
@@ -281,15 +300,31 @@ metrics)
 	check "the 6th client counted as server_full" metric 'qpgate_rejections_total{reason="server_full"}' 1
 	wait "$a"; rc=$?
 	check "the 5 clients verified their 35 echoes (exit $rc)" [ $rc -eq 0 ]
-	client -n 10 -s 100 --test-corrupt-tag-at 4 >/dev/null 2>&1
+	if [ "$transport" = rdma ]; then
+		client -n 10 -s 100 --test-corrupt-tag-at 4 >/dev/null 2>&1
+	else # no tag over tcp: a bit flipped in a TLS record is the forgery (bad_input)
+		pp=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+		QPG_PROXY_FLIP=6000 python3 "$here/tests/integration/tcp_proxy.py" "$pp" "$port" "$work/proxy.ready" &
+		proxy=$!
+		for _ in $(seq 1 100); do [ -s "$work/proxy.ready" ] && break; sleep 0.1; done
+		port=$pp client -n 20 -s 1024 --connect-attempts 1 >/dev/null 2>&1
+		kill "$proxy" 2>/dev/null; wait "$proxy" 2>/dev/null
+	fi
 	log_has 'failed authentication' >/dev/null
 	for _ in $(seq 1 50); do scrape; metric qpgate_connected_clients 0 >/dev/null && break; sleep 0.1; done
 	check "qpgate_connected_clients back to 0" metric qpgate_connected_clients 0
 	check "qpgate_handshakes_total ok 6" metric 'qpgate_handshakes_total{result="ok"}' 6
-	check "39 messages in (35 + 4 before the forged one)" metric 'qpgate_messages_total{direction="in"}' 39
-	check "39 messages out" metric 'qpgate_messages_total{direction="out"}' 39
-	check "3900 payload bytes in" metric 'qpgate_message_bytes_total{direction="in"}' 3900
-	check "one bad tag" metric 'qpgate_auth_failures_total{kind="tag"}' 1
+	if [ "$transport" = rdma ]; then
+		check "39 messages in (35 + 4 before the forged one)" metric 'qpgate_messages_total{direction="in"}' 39
+		check "39 messages out" metric 'qpgate_messages_total{direction="out"}' 39
+		check "3900 payload bytes in" metric 'qpgate_message_bytes_total{direction="in"}' 3900
+	else
+		mi=$(sed -n 's/^qpgate_messages_total{direction="in"} //p' "$work/metrics.txt")
+		mo=$(sed -n 's/^qpgate_messages_total{direction="out"} //p' "$work/metrics.txt")
+		check "35 messages in, and fewer than 20 more before the forged record ($mi in, $mo out)" \
+			eval '[ "$mi" -ge 35 ] && [ "$mi" -lt 55 ] && [ "$mi" = "$mo" ]'
+	fi
+	check "one forged message (rdma: a bad tag; tcp: a TLS record)" metric 'qpgate_auth_failures_total{kind="tag"}' 1
 	check "no sequence failures" metric 'qpgate_auth_failures_total{kind="sequence"}' 0
 	check "qpgate_qps back to 0" metric qpgate_qps 0
 	check "handshake histogram counted 6" metric qpgate_handshake_duration_seconds_count 6

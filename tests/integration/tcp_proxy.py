@@ -6,15 +6,27 @@
 # them. It writes READY_FILE once it listens. A port still held (a connection
 # of the proxy killed a moment ago) is tried again for up to 10 s; then it
 # exits 1 with the reason.
+# With QPG_PROXY_FLIP=N in its environment it is a wire attacker instead:
+# the byte at offset N of each connection's client-to-server stream goes
+# through with its lowest bit flipped.
 import asyncio
 import errno
 import os
 import sys
 
 
-async def pipe(r, w):
+FLIP = int(os.environ.get("QPG_PROXY_FLIP", "-1"))
+
+
+async def pipe(r, w, flip=-1):
+    seen = 0
     try:
         while data := await r.read(65536):
+            if 0 <= flip - seen < len(data):
+                data = bytearray(data)
+                data[flip - seen] ^= 1
+                data = bytes(data)
+            seen += len(data)
             w.write(data)
             await w.drain()
     except (ConnectionError, asyncio.CancelledError):
@@ -29,7 +41,7 @@ async def handle(cr, cw):
     except OSError:
         cw.close()
         return
-    await asyncio.gather(pipe(cr, sw), pipe(sr, cw))
+    await asyncio.gather(pipe(cr, sw, FLIP), pipe(sr, cw))
 
 
 async def listen(port):
