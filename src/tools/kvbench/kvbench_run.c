@@ -490,7 +490,7 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 	if (b->reg)
 		fprintf(stderr,
 			"kvbench: %ld of %ld GETs read straight into the registered arena\n",
-			res->zero_copy, res->ops - res->puts);
+			res->zero_copy, res->ops - res->puts + res->mismatches);
 	/* GETs that failed: say why, as the pool last heard it. */
 	if (res->errors && pi.last_error[0]) {
 		snprintf(res->why, sizeof(res->why), "%s", pi.last_error);
