@@ -39,6 +39,17 @@ qpg_test_setup() {
 
 # The device's QP count (rdma), or 0.
 qps() { if [ "${transport:-tcp}" = rdma ]; then rdma res show qp | grep -c lqpn; else echo 0; fi; }
+# qps_back N: the device's QP count comes back to N within 60 s (a server
+# closes its side after the client's; says where it stopped if not).
+qps_back() {
+	local i
+	for i in $(seq 1 600); do
+		[ "$(qps)" -eq "$1" ] && return 0
+		sleep 0.1
+	done
+	echo "  device QPs: $(qps), baseline $1"
+	return 1
+}
 
 # qpg_stop_checked QP0: stop the server ($srv) with SIGTERM and check it went
 # cleanly: exit 0, the device's QPs back to QP0, no sanitizer report in
