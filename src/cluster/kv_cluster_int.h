@@ -84,8 +84,11 @@ struct qpg_kv_cluster {
 };
 
 extern const struct qpg_kv_target_ops qpg__kv_cluster_target_ops;
-/* kv_cluster_target.c: the registered buffers onto R's pools (under build). */
+/* kv_cluster_regions.c: the registered buffers onto R's pools (under
+ * build), and the target's reg and unreg ops. */
 void qpg__kv_cluster_regions_apply(struct qpg_kv_cluster *c, const struct route *r);
+int qpg__kv_cluster_reg(struct qpg_kv_target *t, void *addr, size_t len);
+int qpg__kv_cluster_unreg(struct qpg_kv_target *t, void *addr);
 /* kv_cluster.c: the cluster's submit (qpg_kv_cluster_submit). */
 int qpg__kv_cluster_submit(struct qpg_kv_target *t, struct qpg_kv_request *op);
 
