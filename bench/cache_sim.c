@@ -84,14 +84,14 @@ static bool c_exists(struct cache *c, uint32_t id)
 {
 	if (!c->sieve)
 		return c->l.in[id];
-	return qpg__kv_exists(&c->s, (const uint8_t *)&id, sizeof(id));
+	return qpg__kv_exists(&c->s, NULL, (const uint8_t *)&id, sizeof(id));
 }
 
 static bool c_get(struct cache *c, uint32_t id)
 {
 	if (!c->sieve)
 		return exact_lru_touch(&c->l, id, false);
-	struct qpg__kv_value *v = qpg__kv_get(&c->s, (const uint8_t *)&id, sizeof(id));
+	struct qpg__kv_value *v = qpg__kv_get(&c->s, NULL, (const uint8_t *)&id, sizeof(id));
 	qpg__kv_release(&c->s, v);
 	return v != NULL;
 }
@@ -103,7 +103,7 @@ static void c_put(struct cache *c, uint32_t id)
 		return;
 	}
 	struct qpg__kv_value *v;
-	if (qpg__kv_reserve(&c->s, (const uint8_t *)&id, sizeof(id), VALUE, &v) == QPG__KVS_OK)
+	if (qpg__kv_reserve(&c->s, NULL, (const uint8_t *)&id, sizeof(id), VALUE, &v) == QPG__KVS_OK)
 		qpg__kv_commit(&c->s, v);
 }
 

@@ -138,7 +138,11 @@ enum qpg_kv_status {
 	 * or it could not catch up to the request's view. Client side too: the
 	 * key's owner is suspect, or no member is active. */
 	QPG_KV_UNAVAILABLE = 9,
-	QPG_KV_STATUS_MAX = QPG_KV_UNAVAILABLE,
+	/* The value is larger than the client's tenant may hold (its quota, or
+	 * its largest value), or the tenant's own values, all being read now,
+	 * hold its quota. Another tenant's values are never evicted for it. */
+	QPG_KV_OVER_QUOTA = 10,
+	QPG_KV_STATUS_MAX = QPG_KV_OVER_QUOTA,
 	/* Client side only: a one-sided value did not match its digest. */
 	QPG_KV_CORRUPT = 100,
 };

@@ -41,6 +41,23 @@ struct qpg_kv_server_opts {
 	 * choice, down to WM_LOW_PCT (default 95 and 90; WM_HIGH_PCT 0: off,
 	 * a PUT evicts only what it needs). */
 	uint8_t wm_high_pct, wm_low_pct;
+	/* Tenants (docs/kv.md). With client certificates (the server's
+	 * client_ca), every session acts for a tenant: its keys are its own,
+	 * and its PUTs live within its limits. TENANTS_FILE (JSON; NULL: each
+	 * certificate identity is a tenant of its own, without limits) maps
+	 * identities to tenants and limits; an identity it does not name is
+	 * refused at connect unless it names a default. TENANT_FROM: which
+	 * name of the certificate is the identity (enum qpg_kv_tenant_from).
+	 * Without client certificates every client shares one tenant. */
+	const char *tenants_file;
+	uint8_t tenant_from;
+};
+enum qpg_kv_tenant_from {
+	QPG_KV_TENANT_AUTO = 0, /* the first URI subjectAltName, else the subject CN */
+	QPG_KV_TENANT_SAN_URI,
+	QPG_KV_TENANT_CN,
+	QPG_KV_TENANT_SAN_DNS,
+	QPG_KV_TENANT_SAN_EMAIL,
 };
 enum qpg_kv_eviction { QPG_KV_EVICT_SIEVE, QPG_KV_EVICT_NONE };
 void qpg_kv_server_opts_default(struct qpg_kv_server_opts *o);
@@ -55,6 +72,10 @@ const struct qpg_service *qpg_kv_service_ops(void);
 const char *qpg_kv_service_one_sided(const struct qpg_kv_service *k);
 /* The digest chosen (enum qpg_kv_digest, never AUTO). */
 uint8_t qpg_kv_service_digest(const struct qpg_kv_service *k);
+/* Read the tenants file again (a SIGHUP): new limits apply at once, new
+ * identities from the next connect; connections stay. 0, or a negative
+ * errno with a reason in ERR, and the tenants as they were. Any thread. */
+int qpg_kv_service_reload_tenants(struct qpg_kv_service *k, char *err, size_t err_len);
 /* After the server that ran it is destroyed. */
 void qpg_kv_service_destroy(struct qpg_kv_service *k);
 

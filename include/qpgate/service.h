@@ -67,7 +67,33 @@ struct qpg_service {
 	 * region still open past this point is reported, and its memory
 	 * registration is lost with the device: it must not be closed later. */
 	void (*stop)(struct qpg_server *s, void *ctx);
+	/* Optional: may C's peer use the service at all? Once per session,
+	 * after the TLS handshake and the HELLO, before any of its QPs counts
+	 * against a limit (the session's extra QPs share the answer and the
+	 * principal). It may read the peer's verified certificate
+	 * (qpg_conn_peer_name) and set C's principal. Returns 0, or a negative
+	 * errno with a reason for the client in WHY: the session is refused
+	 * (REJECT QPG_REJECT_IDENTITY, not retried by clients). */
+	int (*admit)(struct qpg_conn *c, char *why, size_t why_len);
 };
+
+/* A name in the peer's verified client certificate (mutual TLS). */
+enum qpg_peer_name {
+	QPG_PEER_SAN_URI = 1,	/* the first URI subjectAltName (SPIFFE IDs, say) */
+	QPG_PEER_CN = 2,	/* the subject's common name (exactly one) */
+	QPG_PEER_SAN_DNS = 3,	/* the first DNS subjectAltName */
+	QPG_PEER_SAN_EMAIL = 4, /* the first email (rfc822Name) subjectAltName */
+};
+/* In admit() only (the TLS session may be gone after it): C's peer's name
+ * of kind WHICH into OUT, as printable ASCII. Its length, or -ENOTCONN (no
+ * verified client certificate), -ENOENT (none of that kind), -EILSEQ (not
+ * printable, or two CNs), -ENAMETOOLONG (OUT too short). */
+int qpg_conn_peer_name(const struct qpg_conn *c, enum qpg_peer_name which, char *out,
+		       size_t cap);
+/* Whom C acts for, as the service's admit() decided (NULL until set). The
+ * service owns what P points to, and keeps it past every connection. */
+void qpg_conn_set_principal(struct qpg_conn *c, void *p);
+void *qpg_conn_principal(const struct qpg_conn *c);
 
 /* The built-in echo service: every request comes back in the buffer it
  * arrived in. */

@@ -66,6 +66,9 @@ enum qpg_reject_code {
 	 * (--max-qps-per-peer). Not tried again: the QPs that fill it are
 	 * often the client's own. */
 	QPG_REJECT_ADDRESS_LIMIT = 10,
+	/* The service does not admit the client's certificate identity (the KV
+	 * service: no tenant for it). Not tried again. */
+	QPG_REJECT_IDENTITY = 11,
 };
 
 struct qpg_wire_params {

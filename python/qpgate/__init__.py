@@ -10,9 +10,9 @@
     async with qpgate.AsyncKVPool(...) as kv:
         await asyncio.gather(*(kv.get(k) for k in keys))
 """
-from ._errors import (ConnectionError, CorruptValue, Error, KeyTooLarge, StoreFull,
-                      Unavailable, ValueTooLarge)
+from ._errors import (ConnectionError, CorruptValue, Error, KeyTooLarge, OverQuota,
+                      StoreFull, Unavailable, ValueTooLarge)
 from ._pool import MAX_KEY, AsyncKVPool, KVPool
 
 __all__ = ["KVPool", "AsyncKVPool", "Error", "ConnectionError", "KeyTooLarge", "ValueTooLarge",
-           "StoreFull", "Unavailable", "CorruptValue", "MAX_KEY"]
+           "StoreFull", "OverQuota", "Unavailable", "CorruptValue", "MAX_KEY"]

@@ -26,6 +26,10 @@ class StoreFull(Error):
     """The server's store has no room for the value."""
 
 
+class OverQuota(Error):
+    """A value larger than the client's tenant may hold (its quota or its largest value)."""
+
+
 class Unavailable(Error):
     """A cluster member that serves no key now, or a key with no owner."""
 
@@ -35,7 +39,7 @@ class CorruptValue(Error):
 
 
 _BY_STATUS = {n.KEY_TOO_LARGE: KeyTooLarge, n.VALUE_TOO_LARGE: ValueTooLarge,
-              n.STORE_FULL: StoreFull, n.UNAVAILABLE: Unavailable,
+              n.STORE_FULL: StoreFull, n.OVER_QUOTA: OverQuota, n.UNAVAILABLE: Unavailable,
               n.WRONG_OWNER: Unavailable, n.CORRUPT: CorruptValue}
 
 

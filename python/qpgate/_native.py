@@ -13,6 +13,7 @@ PUT, GET, DEL, EXISTS = 1, 2, 3, 5
 EXISTS_MAX = 256  # keys in one EXISTS batch (QPG_KV_EXISTS_MAX)
 OK, NOT_FOUND, KEY_TOO_LARGE, VALUE_TOO_LARGE, STORE_FULL = 0, 1, 2, 3, 4
 MALFORMED, BUSY, UNSUPPORTED, WRONG_OWNER, UNAVAILABLE = 5, 6, 7, 8, 9
+OVER_QUOTA = 10
 CORRUPT = 100
 
 DONE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int, ctypes.c_uint32,

@@ -69,10 +69,11 @@ int qpg__kv_gated_commit(struct qpg_kv_service *k, struct qpg__kv_value *v, uint
 	uint8_t key[QPG_KV_MAX_KEY];
 	uint16_t key_len = v->key_len;
 	memcpy(key, v->key, key_len);
+	struct qpg__kv_tenant *t = k->store.tenants[v->tenant]; /* tenants never go */
 	qpg__kv_commit(&k->store, v);
 	if (atomic_load(&k->drops) != epoch &&
 	    (st = k->gate(k->gate_user, key, key_len, view_rev, rev)) != QPG_KV_OK) {
-		qpg__kv_del(&k->store, key, key_len);
+		qpg__kv_del(&k->store, t, key, key_len);
 		return st == QPG_KV_GATE_WAIT ? QPG_KV_UNAVAILABLE : st;
 	}
 	return QPG_KV_OK;

@@ -61,7 +61,8 @@ static void kv_metrics(void *ctx, FILE *f)
 	_Static_assert(sizeof(ops) / sizeof(ops[0]) == QPG_KV_OP_MAX + 1, "a label for every op");
 	static const char *const statuses[] = {
 	    "ok",	 "not_found", "key_too_large", "value_too_large", "store_full",
-	    "malformed", "busy",      "unsupported",   "wrong_owner",	  "unavailable"};
+	    "malformed", "busy",      "unsupported",   "wrong_owner",	  "unavailable",
+	    "over_quota"};
 	_Static_assert(sizeof(statuses) / sizeof(statuses[0]) == QPG_KV_STATUS_MAX + 1,
 		       "a label for every status");
 	struct qpg_kv_service *k = ctx;
@@ -151,6 +152,7 @@ static void kv_metrics(void *ctx, FILE *f)
 		"# TYPE qpgate_kv_digest_info gauge\n"
 		"qpgate_kv_digest_info{digest=\"%s\"} 1\n",
 		qpg_kv_digest_name(k->digest_alg));
+	qpg__kv_tenant_metrics(&k->store, f);
 }
 
 static const struct qpg_service kv_ops = {
@@ -166,6 +168,7 @@ static const struct qpg_service kv_ops = {
     .on_revoked = qpg__kv_revoked,
     .on_tick = qpg__kv_tick,
     .metrics = kv_metrics,
+    .admit = qpg__kv_admit,
 };
 
 void qpg_kv_server_opts_default(struct qpg_kv_server_opts *o)
@@ -210,6 +213,15 @@ int qpg_kv_service_create(struct qpg_kv_service **out, const struct qpg_kv_serve
 		free(k);
 		return rc;
 	}
+	rc = qpg__kv_tenancy_init(&k->tenancy, &k->store, o->tenants_file, o->tenant_from, err,
+				  err_len);
+	if (rc) {
+		qpg__kv_tenancy_fini(&k->tenancy);
+		qpg__kv_store_fini(&k->store);
+		qpg__kv_digests_free(&k->digests);
+		free(k);
+		return rc;
+	}
 	k->digest_alg = o->digest ? o->digest : qpg__kv_digest_pick(&k->digests);
 	k->store.digest = qpg__kv_digest_md(&k->digests, k->digest_alg);
 	k->grant_min = o->grant_min;
@@ -222,6 +234,7 @@ int qpg_kv_service_create(struct qpg_kv_service **out, const struct qpg_kv_serve
 			 o->wm_high_pct, o->wm_low_pct,
 			 rc == -EINVAL ? "the low one must be below the high one, at most 100"
 				       : strerror(-rc));
+		qpg__kv_tenancy_fini(&k->tenancy);
 		qpg__kv_store_fini(&k->store);
 		qpg__kv_digests_free(&k->digests);
 		free(k);
@@ -229,6 +242,11 @@ int qpg_kv_service_create(struct qpg_kv_service **out, const struct qpg_kv_serve
 	}
 	*out = k;
 	return 0;
+}
+
+int qpg_kv_service_reload_tenants(struct qpg_kv_service *k, char *err, size_t err_len)
+{
+	return qpg__kv_tenancy_reload(&k->tenancy, &k->store, err, err_len);
 }
 
 const struct qpg_service *qpg_kv_service_ops(void)
@@ -251,6 +269,7 @@ void qpg_kv_service_destroy(struct qpg_kv_service *k)
 	if (!k)
 		return;
 	qpg__kv_trimmer_stop(k);
+	qpg__kv_tenancy_fini(&k->tenancy);
 	qpg__kv_store_fini(&k->store);
 	qpg__kv_digests_free(&k->digests);
 	free(k);

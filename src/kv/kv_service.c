@@ -74,6 +74,7 @@ struct kv_conn {
 	unsigned ngrants;
 	struct qpg__kv_park_q park; /* requests the gate said to wait with, in order */
 	struct qpg_kv_service *service;
+	struct qpg__kv_tenant *tenant; /* whose keys it names (admit() chose) */
 };
 
 static struct qpg_kv_service *service_of(struct qpg_conn *c)
@@ -90,8 +91,12 @@ static struct kv_conn *kv_conn_of(struct qpg_conn *c)
 {
 	if (!qpg_conn_data(c)) {
 		struct kv_conn *kc = calloc(1, sizeof(*kc));
-		if (kc)
+		if (kc) {
 			kc->service = service_of(c);
+			kc->tenant = qpg_conn_principal(c);
+			if (!kc->tenant)
+				kc->tenant = kc->service->store.tenants[0];
+		}
 		qpg_conn_set_data(c, kc);
 	}
 	return qpg_conn_data(c);
@@ -147,6 +152,8 @@ static uint8_t wire_status(int kvs)
 		return QPG_KV_VALUE_TOO_LARGE;
 	case QPG__KVS_FULL:
 		return QPG_KV_STORE_FULL;
+	case QPG__KVS_OVER_QUOTA:
+		return QPG_KV_OVER_QUOTA;
 	default:
 		return QPG_KV_NOT_FOUND;
 	}
@@ -331,7 +338,10 @@ static void handle_put(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_
 			return;
 		}
 		struct qpg__kv_value *v;
-		int status = wire_status(qpg__kv_reserve(st, r->key, r->key_len, r->value_len, &v));
+		int status = wire_status(
+		    qpg__kv_reserve(st, kc->tenant, r->key, r->key_len, r->value_len, &v));
+		if (status == QPG_KV_OVER_QUOTA)
+			add(&kc->tenant->refused, 1);
 		if (status != QPG_KV_OK) {
 			kc->have_failed = true;
 			kc->failed_req = r->req_id;
@@ -420,13 +430,15 @@ static void handle_get(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_
 		queue(kc, QPG_KV_GET, QPG_KV_UNSUPPORTED, r->req_id, 0, 0, NULL);
 		return;
 	}
-	struct qpg__kv_value *v = qpg__kv_get(store_of(c), r->key, r->key_len);
+	struct qpg__kv_value *v = qpg__kv_get(store_of(c), kc->tenant, r->key, r->key_len);
 	if (!v) {
 		add(&k->m.misses, 1);
+		add(&kc->tenant->misses, 1);
 		queue(kc, QPG_KV_GET, QPG_KV_NOT_FOUND, r->req_id, 0, 0, NULL);
 		return;
 	}
 	add(&k->m.hits, 1);
+	add(&kc->tenant->hits, 1);
 	bool large = (r->flags & QPG_KV_F_GRANT_LARGE) && v->len >= k->grant_min;
 	/* An empty value has no region: a window cannot be empty. */
 	if (!k->one_sided || !v->region || !(force || large)) {
@@ -468,7 +480,8 @@ static void handle_exists(struct qpg_conn *c, struct kv_conn *kc, const struct q
 {
 	struct qpg_kv_service *k = service_of(c);
 	uint8_t bits[QPG_KV_EXISTS_BITMAP];
-	uint32_t prefix = qpg__kv_exists_list(store_of(c), r->chunk, r->chunk_len, bits);
+	uint32_t prefix =
+	    qpg__kv_exists_list(store_of(c), kc->tenant, r->chunk, r->chunk_len, bits);
 	unsigned present = 0;
 	for (unsigned i = 0; i < sizeof(bits); i++)
 		present += (unsigned)__builtin_popcount(bits[i]);
@@ -528,8 +541,9 @@ static bool serve(struct qpg_conn *c, struct kv_conn *kc, const uint8_t *p, uint
 	} else if (r.op == QPG_KV_EXISTS) {
 		handle_exists(c, kc, &r);
 	} else {
-		queue(kc, QPG_KV_DEL, wire_status(qpg__kv_del(store_of(c), r.key, r.key_len)),
-		      r.req_id, 0, 0, NULL);
+		queue(kc, QPG_KV_DEL,
+		      wire_status(qpg__kv_del(store_of(c), kc->tenant, r.key, r.key_len)), r.req_id,
+		      0, 0, NULL);
 	}
 	return true;
 }

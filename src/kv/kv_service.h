@@ -11,6 +11,7 @@
 
 #include "kv_digest.h"
 #include "kv_store.h"
+#include "kv_tenants.h"
 #include "qpgate/kv.h"
 #include "qpgate/kv_server.h"
 #include "qpgate/service.h"
@@ -51,6 +52,7 @@ struct qpg_kv_service {
 	atomic_ullong dropped; /* keys they dropped */
 	atomic_ullong parked_bytes; /* requests parked now (kv_park.h) */
 	struct qpg__kv_trimmer trimmer;
+	struct qpg__kv_tenancy tenancy;
 	struct qpg__kv_metrics m;
 };
 

@@ -12,7 +12,18 @@
 
 #define MIN_BLOCK 256u
 
-#define hash_key(k, n) qpg__khash(&s->hash, (k), (n))
+/* A key's hash within its tenant: the tenant's index, then the key. */
+static uint64_t hash_key(const struct qpg__kv_store *s, uint16_t tenant, const uint8_t *key,
+			 uint16_t n)
+{
+	const uint8_t id[2] = {(uint8_t)(tenant >> 8), (uint8_t)tenant};
+	return qpg__khash2(&s->hash, id, sizeof(id), key, n);
+}
+
+static struct qpg__kv_tenant *tenant_of(struct qpg__kv_store *s, const struct qpg__kv_value *v)
+{
+	return s->tenants[v->tenant];
+}
 
 /* Past its TTL: the clock is read only for a value that has one, so a
  * store without TTLs reads none on its lookups. */
@@ -91,7 +102,12 @@ int qpg__kv_store_init(struct qpg__kv_store *s, size_t capacity, uint32_t max_va
 	s->buckets = calloc(s->nbuckets, sizeof(*s->buckets));
 	s->free_order = calloc(capacity / MIN_BLOCK, 1);
 	int rc = s->buckets && s->free_order ? qpg__khash_init(&s->hash) : -ENOMEM;
+	if (rc == 0 && !qpg__kv_tenant_get(s, "default"))
+		rc = -ENOMEM;
+	if (rc == 0)
+		s->tenants[0]->listed = true;
 	if (rc) {
+		free(s->tenants[0]);
 		qpg__khash_fini(&s->hash);
 		free(s->buckets);
 		free(s->free_order);
@@ -124,6 +140,8 @@ void qpg__kv_store_fini(struct qpg__kv_store *s)
 	}
 	free(s->buckets);
 	free(s->free_order);
+	for (unsigned i = 0; i < s->ntenants; i++)
+		free(s->tenants[i]);
 	s->buckets = NULL;
 	munmap(s->arena, s->capacity);
 	s->arena = NULL;
@@ -179,42 +197,53 @@ static void free_block(struct qpg__kv_store *s, uint64_t off, uint8_t c)
 	push_free(s, off, c);
 }
 
-/* Under the lock: the SIEVE queue. */
+/* Under the lock: V's tenant's SIEVE queue, and its count of keys. */
 static void queue_push(struct qpg__kv_store *s, struct qpg__kv_value *v)
 {
+	struct qpg__kv_tenant *t = tenant_of(s, v);
 	v->visited = false;
-	v->older = s->head;
+	v->older = t->head;
 	v->newer = NULL;
-	if (s->head)
-		s->head->newer = v;
-	s->head = v;
-	if (!s->tail)
-		s->tail = v;
+	if (t->head)
+		t->head->newer = v;
+	t->head = v;
+	if (!t->tail)
+		t->tail = v;
+	t->nkeys++;
 }
 
 static void queue_remove(struct qpg__kv_store *s, struct qpg__kv_value *v)
 {
-	if (s->hand == v)
-		s->hand = v->newer;
+	struct qpg__kv_tenant *t = tenant_of(s, v);
+	if (t->hand == v)
+		t->hand = v->newer;
 	if (v->newer)
 		v->newer->older = v->older;
 	else
-		s->head = v->older;
+		t->head = v->older;
 	if (v->older)
 		v->older->newer = v->newer;
 	else
-		s->tail = v->newer;
+		t->tail = v->newer;
 	v->newer = v->older = NULL;
+	t->nkeys--;
 }
 
-/* Under the lock: unlink KEY's entry and return it, or NULL. */
-static struct qpg__kv_value *unlink_key(struct qpg__kv_store *s, uint64_t h, const uint8_t *key,
-					uint16_t key_len)
+static bool same_key(const struct qpg__kv_value *v, uint64_t h, uint16_t tenant,
+		     const uint8_t *key, uint16_t key_len)
+{
+	return v->hash == h && v->tenant == tenant && v->key_len == key_len &&
+	       !memcmp(v->key, key, key_len);
+}
+
+/* Under the lock: unlink KEY's entry (of TENANT) and return it, or NULL. */
+static struct qpg__kv_value *unlink_key(struct qpg__kv_store *s, uint64_t h, uint16_t tenant,
+					const uint8_t *key, uint16_t key_len)
 {
 	struct qpg__kv_value **pp = &s->buckets[h & (s->nbuckets - 1)];
 	for (; *pp; pp = &(*pp)->next) {
 		struct qpg__kv_value *v = *pp;
-		if (v->hash == h && v->key_len == key_len && !memcmp(v->key, key, key_len)) {
+		if (same_key(v, h, tenant, key, key_len)) {
 			*pp = v->next;
 			v->next = NULL;
 			queue_remove(s, v);
@@ -226,64 +255,143 @@ static struct qpg__kv_value *unlink_key(struct qpg__kv_store *s, uint64_t h, con
 	return NULL;
 }
 
-/* Under the lock: SIEVE's choice, taken out of the table and the queue
- * (its reference is the caller's to release), or NULL when none is left. */
-static struct qpg__kv_value *sieve_victim(struct qpg__kv_store *s)
+/* Under the lock: SIEVE's choice among T's values, taken out of the table
+ * and the queue (its reference is the caller's to release), or NULL when
+ * T has none. */
+static struct qpg__kv_value *sieve_victim(struct qpg__kv_store *s, struct qpg__kv_tenant *t)
 {
-	struct qpg__kv_value *p = s->hand ? s->hand : s->tail;
+	struct qpg__kv_value *p = t->hand ? t->hand : t->tail;
 	if (!p)
 		return NULL;
 	/* A value past its TTL goes where the hand finds it, visited or not
 	 * (counted as expired, not evicted). */
 	while (p->visited && !expired(s, p)) {
 		p->visited = false;
-		p = p->newer ? p->newer : s->tail;
+		p = p->newer ? p->newer : t->tail;
 	}
-	s->hand = p->newer;
+	t->hand = p->newer;
 	bool late = expired(s, p);
-	struct qpg__kv_value *v = unlink_key(s, p->hash, p->key, p->key_len);
+	struct qpg__kv_value *v = unlink_key(s, p->hash, p->tenant, p->key, p->key_len);
 	if (late) {
 		s->expired++;
 	} else {
 		s->evictions++;
 		s->evicted_bytes += v->len;
+		t->evictions++;
+		t->evicted_bytes += v->len;
 	}
 	return v;
 }
 
-int qpg__kv_reserve(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len, uint32_t len,
-		    struct qpg__kv_value **out)
+/* Under the lock: whose values make room in a full store for ASKER (NULL:
+ * the trimmer). The tenant furthest over its quota; else, of the tenants
+ * without one, the one holding the most; else ASKER itself. A tenant under
+ * its quota gives nothing up for another. NULL: nobody has a value to
+ * give. Linear in the tenants, which the operator's list bounds. */
+static struct qpg__kv_tenant *victim_tenant(struct qpg__kv_store *s,
+					    struct qpg__kv_tenant *asker)
+{
+	struct qpg__kv_tenant *over = NULL, *free_rider = NULL;
+	size_t most_over = 0, most = 0;
+	for (unsigned i = 0; i < s->ntenants; i++) {
+		struct qpg__kv_tenant *t = s->tenants[i];
+		if (!t->tail)
+			continue;
+		if (t->quota && t->used > t->quota && t->used - t->quota > most_over) {
+			most_over = t->used - t->quota;
+			over = t;
+		} else if (!t->quota && t->used >= most) {
+			most = t->used;
+			free_rider = t;
+		}
+	}
+	if (over)
+		return over;
+	if (free_rider)
+		return free_rider;
+	return asker && asker->tail ? asker : NULL;
+}
+
+/* Under the lock: take one victim out (NULL: none), the lock dropped while
+ * its table reference goes (it frees its space unless it is still read). */
+static bool evict_one(struct qpg__kv_store *s, struct qpg__kv_tenant *t)
+{
+	struct qpg__kv_value *victim = t ? sieve_victim(s, t) : NULL;
+	if (!victim)
+		return false;
+	pthread_mutex_unlock(&s->lock);
+	qpg__kv_release(s, victim);
+	pthread_mutex_lock(&s->lock);
+	return true;
+}
+
+/* Under the lock: evict T's own values while a new value of BLOCK bytes
+ * (a new key when FRESH) would take it past its limits. False when it
+ * cannot get under them: eviction is off, or what is left is still read
+ * or being written. */
+static bool within_limits(struct qpg__kv_store *s, struct qpg__kv_tenant *t, size_t block,
+			  bool fresh)
+{
+	for (size_t left = t->nkeys + 1;; left--) {
+		bool bytes = t->quota && t->used + block > t->quota;
+		bool keys = fresh && t->max_keys && t->nkeys >= t->max_keys;
+		if (!bytes && !keys)
+			return true;
+		size_t before = t->used;
+		if (!s->evict || left == 0 || !evict_one(s, t))
+			return false;
+		if (bytes && !keys && t->used >= before)
+			return false; /* its victim is still read: no room comes back now */
+	}
+}
+
+static struct qpg__kv_value *find(struct qpg__kv_store *s, uint16_t tenant, const uint8_t *key,
+				   uint16_t key_len);
+
+int qpg__kv_reserve(struct qpg__kv_store *s, struct qpg__kv_tenant *t, const uint8_t *key,
+		    uint16_t key_len, uint32_t len, struct qpg__kv_value **out)
 {
 	*out = NULL;
+	if (!t)
+		t = s->tenants[0];
 	if (len > s->max_value)
 		return QPG__KVS_TOO_LARGE;
 	uint8_t c = order_of(len);
+	if ((t->max_value && len > t->max_value) || (t->quota && block_size(c) > t->quota))
+		return QPG__KVS_OVER_QUOTA;
 	struct qpg__kv_value *v = malloc(sizeof(*v) + key_len);
 	if (!v)
 		return QPG__KVS_FULL;
 	pthread_mutex_lock(&s->lock);
-	int64_t off = alloc_block(s, c);
+	int64_t off = -1;
+	int status = QPG__KVS_FULL;
+	bool fresh = t->max_keys && !find(s, t->id, key, key_len);
+	if (!within_limits(s, t, block_size(c), fresh)) {
+		status = QPG__KVS_OVER_QUOTA;
+		goto out;
+	}
+	off = alloc_block(s, c);
 	/* At most every key there is now: each pass takes one out. */
 	for (size_t left = s->nkeys; off < 0 && s->evict && left > 0; left--) {
-		struct qpg__kv_value *victim = sieve_victim(s);
-		if (!victim)
+		if (!evict_one(s, victim_tenant(s, t)))
 			break;
-		pthread_mutex_unlock(&s->lock);
-		qpg__kv_release(s, victim); /* the table's reference: frees it unless read */
-		pthread_mutex_lock(&s->lock);
 		off = alloc_block(s, c);
 	}
+	if (off >= 0)
+		t->used += block_size(c);
+out:;
 	bool high = off >= 0 && s->wm_high && s->allocated > s->wm_high;
 	pthread_mutex_unlock(&s->lock);
 	if (off < 0) {
 		free(v);
-		return QPG__KVS_FULL;
+		return status;
 	}
 	if (high && s->on_high)
 		s->on_high(s->on_high_user);
 	memset(v, 0, sizeof(*v));
 	atomic_init(&v->refs, 1); /* the writer's, becomes the table's on commit */
-	v->hash = hash_key(key, key_len);
+	v->hash = hash_key(s, t->id, key, key_len);
+	v->tenant = t->id;
 	v->len = len;
 	v->off = (uint64_t)off;
 	v->cls = c;
@@ -302,7 +410,7 @@ void qpg__kv_commit(struct qpg__kv_store *s, struct qpg__kv_value *v)
 		memset(v->digest, 0, sizeof(v->digest));
 	v->expires_ns = v->ttl_ms ? s->clock() + (uint64_t)v->ttl_ms * 1000000ull : 0;
 	pthread_mutex_lock(&s->lock);
-	struct qpg__kv_value *old = unlink_key(s, v->hash, v->key, v->key_len);
+	struct qpg__kv_value *old = unlink_key(s, v->hash, v->tenant, v->key, v->key_len);
 	struct qpg__kv_value **b = &s->buckets[v->hash & (s->nbuckets - 1)];
 	v->next = *b;
 	*b = v;
@@ -314,29 +422,37 @@ void qpg__kv_commit(struct qpg__kv_store *s, struct qpg__kv_value *v)
 		qpg__kv_release(s, old);
 }
 
-/* Under the lock: KEY's value, or NULL. */
-static struct qpg__kv_value *find(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len)
+/* Under the lock: KEY's value in TENANT, or NULL. */
+static struct qpg__kv_value *find(struct qpg__kv_store *s, uint16_t tenant, const uint8_t *key,
+				   uint16_t key_len)
 {
-	uint64_t h = hash_key(key, key_len);
+	uint64_t h = hash_key(s, tenant, key, key_len);
 	struct qpg__kv_value *v = s->buckets[h & (s->nbuckets - 1)];
 	for (; v; v = v->next)
-		if (v->hash == h && v->key_len == key_len && !memcmp(v->key, key, key_len))
+		if (same_key(v, h, tenant, key, key_len))
 			break;
 	return v;
 }
 
-bool qpg__kv_exists(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len)
+static uint16_t id_of(struct qpg__kv_tenant *t)
+{
+	return t ? t->id : 0;
+}
+
+bool qpg__kv_exists(struct qpg__kv_store *s, struct qpg__kv_tenant *t, const uint8_t *key,
+		    uint16_t key_len)
 {
 	pthread_mutex_lock(&s->lock);
-	struct qpg__kv_value *v = find(s, key, key_len);
+	struct qpg__kv_value *v = find(s, id_of(t), key, key_len);
 	bool there = v && !expired(s, v);
 	pthread_mutex_unlock(&s->lock);
 	return there;
 }
 
-uint32_t qpg__kv_exists_list(struct qpg__kv_store *s, const uint8_t *list, size_t len,
-			     uint8_t *bits)
+uint32_t qpg__kv_exists_list(struct qpg__kv_store *s, struct qpg__kv_tenant *t,
+			     const uint8_t *list, size_t len, uint8_t *bits)
 {
+	uint16_t id = id_of(t);
 	memset(bits, 0, QPG_KV_EXISTS_BITMAP);
 	size_t pos = 0;
 	const uint8_t *key;
@@ -344,7 +460,7 @@ uint32_t qpg__kv_exists_list(struct qpg__kv_store *s, const uint8_t *list, size_
 	uint32_t i = 0, prefix = 0;
 	pthread_mutex_lock(&s->lock);
 	while ((n = qpg_kv_exists_next(list, len, &pos, &key)) && i < QPG_KV_EXISTS_MAX) {
-		const struct qpg__kv_value *v = find(s, key, n);
+		const struct qpg__kv_value *v = find(s, id, key, n);
 		if (v && !expired(s, v)) {
 			bits[i / 8] |= (uint8_t)(1u << (i % 8));
 			prefix += prefix == i;
@@ -355,12 +471,13 @@ uint32_t qpg__kv_exists_list(struct qpg__kv_store *s, const uint8_t *list, size_
 	return prefix;
 }
 
-struct qpg__kv_value *qpg__kv_get(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len)
+struct qpg__kv_value *qpg__kv_get(struct qpg__kv_store *s, struct qpg__kv_tenant *t,
+				  const uint8_t *key, uint16_t key_len)
 {
 	pthread_mutex_lock(&s->lock);
-	struct qpg__kv_value *v = find(s, key, key_len), *gone = NULL;
+	struct qpg__kv_value *v = find(s, id_of(t), key, key_len), *gone = NULL;
 	if (v && expired(s, v)) {
-		gone = unlink_key(s, v->hash, key, key_len); /* the table's reference */
+		gone = unlink_key(s, v->hash, v->tenant, key, key_len); /* the table's reference */
 		s->expired++;
 		v = NULL;
 	} else if (v) {
@@ -380,14 +497,17 @@ void qpg__kv_release(struct qpg__kv_store *s, struct qpg__kv_value *v)
 		s->region_close(v->region);
 	pthread_mutex_lock(&s->lock);
 	free_block(s, v->off, v->cls);
+	tenant_of(s, v)->used -= block_size(v->cls);
 	pthread_mutex_unlock(&s->lock);
 	free(v);
 }
 
-int qpg__kv_del(struct qpg__kv_store *s, const uint8_t *key, uint16_t key_len)
+int qpg__kv_del(struct qpg__kv_store *s, struct qpg__kv_tenant *t, const uint8_t *key,
+		uint16_t key_len)
 {
+	uint16_t id = id_of(t);
 	pthread_mutex_lock(&s->lock);
-	struct qpg__kv_value *v = unlink_key(s, hash_key(key, key_len), key, key_len);
+	struct qpg__kv_value *v = unlink_key(s, hash_key(s, id, key, key_len), id, key, key_len);
 	pthread_mutex_unlock(&s->lock);
 	if (!v)
 		return QPG__KVS_NOT_FOUND;
@@ -400,7 +520,8 @@ size_t qpg__kv_store_trim(struct qpg__kv_store *s, size_t max_keys)
 	size_t n = 0;
 	pthread_mutex_lock(&s->lock);
 	while (n < max_keys && s->wm_high && s->allocated > s->wm_low) {
-		struct qpg__kv_value *v = sieve_victim(s);
+		struct qpg__kv_tenant *t = victim_tenant(s, NULL);
+		struct qpg__kv_value *v = t ? sieve_victim(s, t) : NULL;
 		if (!v)
 			break;
 		s->evictions_ahead++;

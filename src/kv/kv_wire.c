@@ -209,7 +209,8 @@ const char *qpg_kv_status_name(uint8_t status)
 					    "busy",
 					    "one-sided access unsupported",
 					    "wrong owner (the client's cluster view is behind)",
-					    "unavailable"};
+					    "unavailable",
+					    "over the tenant's quota"};
 	if (status == QPG_KV_CORRUPT)
 		return "value does not match its digest";
 	return status < sizeof(names) / sizeof(names[0]) ? names[status] : "unknown status";

@@ -249,6 +249,7 @@ struct qpg__conn {
 	char why[256];
 	void *user;
 	void *svc; /* the service's per-connection state (server side) */
+	void *principal; /* whom the service's admit() said the peer acts for */
 };
 
 struct qpg__endpoint_cbs {

@@ -34,6 +34,8 @@ static const char *reject_reason(int code)
 		return "shutting_down";
 	case QPG_REJECT_ADDRESS_LIMIT:
 		return "address_limit";
+	case QPG_REJECT_IDENTITY:
+		return "identity";
 	default:
 		return NULL;
 	}

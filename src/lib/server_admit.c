@@ -12,12 +12,21 @@
 
 #include "common.h"
 #include "control.h"
+#include "qpgate/service.h"
 #include "server_int.h"
 #include "sockets.h"
 
 int qpg__srv_admit(struct qpg__conn *c, char *text, size_t text_len)
 {
 	struct qpg_server *s = ((struct worker *)c->ep)->srv;
+	/* The service's word on who the peer is comes first, once per session:
+	 * a refused identity holds nothing. Members act for their leader. */
+	if (c->leader) {
+		c->principal = c->leader->principal;
+	} else if (s->service->admit) {
+		if (s->service->admit((struct qpg_conn *)c, text, text_len))
+			return QPG_REJECT_IDENTITY; /* counted with the REJECTs by code */
+	}
 	/* Each QP, a session's too, counts against its address first. */
 	struct qpg__peer *pe = c->leader ? c->leader->user : c->user;
 	unsigned held;

@@ -11,6 +11,7 @@
 
 #include "core.h"
 #include "frame.h"
+#include "tls.h"
 
 struct qpg_region {
 	const struct qpg__transport_ops *t;
@@ -31,6 +32,22 @@ void *qpg_conn_data(const struct qpg_conn *c)
 void qpg_conn_set_data(struct qpg_conn *c, void *data)
 {
 	core(c)->svc = data;
+}
+
+int qpg_conn_peer_name(const struct qpg_conn *c, enum qpg_peer_name which, char *out,
+		       size_t cap)
+{
+	return qpg__tls_peer_name(core(c)->ssl, (int)which, out, cap);
+}
+
+void qpg_conn_set_principal(struct qpg_conn *c, void *p)
+{
+	core(c)->principal = p;
+}
+
+void *qpg_conn_principal(const struct qpg_conn *c)
+{
+	return core(c)->principal;
 }
 
 void *qpg_conn_service_ctx(const struct qpg_conn *c)

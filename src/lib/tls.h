@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* TLS 1.3 for the control channel, isolated here as curl isolates its TLS
- * backends. Nothing outside tls.c, tls_tickets.c and auth.c calls OpenSSL's
+ * backends. Nothing outside tls*.c and auth.c calls OpenSSL's
  * SSL API. */
 #ifndef QPG_TLS_H
 #define QPG_TLS_H
@@ -55,6 +55,11 @@ void qpg__tls_slot_fini(struct qpg__tls_slot *s);
  * every new session from this slot (a full handshake follows when the
  * server no longer accepts it). */
 int qpg__tls_slot_resume(struct qpg__tls_slot *s);
+/* The verified peer certificate's name of kind WHICH (enum qpg_peer_name)
+ * into OUT: its length, or -ENOTCONN (no verified certificate), -ENOENT
+ * (none of that kind), -EILSEQ (not printable ASCII, or two CNs),
+ * -ENAMETOOLONG (CAP - 1 is too short). tls_peer.c. */
+int qpg__tls_peer_name(const SSL *ssl, int which, char *out, size_t cap);
 /* True when this session was resumed from a ticket (no certificates). */
 bool qpg__tls_resumed(const SSL *ssl);
 

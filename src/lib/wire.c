@@ -239,6 +239,8 @@ const char *qpg_reject_code_name(uint16_t code)
 		return "server shutting down";
 	case QPG_REJECT_ADDRESS_LIMIT:
 		return "address limit";
+	case QPG_REJECT_IDENTITY:
+		return "identity not admitted";
 	default:
 		return "unknown";
 	}

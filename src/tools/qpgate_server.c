@@ -33,6 +33,7 @@ static void on_signal(int sig)
 struct reloader {
 	pthread_t thread;
 	struct qpg_server *s;
+	struct qpg_kv_service *kv; /* with a tenants file: read it again too */
 	atomic_bool quit;
 };
 
@@ -55,6 +56,14 @@ static void *reload_thread(void *arg)
 			fprintf(stderr,
 				"qpgate-server: SIGHUP: reload failed, still using the "
 				"previous certificate: %s\n",
+				err);
+		if (r->kv && qpg_kv_service_reload_tenants(r->kv, err, sizeof(err)) == 0)
+			fprintf(stderr, "qpgate-server: SIGHUP: tenants file reloaded; its limits "
+					"apply now, its identities from the next connect\n");
+		else if (r->kv)
+			fprintf(stderr,
+				"qpgate-server: SIGHUP: tenants file not reloaded, the previous "
+				"tenants stay: %s\n",
 				err);
 		svc_notify("READY=1");
 	}
@@ -90,6 +99,22 @@ static void parse_eviction(const char *arg, void *dst)
 		return;
 	}
 	fprintf(stderr, "error: --kv-eviction is 'sieve' or 'none', not '%s'\n", arg);
+	exit(2);
+}
+
+/* --kv-tenant-from auto|san-uri|cn|san-dns|san-email */
+static void parse_tenant_from(const char *arg, void *dst)
+{
+	static const char *const names[] = {"auto", "san-uri", "cn", "san-dns", "san-email"};
+	for (uint8_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(arg, names[i]) == 0) {
+			*(uint8_t *)dst = i;
+			return;
+		}
+	fprintf(stderr,
+		"error: --kv-tenant-from is 'auto', 'san-uri', 'cn', 'san-dns' or 'san-email', "
+		"not '%s'\n",
+		arg);
 	exit(2);
 }
 
@@ -269,6 +294,13 @@ int main(int argc, char **argv)
 	     "evict ahead of need: past HIGH percent of the store in use, a thread evicts "
 	     "(SIEVE) down to LOW (default 95,90; off: a PUT evicts what it needs)",
 	     parse_watermarks},
+	    {"kv-tenants", 0, OPT_STR, &kvo.tenants_file, 0, 0, "FILE",
+	     "with --client-ca: tenants (JSON: names, identities, quotas; docs/kv.md), read again "
+	     "on SIGHUP (default: each client identity a tenant of its own, no quota)"},
+	    {"kv-tenant-from", 0, OPT_CALL, &kvo.tenant_from, 0, 0, "KIND",
+	     "with --client-ca: the certificate name that is a client's identity: auto (a URI "
+	     "subjectAltName, else the CN; default), san-uri, cn, san-dns or san-email",
+	     parse_tenant_from},
 	    {"srq-depth", 0, OPT_U32, &o.srq_depth, 16, 1 << 20, "N",
 	     "receives posted per thread (default 4096)"},
 	    {"tclass", 0, OPT_U8, &o.tclass, 0, 255, "N",
@@ -293,6 +325,11 @@ int main(int argc, char **argv)
 	const struct qpg_opt cluster[] = {QPG_OPTS_SERVER_CLUSTER(&g_cluster), QPG_OPT_END};
 	const struct qpg_opt *const tables[] = {opts, cluster, NULL};
 	qpg_opts_parse(argc, argv, tables, "qpgate-server --cert FILE --key FILE [options]", 0);
+	if (kvo.tenants_file && (!kv || !o.client_ca)) {
+		fprintf(stderr, "error: --kv-tenants needs --service kv and --client-ca: tenants "
+				"are named by client certificates\n");
+		return 2;
+	}
 	if (!o.cert || !o.key) {
 		fprintf(stderr, "error: --cert and --key are required (development certificates: "
 				"'make certs')\n");
@@ -373,7 +410,7 @@ int main(int argc, char **argv)
 	}
 	if (g_cluster.join)
 		metrics_http_extra(metrics, srv_cluster_metrics, &g_cluster);
-	struct reloader rl = {.s = s};
+	struct reloader rl = {.s = s, .kv = kvo.tenants_file ? kvs : NULL};
 	bool reloading = pthread_create(&rl.thread, NULL, reload_thread, &rl) == 0;
 	svc_notify("READY=1");
 	int rc = qpg_server_run(s);

@@ -43,13 +43,19 @@ void qpg__khash_fini(struct qpg__khash *h)
 
 uint64_t qpg__khash(const struct qpg__khash *h, const void *data, size_t n)
 {
+	return qpg__khash2(h, data, n, NULL, 0);
+}
+
+uint64_t qpg__khash2(const struct qpg__khash *h, const void *a, size_t na, const void *b,
+		     size_t nb)
+{
 	/* A copy of the keyed context per call: the tables are hashed from
 	 * several threads outside their locks, and copying a SipHash context
 	 * costs less than keying a new one (EVP_MAC_init parses parameters). */
 	EVP_MAC_CTX *ctx = EVP_MAC_CTX_dup(h->keyed);
 	uint8_t out[8] = {0};
 	size_t got = 0;
-	if (ctx && EVP_MAC_update(ctx, data, n) == 1)
+	if (ctx && EVP_MAC_update(ctx, a, na) == 1 && (!nb || EVP_MAC_update(ctx, b, nb) == 1))
 		EVP_MAC_final(ctx, out, &got, sizeof(out));
 	EVP_MAC_CTX_free(ctx);
 	uint64_t v;

@@ -23,5 +23,8 @@ int qpg__khash_init_key(struct qpg__khash *h, const uint8_t key[16]);
 void qpg__khash_fini(struct qpg__khash *h);
 /* 64-bit SipHash of DATA under H's key. Thread-safe. */
 uint64_t qpg__khash(const struct qpg__khash *h, const void *data, size_t n);
+/* The same of A (NA bytes) followed by B (NB bytes). */
+uint64_t qpg__khash2(const struct qpg__khash *h, const void *a, size_t na, const void *b,
+		     size_t nb);
 
 #endif

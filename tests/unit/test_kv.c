@@ -301,7 +301,7 @@ static void test_one_sided_wire(void **st)
 static int put(struct qpg__kv_store *s, const char *key, const char *val, uint32_t len)
 {
 	struct qpg__kv_value *v;
-	int rc = qpg__kv_reserve(s, (const uint8_t *)key, (uint16_t)strlen(key), len, &v);
+	int rc = qpg__kv_reserve(s, NULL, (const uint8_t *)key, (uint16_t)strlen(key), len, &v);
 	if (rc != QPG__KVS_OK)
 		return rc;
 	memset(qpg__kv_data(s, v), val[0], len);
@@ -315,12 +315,12 @@ static void test_store_basics(void **st)
 	assert_int_equal(qpg__kv_store_init(&s, 1 << 20, 64 << 10), 0);
 	assert_int_equal(put(&s, "a", "1", 4096), QPG__KVS_OK);
 	assert_int_equal(put(&s, "b", "2", 100), QPG__KVS_OK);
-	struct qpg__kv_value *v = qpg__kv_get(&s, (const uint8_t *)"a", 1);
+	struct qpg__kv_value *v = qpg__kv_get(&s, NULL, (const uint8_t *)"a", 1);
 	assert_non_null(v);
 	assert_int_equal(v->len, 4096);
 	assert_int_equal(qpg__kv_data(&s, v)[4095], '1');
 	qpg__kv_release(&s, v);
-	assert_null(qpg__kv_get(&s, (const uint8_t *)"c", 1));
+	assert_null(qpg__kv_get(&s, NULL, (const uint8_t *)"c", 1));
 	assert_int_equal(s.nkeys, 2);
 	assert_int_equal(s.live_bytes, 4196);
 	/* Replace: the old value's block goes back, nothing leaks. */
@@ -331,11 +331,11 @@ static void test_store_basics(void **st)
 	assert_int_equal(put(&s, "a", "4", 4000), QPG__KVS_OK);
 	assert_int_equal(s.allocated, used);
 	assert_int_equal(s.nkeys, 2);
-	assert_int_equal(qpg__kv_del(&s, (const uint8_t *)"a", 1), QPG__KVS_OK);
-	assert_int_equal(qpg__kv_del(&s, (const uint8_t *)"a", 1), QPG__KVS_NOT_FOUND);
+	assert_int_equal(qpg__kv_del(&s, NULL, (const uint8_t *)"a", 1), QPG__KVS_OK);
+	assert_int_equal(qpg__kv_del(&s, NULL, (const uint8_t *)"a", 1), QPG__KVS_NOT_FOUND);
 	assert_int_equal(s.nkeys, 1);
 	assert_int_equal(s.live_bytes, 100);
-	assert_int_equal(qpg__kv_del(&s, (const uint8_t *)"b", 1), QPG__KVS_OK);
+	assert_int_equal(qpg__kv_del(&s, NULL, (const uint8_t *)"b", 1), QPG__KVS_OK);
 	assert_int_equal(s.allocated, 0);
 	qpg__kv_store_fini(&s);
 }
@@ -352,7 +352,7 @@ static void test_store_limits(void **st)
 		assert_int_equal(put(&s, key, "y", 16 << 10), QPG__KVS_OK);
 	}
 	assert_int_equal(put(&s, "k4", "y", 16 << 10), QPG__KVS_FULL);
-	assert_int_equal(qpg__kv_del(&s, (const uint8_t *)"k0", 2), QPG__KVS_OK);
+	assert_int_equal(qpg__kv_del(&s, NULL, (const uint8_t *)"k0", 2), QPG__KVS_OK);
 	assert_int_equal(put(&s, "k4", "y", 16 << 10), QPG__KVS_OK);
 	qpg__kv_store_fini(&s);
 }
@@ -371,7 +371,7 @@ static void test_store_no_fragmentation(void **st)
 	assert_int_equal(put(&s, "x", "x", 1), QPG__KVS_FULL);
 	for (int i = 0; i < 4; i++) {
 		snprintf(key, sizeof(key), "L%d", i);
-		assert_int_equal(qpg__kv_del(&s, (const uint8_t *)key, (uint16_t)strlen(key)), 0);
+		assert_int_equal(qpg__kv_del(&s, NULL, (const uint8_t *)key, (uint16_t)strlen(key)), 0);
 	}
 	for (int i = 0; i < 16; i++) { /* 16 x 64 KiB fill the same 1 MiB */
 		snprintf(key, sizeof(key), "S%d", i);
@@ -379,7 +379,7 @@ static void test_store_no_fragmentation(void **st)
 	}
 	for (int i = 0; i < 16; i++) {
 		snprintf(key, sizeof(key), "S%d", i);
-		assert_int_equal(qpg__kv_del(&s, (const uint8_t *)key, (uint16_t)strlen(key)), 0);
+		assert_int_equal(qpg__kv_del(&s, NULL, (const uint8_t *)key, (uint16_t)strlen(key)), 0);
 	}
 	for (int i = 0; i < 4; i++) { /* and merge back into 256 KiB blocks */
 		snprintf(key, sizeof(key), "L%d", i);
@@ -394,7 +394,7 @@ static void test_store_digest(void **st)
 	struct qpg__kv_store s;
 	assert_int_equal(qpg__kv_store_init(&s, 1 << 20, 4096), 0);
 	assert_int_equal(put(&s, "d", "q", 1000), QPG__KVS_OK);
-	struct qpg__kv_value *v = qpg__kv_get(&s, (const uint8_t *)"d", 1);
+	struct qpg__kv_value *v = qpg__kv_get(&s, NULL, (const uint8_t *)"d", 1);
 	assert_non_null(v);
 	uint8_t want[32], data[1000];
 	memset(data, 'q', sizeof(data));
@@ -410,7 +410,7 @@ static void test_store_digest(void **st)
 	assert_null(qpg__kv_digest_md(&dg, QPG_KV_DIGEST_MAX + 1));
 	s.digest = qpg__kv_digest_md(&dg, QPG_KV_DIGEST_SHA512_256);
 	assert_int_equal(put(&s, "d", "q", 1000), QPG__KVS_OK);
-	v = qpg__kv_get(&s, (const uint8_t *)"d", 1);
+	v = qpg__kv_get(&s, NULL, (const uint8_t *)"d", 1);
 	assert_non_null(v);
 	assert_int_equal(EVP_Digest(data, sizeof(data), want, NULL, EVP_sha512_256(), NULL), 1);
 	assert_memory_equal(v->digest, want, sizeof(want));
@@ -423,14 +423,14 @@ static void test_store_digest(void **st)
 
 static bool has(struct qpg__kv_store *s, const char *key)
 {
-	struct qpg__kv_value *v = qpg__kv_get(s, (const uint8_t *)key, (uint16_t)strlen(key));
+	struct qpg__kv_value *v = qpg__kv_get(s, NULL, (const uint8_t *)key, (uint16_t)strlen(key));
 	qpg__kv_release(s, v);
 	return v != NULL;
 }
 
 static bool in(struct qpg__kv_store *s, const char *key)
 {
-	return qpg__kv_exists(s, (const uint8_t *)key, (uint16_t)strlen(key));
+	return qpg__kv_exists(s, NULL, (const uint8_t *)key, (uint16_t)strlen(key));
 }
 
 /* SIEVE on a trace worked by hand: 4 slots, k0..k3 in, k0 and k2 read.
@@ -516,7 +516,7 @@ static void test_store_eviction_spares_readers(void **st)
 	struct qpg__kv_store s;
 	assert_int_equal(qpg__kv_store_init(&s, 64 << 10, 16 << 10), 0);
 	assert_int_equal(put(&s, "r", "A", 16 << 10), QPG__KVS_OK);
-	struct qpg__kv_value *v = qpg__kv_get(&s, (const uint8_t *)"r", 1);
+	struct qpg__kv_value *v = qpg__kv_get(&s, NULL, (const uint8_t *)"r", 1);
 	assert_non_null(v);
 	v->visited = false; /* the hand's first choice */
 	char key[8];
@@ -540,10 +540,10 @@ static void test_store_reader_keeps_value(void **st)
 	assert_int_equal(qpg__kv_store_init(&s, 64 << 10, 16 << 10), 0);
 	s.evict = false;
 	assert_int_equal(put(&s, "k", "A", 8192), QPG__KVS_OK);
-	struct qpg__kv_value *v = qpg__kv_get(&s, (const uint8_t *)"k", 1);
+	struct qpg__kv_value *v = qpg__kv_get(&s, NULL, (const uint8_t *)"k", 1);
 	assert_non_null(v);
 	/* Deleted and its space wanted by others while a GET still streams it. */
-	assert_int_equal(qpg__kv_del(&s, (const uint8_t *)"k", 1), QPG__KVS_OK);
+	assert_int_equal(qpg__kv_del(&s, NULL, (const uint8_t *)"k", 1), QPG__KVS_OK);
 	for (int i = 0; i < 6; i++) {
 		char key[8];
 		snprintf(key, sizeof(key), "o%d", i);
@@ -571,7 +571,7 @@ static void test_store_past_4_gib(void **st)
 	size_t sum = 0, top = 0;
 	for (int i = 0; i < 6; i++) {
 		snprintf(key, sizeof(key), "G%d", i);
-		assert_int_equal(qpg__kv_reserve(&s, (const uint8_t *)key, 2, 1u << 30, &big[i]),
+		assert_int_equal(qpg__kv_reserve(&s, NULL, (const uint8_t *)key, 2, 1u << 30, &big[i]),
 				 QPG__KVS_OK);
 		sum += big[i]->off;
 		if (big[i]->off > big[top]->off)
@@ -583,7 +583,7 @@ static void test_store_past_4_gib(void **st)
 	assert_int_equal(put(&s, "full", "F", 1), QPG__KVS_FULL);
 	qpg__kv_release(&s, big[top]);
 	assert_int_equal(put(&s, "small", "Z", 4096), QPG__KVS_OK);
-	struct qpg__kv_value *v = qpg__kv_get(&s, (const uint8_t *)"small", 5);
+	struct qpg__kv_value *v = qpg__kv_get(&s, NULL, (const uint8_t *)"small", 5);
 	assert_non_null(v);
 	assert_true(v->off >= 5 * gib);
 	assert_int_equal(qpg__kv_data(&s, v)[0], 'Z');
@@ -593,12 +593,12 @@ static void test_store_past_4_gib(void **st)
 	for (int i = 0; i < 6; i++)
 		if ((size_t)i != top)
 			qpg__kv_release(&s, big[i]);
-	assert_int_equal(qpg__kv_del(&s, (const uint8_t *)"small", 5), QPG__KVS_OK);
+	assert_int_equal(qpg__kv_del(&s, NULL, (const uint8_t *)"small", 5), QPG__KVS_OK);
 	assert_true(s.allocated == 0);
 	/* Merged back: six values of the largest size fit again. */
 	for (int i = 0; i < 6; i++) {
 		snprintf(key, sizeof(key), "H%d", i);
-		assert_int_equal(qpg__kv_reserve(&s, (const uint8_t *)key, 2, 1u << 30, &big[i]),
+		assert_int_equal(qpg__kv_reserve(&s, NULL, (const uint8_t *)key, 2, 1u << 30, &big[i]),
 				 QPG__KVS_OK);
 	}
 	for (int i = 0; i < 6; i++)
@@ -632,7 +632,7 @@ static void test_store_watermarks(void **st)
 	}
 	assert_int_equal(kicks, 0);
 	assert_false(qpg__kv_store_over_high(&s));
-	struct qpg__kv_value *r = qpg__kv_get(&s, (const uint8_t *)"w0", 2); /* read: kept */
+	struct qpg__kv_value *r = qpg__kv_get(&s, NULL, (const uint8_t *)"w0", 2); /* read: kept */
 	qpg__kv_release(&s, r);
 	assert_int_equal(put(&s, "w12", "w", 4096), QPG__KVS_OK);
 	assert_int_equal(kicks, 1);
@@ -641,8 +641,8 @@ static void test_store_watermarks(void **st)
 	assert_true(s.allocated == 32 << 10);
 	assert_int_equal(s.evictions_ahead, 5);
 	assert_int_equal(s.evictions, 5);
-	assert_true(qpg__kv_exists(&s, (const uint8_t *)"w0", 2));
-	assert_false(qpg__kv_exists(&s, (const uint8_t *)"w1", 2));
+	assert_true(qpg__kv_exists(&s, NULL, (const uint8_t *)"w0", 2));
+	assert_false(qpg__kv_exists(&s, NULL, (const uint8_t *)"w1", 2));
 	assert_int_equal(qpg__kv_store_trim(&s, 100), 0); /* at the low mark: nothing */
 	/* A victim still read frees nothing: the trim stops there. */
 	for (int i = 13; i < 18; i++) {
@@ -651,9 +651,9 @@ static void test_store_watermarks(void **st)
 	}
 	struct qpg__kv_value *held[16];
 	int nheld = 0;
-	for (struct qpg__kv_value *v = s.tail; v; v = v->newer)
+	for (struct qpg__kv_value *v = s.tenants[0]->tail; v; v = v->newer)
 		if (v->key_len != 2 || memcmp(v->key, "w0", 2)) /* all but the visited one */
-			held[nheld++] = qpg__kv_get(&s, v->key, v->key_len);
+			held[nheld++] = qpg__kv_get(&s, NULL, v->key, v->key_len);
 	for (int i = 0; i < nheld; i++)
 		held[i]->visited = false; /* read, but not to be kept: pinned only */
 	size_t before = s.allocated;
@@ -680,20 +680,20 @@ static void test_store_ttl(void **st)
 	s.clock = fake_clock;
 	fake_ns = 1000000000ull;
 	struct qpg__kv_value *v;
-	assert_int_equal(qpg__kv_reserve(&s, (const uint8_t *)"t", 1, 1024, &v), QPG__KVS_OK);
+	assert_int_equal(qpg__kv_reserve(&s, NULL, (const uint8_t *)"t", 1, 1024, &v), QPG__KVS_OK);
 	v->ttl_ms = 100;
 	qpg__kv_commit(&s, v);
 	assert_int_equal(put(&s, "keep", "k", 1024), QPG__KVS_OK);
 	fake_ns += 99 * 1000000ull;
-	assert_true(qpg__kv_exists(&s, (const uint8_t *)"t", 1));
-	struct qpg__kv_value *g = qpg__kv_get(&s, (const uint8_t *)"t", 1); /* read: visited */
+	assert_true(qpg__kv_exists(&s, NULL, (const uint8_t *)"t", 1));
+	struct qpg__kv_value *g = qpg__kv_get(&s, NULL, (const uint8_t *)"t", 1); /* read: visited */
 	assert_non_null(g);
 	qpg__kv_release(&s, g);
 	fake_ns += 1000000ull; /* 100 ms since the commit */
-	assert_false(qpg__kv_exists(&s, (const uint8_t *)"t", 1));
+	assert_false(qpg__kv_exists(&s, NULL, (const uint8_t *)"t", 1));
 	uint8_t bits[QPG_KV_EXISTS_BITMAP];
 	const uint8_t list[] = {1, 't', 4, 'k', 'e', 'e', 'p'};
-	assert_int_equal(qpg__kv_exists_list(&s, list, sizeof(list), bits), 0);
+	assert_int_equal(qpg__kv_exists_list(&s, NULL, list, sizeof(list), bits), 0);
 	assert_int_equal(bits[0], 0x2);
 	/* Eviction: the hand finds the expired value first, visited as it is. */
 	assert_int_equal(put(&s, "a", "a", 1024), QPG__KVS_OK);
@@ -701,15 +701,15 @@ static void test_store_ttl(void **st)
 	assert_int_equal(put(&s, "c", "c", 1024), QPG__KVS_OK); /* the store was full */
 	assert_int_equal(s.expired, 1);
 	assert_int_equal(s.evictions, 0);
-	assert_null(qpg__kv_get(&s, (const uint8_t *)"t", 1));
-	assert_true(qpg__kv_exists(&s, (const uint8_t *)"keep", 4));
+	assert_null(qpg__kv_get(&s, NULL, (const uint8_t *)"t", 1));
+	assert_true(qpg__kv_exists(&s, NULL, (const uint8_t *)"keep", 4));
 	/* A GET drops one it finds past its TTL. */
-	assert_int_equal(qpg__kv_reserve(&s, (const uint8_t *)"u", 1, 10, &v), QPG__KVS_OK);
+	assert_int_equal(qpg__kv_reserve(&s, NULL, (const uint8_t *)"u", 1, 10, &v), QPG__KVS_OK);
 	v->ttl_ms = 1;
 	qpg__kv_commit(&s, v); /* (evicting "keep", the oldest unvisited) */
 	size_t keys = s.nkeys;
 	fake_ns += 2000000ull;
-	assert_null(qpg__kv_get(&s, (const uint8_t *)"u", 1));
+	assert_null(qpg__kv_get(&s, NULL, (const uint8_t *)"u", 1));
 	assert_int_equal(s.expired, 2);
 	assert_int_equal(s.nkeys, keys - 1);
 	qpg__kv_store_fini(&s);

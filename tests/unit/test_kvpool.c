@@ -310,7 +310,7 @@ static void test_exists_in_batches(void **state)
 	assert_int_equal(atomic_load(&kvs->m.hits), hits0);
 	pthread_mutex_lock(&kvs->store.lock);
 	unsigned visited = 0, held = 0;
-	for (struct qpg__kv_value *v = kvs->store.head; v; v = v->older) {
+	for (struct qpg__kv_value *v = kvs->store.tenants[0]->head; v; v = v->older) {
 		visited += v->visited;
 		held += atomic_load(&v->refs) != 1;
 	}
