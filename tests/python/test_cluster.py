@@ -50,12 +50,15 @@ def pattern(n, seed):
 
 
 class Cluster:
-    """An etcd on loopback (a temporary data dir) and three KV members."""
+    """An etcd on loopback (a temporary data dir) and three KV members.
+    PREPARE(dir), if given, runs once the certificates are made and returns
+    more flags for every member."""
 
-    def __init__(self):
+    def __init__(self, prepare=None):
         self.dir = tempfile.mkdtemp(prefix="qpg-pycl.")
         subprocess.run([os.path.join(REPO, "scripts", "make-certs"), self.dir, "localhost"],
                        check=True, capture_output=True)
+        self.flags = list(prepare(self.dir)) if prepare else []
         self.ca = os.path.join(self.dir, "ca.crt")
         self.name = f"py{os.getpid()}"
         self.etcd = None
@@ -98,7 +101,7 @@ class Cluster:
              "--kv-capacity", "64M", "--cert", os.path.join(self.dir, "server.crt"),
              "--key", os.path.join(self.dir, "server.key"), "-p", "0", "--cluster", self.url,
              "--cluster-name", self.name, "--cluster-id", mid, "--advertise-name",
-             "localhost", "--cluster-ttl", str(TTL)], stderr=log)
+             "localhost", "--cluster-ttl", str(TTL), *self.flags], stderr=log)
 
     def active(self):
         out = subprocess.run(
