@@ -6,7 +6,7 @@
  * Request (24-byte header, then the key, then for PUT a chunk of the value;
  * EXISTS: no key, then its key list):
  *   0  u8  op         QPG_KV_PUT | QPG_KV_GET | QPG_KV_DEL | QPG_KV_RELEASE |
- *                     QPG_KV_EXISTS
+ *                     QPG_KV_EXISTS | QPG_KV_STAT
  *   1  u8  flags      GET: QPG_KV_F_ONE_SIDED or QPG_KV_F_GRANT_LARGE (not
  *                     both), and QPG_KV_F_RELEASE; a PUT's first chunk:
  *                     QPG_KV_F_TTL; others: 0
@@ -90,7 +90,11 @@ enum qpg_kv_op {
 	QPG_KV_DEL = 3,
 	QPG_KV_RELEASE = 4,
 	QPG_KV_EXISTS = 5,
-	QPG_KV_OP_MAX = QPG_KV_EXISTS,
+	/* The caller's tenant on this server: its name, limits and figures.
+	 * Its key is not looked up; it only routes the request in a cluster
+	 * (the member that owns the key answers). */
+	QPG_KV_STAT = 6,
+	QPG_KV_OP_MAX = QPG_KV_STAT,
 };
 #define QPG_KV_EXISTS_MAX    256 /* keys in one EXISTS */
 #define QPG_KV_EXISTS_BITMAP (QPG_KV_EXISTS_MAX / 8)
@@ -196,6 +200,35 @@ int qpg_kv_encode_grant(uint8_t *out, size_t cap, const struct qpg_kv_grant *g);
 int qpg_kv_decode_grant(const uint8_t *in, size_t len, struct qpg_kv_grant *g);
 
 const char *qpg_kv_status_name(uint8_t status);
+
+/* A STAT answer (its OK reply's payload, in one frame: value_len is its
+ * length, offset 0):
+ *   0  u64 quota      bytes of store blocks the tenant may hold (0: none)
+ *   8  u64 used       bytes of blocks it holds
+ *  16  u64 keys       its keys stored
+ *  24  u64 max_keys   (0: none)
+ *  32  u64 hits       its GETs of a stored key
+ *  40  u64 misses     and of an absent one
+ *  48  u64 evictions  its keys evicted
+ *  56  u64 refused    its PUTs refused over its own limits (over quota)
+ *  64  u32 max_value  its largest value (0: the server's)
+ *  68  u8  listed     1: a tenant the operator named (tenants file, or the
+ *                     default tenant); 0: one of an identity of its own
+ *  69  u8  name_len   1..255
+ *  70  u8[2] reserved 0
+ *  72  name           name_len bytes, printable ASCII */
+#define QPG_KV_STAT_LEN 72
+struct qpg_kv_tenant_stat {
+	uint64_t quota, used, keys, max_keys, hits, misses, evictions, refused;
+	uint32_t max_value;
+	uint8_t listed;
+	char name[256];
+};
+/* The bytes written, or -ENOSPC / -EINVAL (a name empty or too long). */
+int qpg_kv_encode_stat(uint8_t *out, size_t cap, const struct qpg_kv_tenant_stat *s);
+/* 0, or -EPROTO: LEN is not the record its name_len says, a reserved
+ * byte is set, or the name is not printable. */
+int qpg_kv_decode_stat(const uint8_t *in, size_t len, struct qpg_kv_tenant_stat *s);
 
 /* EXISTS's key list (LEN bytes): how many keys it holds, 1 to
  * QPG_KV_EXISTS_MAX, or -EINVAL when it is anything but whole entries of a

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "qpgate/kv.h"
 #include "qpgate/kv_client.h"
 
 #ifdef __cplusplus
@@ -109,6 +110,13 @@ struct qpg_kv_key {
 typedef void (*qpg_kv_exists_done)(void *arg, int status, uint32_t prefix);
 int qpg_kv_target_exists(struct qpg_kv_target *t, const struct qpg_kv_key *keys, unsigned n,
 			 uint8_t *present, qpg_kv_exists_done done, void *arg);
+
+/* The caller's tenant (qpgate/kv.h's STAT) as each server behind T sees
+ * it: a pool's server, or each member of a cluster (a quota is per
+ * server). Fills OUT[0..MAX) and returns how many answered, or a negative
+ * errno / enum qpg_kv_status when none did. Waits: never call it from a
+ * target thread, nor on a target run in the caller's loop. */
+int qpg_kv_target_tenant(struct qpg_kv_target *t, struct qpg_kv_tenant_stat *out, unsigned max);
 
 /* A target that runs in the caller's event loop (qpgate/kv_call.h:
  * qpg_kv_pool_open_external): its file descriptor to poll for reading,

@@ -112,9 +112,9 @@ static int call(struct qpg_kv_target *t, uint8_t op, const void *key, uint16_t k
 		const void *value, uint32_t value_len, void *buf, uint32_t cap, uint32_t ttl_ms,
 		qpg_kv_call_done done, void *arg, uint64_t token)
 {
-	if ((op != QPG_KV_PUT && op != QPG_KV_GET && op != QPG_KV_DEL) || !done ||
-	    (key_len && !key) || (value_len && !value) || (cap && !buf) ||
-	    (!buf && op != QPG_KV_GET && cap))
+	bool reads = op == QPG_KV_GET || op == QPG_KV_STAT; /* an answer with bytes */
+	if ((op != QPG_KV_PUT && op != QPG_KV_DEL && !reads) || !done || (key_len && !key) ||
+	    (value_len && !value) || (cap && !buf) || (!buf && !reads && cap))
 		return -EINVAL;
 	struct call *c = calloc(1, sizeof(*c) + key_len);
 	if (!c)
@@ -126,11 +126,11 @@ static int call(struct qpg_kv_target *t, uint8_t op, const void *key, uint16_t k
 	c->r.value = value;
 	c->r.value_len = value_len;
 	c->r.ttl_ms = op == QPG_KV_PUT ? ttl_ms : 0;
-	c->r.chunk = op == QPG_KV_GET ? on_chunk : NULL;
+	c->r.chunk = reads ? on_chunk : NULL;
 	c->r.done = on_done;
 	c->buf = buf;
 	c->cap = cap;
-	c->owned = op == QPG_KV_GET && !buf;
+	c->owned = reads && !buf;
 	if (op == QPG_KV_GET && buf) { /* READ straight into it, if registered */
 		c->r.into = buf;
 		c->r.into_cap = cap;

@@ -274,6 +274,15 @@ void qpg__kvc_on_reply(struct qpg_client_conn *c, void *user, uint8_t type, cons
 		if (op->chunk)
 			op->chunk(op, r.chunk, r.chunk_len, 0, r.value_len);
 		qpg__kvc_finish_slot(k, op, QPG_KV_OK, r.offset);
+	} else if (op->op == QPG_KV_STAT && r.status == QPG_KV_OK) {
+		if (r.op != QPG_KV_STAT) { /* (the decoder checked the record) */
+			qpg__kvc_fail_conn(k, "a STAT answer for another request", 0);
+			return;
+		}
+		k->outstanding--;
+		if (op->chunk)
+			op->chunk(op, r.chunk, r.chunk_len, 0, r.value_len);
+		qpg__kvc_finish_slot(k, op, QPG_KV_OK, r.value_len);
 	} else {
 		k->outstanding--;
 		qpg__kvc_finish_slot(k, op, r.status, 0);

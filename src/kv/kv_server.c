@@ -57,7 +57,8 @@ static unsigned long long ld(atomic_ullong *a)
 /* The KV service's metrics, appended to the server's at each scrape. */
 static void kv_metrics(void *ctx, FILE *f)
 {
-	static const char *const ops[] = {"unknown", "put", "get", "del", "release", "exists"};
+	static const char *const ops[] = {"unknown", "put",	"get",	"del",
+					  "release", "exists", "stat"};
 	_Static_assert(sizeof(ops) / sizeof(ops[0]) == QPG_KV_OP_MAX + 1, "a label for every op");
 	static const char *const statuses[] = {
 	    "ok",	 "not_found", "key_too_large", "value_too_large", "store_full",

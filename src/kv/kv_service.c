@@ -58,6 +58,7 @@ struct kv_job {
 	struct qpg__kv_value *v; /* GET: the value being streamed (a reference) */
 	uint8_t nbits;		 /* EXISTS: bytes of BITS to send */
 	uint8_t bits[QPG_KV_EXISTS_BITMAP];
+	uint8_t *blob; /* STAT: its record (VALUE_LEN bytes), freed with the job */
 };
 
 struct kv_conn {
@@ -258,6 +259,7 @@ static void pop(struct qpg_conn *c, struct kv_conn *kc)
 		kc->tail = NULL;
 	kc->queued--;
 	qpg__kv_release(store_of(c), j->v);
+	free(j->blob);
 	free(j);
 }
 
@@ -317,6 +319,9 @@ static void pump(struct qpg_conn *c)
 		} else if (j->nbits) {
 			chunk = j->nbits;
 			memcpy(p + QPG_KV_HDR_LEN, j->bits, chunk);
+		} else if (j->blob) {
+			chunk = j->value_len;
+			memcpy(p + QPG_KV_HDR_LEN, j->blob, chunk);
 		}
 		qpg_kv_encode_reply(p, QPG_KV_HDR_LEN, &r);
 		/* Advance before sending: the send may complete (and pump) inline. */
@@ -493,6 +498,21 @@ static void handle_exists(struct qpg_conn *c, struct kv_conn *kc, const struct q
 	add(&k->m.exists_keys[0], r->value_len - present);
 }
 
+/* STAT: the caller's tenant, its record in one frame (a name of at most
+ * 255 bytes fits the smallest message). */
+static void handle_stat(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_kv_req *r)
+{
+	uint8_t *rec = malloc(QPG_KV_STAT_LEN + QPG__KV_TENANT_NAME);
+	int n = rec ? qpg__kv_tenant_stat(store_of(c), kc->tenant, rec,
+					  QPG_KV_STAT_LEN + QPG__KV_TENANT_NAME)
+		    : -ENOMEM;
+	if (n < 0 || queue(kc, QPG_KV_STAT, QPG_KV_OK, r->req_id, (uint32_t)n, 0, NULL)) {
+		free(rec); /* out of memory: no answer, and the client's deadline ends it */
+		return;
+	}
+	kc->tail->blob = rec;
+}
+
 static void handle_release(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_kv_req *r)
 {
 	if (release_grant(kc, r->offset, JOB_REVOKE, r->req_id))
@@ -540,6 +560,8 @@ static bool serve(struct qpg_conn *c, struct kv_conn *kc, const uint8_t *p, uint
 		handle_release(c, kc, &r);
 	} else if (r.op == QPG_KV_EXISTS) {
 		handle_exists(c, kc, &r);
+	} else if (r.op == QPG_KV_STAT) {
+		handle_stat(c, kc, &r);
 	} else {
 		queue(kc, QPG_KV_DEL,
 		      wire_status(qpg__kv_del(store_of(c), kc->tenant, r.key, r.key_len)), r.req_id,

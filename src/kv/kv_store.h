@@ -197,6 +197,7 @@ void qpg__kv_tenant_limits(struct qpg__kv_store *s, struct qpg__kv_tenant *t, si
 struct qpg__kv_tenant_figures {
 	size_t quota, max_keys, used, nkeys;
 	uint64_t evictions, evicted_bytes;
+	uint32_t max_value;
 	bool listed;
 };
 void qpg__kv_tenant_read(struct qpg__kv_store *s, const struct qpg__kv_tenant *t,

@@ -11,8 +11,8 @@ bool qpg__kv_request_ok(const struct qpg_kv_request *op)
 	if (op->op == QPG_KV_EXISTS)
 		return op->key_len == 0 && op->value &&
 		       qpg_kv_exists_count(op->value, op->value_len) > 0;
-	return op->key_len > 0 && op->key_len <= QPG_KV_MAX_KEY && op->op >= QPG_KV_PUT &&
-	       op->op <= QPG_KV_DEL;
+	return op->key_len > 0 && op->key_len <= QPG_KV_MAX_KEY &&
+	       ((op->op >= QPG_KV_PUT && op->op <= QPG_KV_DEL) || op->op == QPG_KV_STAT);
 }
 
 int qpg_kv_target_submit(struct qpg_kv_target *t, struct qpg_kv_request *op)

@@ -69,6 +69,7 @@ void qpg__kv_tenant_read(struct qpg__kv_store *s, const struct qpg__kv_tenant *t
 	    .nkeys = t->nkeys,
 	    .evictions = t->evictions,
 	    .evicted_bytes = t->evicted_bytes,
+	    .max_value = t->max_value,
 	    .listed = t->listed,
 	};
 	pthread_mutex_unlock(&s->lock);

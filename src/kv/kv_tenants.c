@@ -20,6 +20,7 @@
 
 #include "kv_service.h"
 #include "kv_store.h"
+#include "qpgate/kv.h"
 #include "qpgate/kv_server.h"
 
 #define NAME_MAX_LEN 64 /* a listed tenant's name: a metrics label */
@@ -374,6 +375,27 @@ int qpg__kv_admit(struct qpg_conn *c, char *why, size_t why_len)
 				       "tenants file (--kv-tenants)",
 			 QPG__KV_TENANTS_MAX);
 	return -EACCES;
+}
+
+int qpg__kv_tenant_stat(struct qpg__kv_store *s, struct qpg__kv_tenant *t, uint8_t *out,
+			size_t cap)
+{
+	struct qpg__kv_tenant_figures f;
+	qpg__kv_tenant_read(s, t, &f);
+	struct qpg_kv_tenant_stat st = {
+	    .quota = f.quota,
+	    .used = f.used,
+	    .keys = f.nkeys,
+	    .max_keys = f.max_keys,
+	    .hits = atomic_load_explicit(&t->hits, memory_order_relaxed),
+	    .misses = atomic_load_explicit(&t->misses, memory_order_relaxed),
+	    .evictions = f.evictions,
+	    .refused = atomic_load_explicit(&t->refused, memory_order_relaxed),
+	    .max_value = f.max_value,
+	    .listed = f.listed,
+	};
+	snprintf(st.name, sizeof(st.name), "%s", t->name);
+	return qpg_kv_encode_stat(out, cap, &st);
 }
 
 /* A tenant's figures, or the sum of the unlisted ones. */

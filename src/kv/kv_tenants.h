@@ -42,6 +42,9 @@ int qpg__kv_tenancy_init(struct qpg__kv_tenancy *tn, struct qpg__kv_store *s, co
 int qpg__kv_tenancy_reload(struct qpg__kv_tenancy *tn, struct qpg__kv_store *s, char *err,
 			   size_t err_len);
 void qpg__kv_tenancy_fini(struct qpg__kv_tenancy *tn);
+/* T's STAT record (qpgate/kv.h) into OUT: its length, or a negative errno. */
+int qpg__kv_tenant_stat(struct qpg__kv_store *s, struct qpg__kv_tenant *t, uint8_t *out,
+			size_t cap);
 /* Per-tenant metrics (Prometheus text) to F. */
 void qpg__kv_tenant_metrics(struct qpg__kv_store *s, FILE *f);
 /* The service's admit(): C's tenant as its principal, or -EACCES. */

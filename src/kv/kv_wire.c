@@ -99,7 +99,8 @@ int qpg_kv_decode_req(const uint8_t *in, size_t len, struct qpg_kv_req *r, char 
 	r->key = in + QPG_KV_REQ_HDR_LEN;
 	size_t rest = len - QPG_KV_REQ_HDR_LEN - r->key_len;
 	if (r->op != QPG_KV_PUT) {
-		/* A GET's offset names the grant it releases, if it does. */
+		/* A GET's offset names the grant it releases, if it does; a STAT
+		 * is a DEL's shape. */
 		if (rest || r->value_len || (r->offset && !(r->flags & QPG_KV_F_RELEASE)))
 			return bad(why, why_len, QPG_KV_MALFORMED,
 				   "GET/DEL carry no value, length or offset");
@@ -152,6 +153,13 @@ int qpg_kv_decode_reply(const uint8_t *in, size_t len, struct qpg_kv_reply *r)
 			prefix++;
 		return r->offset == prefix ? 0 : -EPROTO;
 	}
+	if (r->op == QPG_KV_STAT && r->status == QPG_KV_OK) { /* its record, whole */
+		struct qpg_kv_tenant_stat st;
+		return r->offset == 0 && r->chunk_len == r->value_len &&
+			       qpg_kv_decode_stat(r->chunk, r->chunk_len, &st) == 0
+			   ? 0
+			   : -EPROTO;
+	}
 	if (r->flags & QPG_KV_R_GRANT) /* a successful one-sided GET, and only that */
 		return r->op == QPG_KV_GET && r->status == QPG_KV_OK && r->offset == 0 &&
 			       r->chunk_len == QPG_KV_GRANT_LEN
@@ -161,6 +169,44 @@ int qpg_kv_decode_reply(const uint8_t *in, size_t len, struct qpg_kv_reply *r)
 		return r->chunk_len == 0 ? 0 : -EPROTO;
 	if (r->offset > r->value_len || r->chunk_len > r->value_len - r->offset)
 		return -EPROTO;
+	return 0;
+}
+
+int qpg_kv_encode_stat(uint8_t *out, size_t cap, const struct qpg_kv_tenant_stat *s)
+{
+	size_t n = strnlen(s->name, sizeof(s->name));
+	if (n == 0 || n == sizeof(s->name))
+		return -EINVAL;
+	if (cap < QPG_KV_STAT_LEN + n)
+		return -ENOSPC;
+	const uint64_t v[] = {s->quota, s->used,   s->keys,	 s->max_keys,
+			      s->hits,	s->misses, s->evictions, s->refused};
+	for (unsigned i = 0; i < 8; i++)
+		qpg__put64(out + 8 * i, v[i]);
+	qpg__put32(out + 64, s->max_value);
+	out[68] = s->listed ? 1 : 0;
+	out[69] = (uint8_t)n;
+	out[70] = out[71] = 0;
+	memcpy(out + QPG_KV_STAT_LEN, s->name, n);
+	return (int)(QPG_KV_STAT_LEN + n);
+}
+
+int qpg_kv_decode_stat(const uint8_t *in, size_t len, struct qpg_kv_tenant_stat *s)
+{
+	if (len < QPG_KV_STAT_LEN + 1 || in[68] > 1 || in[69] == 0 || in[70] || in[71] ||
+	    len != QPG_KV_STAT_LEN + (size_t)in[69])
+		return -EPROTO;
+	for (size_t i = QPG_KV_STAT_LEN; i < len; i++)
+		if (in[i] < 0x20 || in[i] > 0x7e)
+			return -EPROTO;
+	uint64_t *v[] = {&s->quota, &s->used,	&s->keys,      &s->max_keys,
+			 &s->hits,  &s->misses, &s->evictions, &s->refused};
+	for (unsigned i = 0; i < 8; i++)
+		*v[i] = qpg__get64(in + 8 * i);
+	s->max_value = qpg__get32(in + 64);
+	s->listed = in[68];
+	memcpy(s->name, in + QPG_KV_STAT_LEN, in[69]);
+	s->name[in[69]] = '\0';
 	return 0;
 }
 

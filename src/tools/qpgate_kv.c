@@ -466,6 +466,34 @@ static void report_abuse(struct qpg_kv_pool *pool, int abuse)
 	       info.last_error[0] ? info.last_error : "none");
 }
 
+/* --stats: the caller's tenant on each server (qpg_kv_target_tenant).
+ * 0, or 3 when no server answered. */
+static int print_tenant(struct qpg_kv_target *kv)
+{
+	struct qpg_kv_tenant_stat st[64];
+	int n = qpg_kv_target_tenant(kv, st, 64);
+	if (n <= 0) {
+		fprintf(stderr, "qpgate-kv: --stats: no server answered: %s\n",
+			n < 0 ? qpg_strerror(n) : qpg_kv_status_name((uint8_t)n));
+		return 3;
+	}
+	for (int i = 0; i < n; i++) {
+		char quota[48] = "no quota";
+		if (st[i].quota)
+			snprintf(quota, sizeof(quota), "%.1f%% of its %llu-byte quota",
+				 100.0 * (double)st[i].used / (double)st[i].quota,
+				 (unsigned long long)st[i].quota);
+		printf("TENANT %s%s (server %d of %d): %llu keys, %llu bytes held, %s; "
+		       "%llu hits, %llu misses, %llu evictions, %llu PUTs refused over its "
+		       "limits\n",
+		       st[i].name, st[i].listed ? "" : " (an identity of its own)", i + 1, n,
+		       (unsigned long long)st[i].keys, (unsigned long long)st[i].used, quota,
+		       (unsigned long long)st[i].hits, (unsigned long long)st[i].misses,
+		       (unsigned long long)st[i].evictions, (unsigned long long)st[i].refused);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct qpg_kv_pool_opts po;
@@ -476,6 +504,7 @@ int main(int argc, char **argv)
 	struct qpg_cluster_opts etcd = {0};
 	struct target t = {0};
 	const char *wait_file = NULL;
+	bool stats = false;
 	const struct qpg_opt client[] = {QPG_OPTS_CLIENT(&po.client), QPG_OPT_END};
 	const struct qpg_opt own[] = {
 	    {"max-msg", 's', OPT_U32, &po.client.max_msg, 512, 1 << 20, "BYTES",
@@ -492,6 +521,9 @@ int main(int argc, char **argv)
 	     parse_abuse},
 	    QPG_OPTS_ETCD(&etcd, "send each key to its owner in a cluster, from etcd (then no "
 				 "HOST SERVERNAME)"),
+	    {"stats", 0, OPT_FLAG, &stats, 0, 0, NULL,
+	     "after the commands (or alone), the caller's tenant on each server: its keys, "
+	     "bytes against its quota, hits, misses, evictions"},
 	    {"test-wait-file", 0, OPT_STR, &wait_file, 0, 0, "FILE",
 	     "test hook: connect, then wait (60 s at most) until FILE exists before the commands"},
 	    {"ttl", 0, OPT_U32, &t.ttl_ms, 1, 4294967295.0, "MS",
@@ -502,6 +534,7 @@ int main(int argc, char **argv)
 	const struct qpg_opt *const tables[] = {client, own, NULL};
 	const char *synopsis =
 	    "qpgate-kv [options] HOST SERVERNAME COMMAND...\n"
+	    "qpgate-kv [options] --stats HOST SERVERNAME (the caller's tenant, also after commands)\n"
 	    "qpgate-kv --cluster URL --cluster-name NAME [options] COMMAND...\n\n"
 	    "Commands, run in order:\n"
 	    "  put KEY FILE|-                store FILE's bytes (-: standard input)\n"
@@ -519,13 +552,14 @@ int main(int argc, char **argv)
 	int npos = etcd.endpoints ? 0 : 2; /* HOST SERVERNAME, unless a cluster names them */
 	int ncmds = cmds && argc - optind >= npos + 1
 			? parse_cmds(argc - optind - npos, argv + optind + npos, synthetic, cmds)
-			: -1;
+		    : cmds && stats && argc - optind == npos ? 0
+							     : -1;
 	if (etcd.endpoints && !etcd.name) {
 		fprintf(stderr, "error: --cluster needs --cluster-name NAME\n");
 		free(cmds);
 		return 2;
 	}
-	if (ncmds <= 0) {
+	if (ncmds < 0 || (ncmds == 0 && !stats)) {
 		fprintf(stderr, "usage: %s\n", synopsis);
 		free(cmds);
 		return 2;
@@ -569,6 +603,10 @@ int main(int argc, char **argv)
 	}
 	if (abuse != QPG_KV_ABUSE_NONE && t.pool)
 		report_abuse(t.pool, abuse);
+	if (stats && rc < 2) {
+		int r = print_tenant(t.kv);
+		rc = r > rc ? r : rc;
+	}
 	qpg_kv_target_destroy(t.kv);
 	free(cmds);
 	return rc;

@@ -79,6 +79,12 @@ if [ "$transport" = rdma ]; then
 	check "one-sided: B's k1 is B's value (seed 9), verified" grep -q '^GET k1: ok, .*verified' <<<"$out"
 fi
 
+out=$(as a --stats -- get k2 4096 2 2>&1)
+echo "  $(grep TENANT <<<"$out")"
+check "qpgate-kv --stats: A's own tenant, its 2 keys, its quota" \
+	grep -Eq '^TENANT a \(server 1 of 1\): 2 keys, 8192 bytes held, 0\.4% of its 2097152-byte quota; [1-9][0-9]* hits' <<<"$out"
+check "... and B's, alone (no command)" grep -q '^TENANT b (server 1 of 1): 1 keys' <<<"$(as b --stats -- 2>&1)"
+
 echo "== quotas"
 # B stores 3 MiB (under its 4 MiB quota: the largest holder from here on);
 # A writes 4 MiB into its 2 MiB.

@@ -5,11 +5,12 @@ tenant from the same client certificate, so a tenant's keys are its own on
 whichever member owns them, through batches split by owner; each member
 holds a tenant to its quota; an identity without a tenant is refused."""
 import os
+import subprocess
 
 import pytest
 
 import qpgate
-from test_cluster import Cluster, again, pattern
+from test_cluster import BIN, TRANSPORT, Cluster, again, pattern
 from test_tenants import issue
 
 QUOTA = 512 << 10  # per member (the members' largest value: 1 MiB)
@@ -60,6 +61,21 @@ def test_tenants_across_three_members(cluster):
         assert [bytes(bufs[i][:len(vb[i])]) for i in range(60)] == vb
         with pytest.raises(qpgate.OverQuota):
             a.put(b"huge", bytes(QUOTA + 1))
+
+
+def test_stats_show_the_callers_tenant_on_each_member(cluster):
+    """qpgate-kv --stats over the cluster: one STAT per member, routed by a
+    key each member owns; every member names the caller's tenant."""
+    d = cluster.dir
+    out = subprocess.run(
+        [os.path.join(BIN, "qpgate-kv"), "--transport", TRANSPORT, "--ca", cluster.ca,
+         "--cert", os.path.join(d, "a.crt"), "--key", os.path.join(d, "a.key"),
+         "--cluster", cluster.url, "--cluster-name", cluster.name, "--stats"],
+        capture_output=True, text=True, timeout=60)
+    lines = [x for x in out.stdout.splitlines() if x.startswith("TENANT ")]
+    assert out.returncode == 0 and len(lines) == 3, out.stdout + out.stderr
+    assert all(x.startswith(f"TENANT a (server {i + 1} of 3): ") and "524288-byte quota" in x
+               for i, x in enumerate(lines)), lines
 
 
 def test_an_identity_without_a_tenant_is_refused(cluster, capfd):

@@ -2,6 +2,8 @@
 /* The store's tenants (kv_store.c, kv_tenant.c) and the tenants file
  * (kv_tenants.c): namespaces, quotas that evict a tenant's own values,
  * the choice of victims in a full store, limits, and the file's checks. */
+#include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,6 +275,58 @@ static void test_tenants_file(void **st)
 	qpg__kv_store_fini(&s);
 }
 
-QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_namespaces), cmocka_unit_test(test_quota_evicts_own),
+/* STAT's record: a round trip, the server's builder, and records that
+ * lie about their length, set reserved bytes or carry unprintable names
+ * refused (the reply decoder with them). */
+static void test_stat_wire(void **st)
+{
+	struct qpg_kv_tenant_stat in = {.quota = 1ull << 40,
+					.used = 3,
+					.keys = 4,
+					.max_keys = 5,
+					.hits = 6,
+					.misses = 7,
+					.evictions = 8,
+					.refused = 9,
+					.max_value = 10,
+					.listed = 1,
+					.name = "spiffe://x/a"},
+				  out;
+	uint8_t rec[QPG_KV_STAT_LEN + 256];
+	int n = qpg_kv_encode_stat(rec, sizeof(rec), &in);
+	assert_int_equal(n, QPG_KV_STAT_LEN + 12);
+	assert_int_equal(qpg_kv_decode_stat(rec, (size_t)n, &out), 0);
+	assert_memory_equal(&in, &out, offsetof(struct qpg_kv_tenant_stat, name));
+	assert_string_equal(out.name, "spiffe://x/a");
+	assert_int_equal(qpg_kv_encode_stat(rec, (size_t)n - 1, &in), -ENOSPC);
+	assert_int_not_equal(qpg_kv_decode_stat(rec, (size_t)n - 1, &out), 0);
+	rec[70] = 1;
+	assert_int_not_equal(qpg_kv_decode_stat(rec, (size_t)n, &out), 0);
+	rec[70] = 0;
+	rec[QPG_KV_STAT_LEN] = '\n';
+	assert_int_not_equal(qpg_kv_decode_stat(rec, (size_t)n, &out), 0);
+	in.name[0] = '\0';
+	assert_int_equal(qpg_kv_encode_stat(rec, sizeof(rec), &in), -EINVAL);
+	/* The server's record of a tenant, in a reply the client accepts. */
+	struct qpg__kv_store s;
+	assert_int_equal(qpg__kv_store_init(&s, 1 << 20, 64 << 10), 0);
+	struct qpg__kv_tenant *a = qpg__kv_tenant_get(&s, "a");
+	qpg__kv_tenant_limits(&s, a, 4 * K16, 0, 0, true);
+	assert_int_equal(put(&s, a, "k", 1, 100), QPG__KVS_OK);
+	uint8_t msg[QPG_KV_HDR_LEN + sizeof(rec)];
+	n = qpg__kv_tenant_stat(&s, a, msg + QPG_KV_HDR_LEN, sizeof(rec));
+	assert_int_equal(n, QPG_KV_STAT_LEN + 1);
+	struct qpg_kv_reply r = {.op = QPG_KV_STAT, .req_id = 1, .value_len = (uint32_t)n}, d;
+	qpg_kv_encode_reply(msg, QPG_KV_HDR_LEN, &r);
+	assert_int_equal(qpg_kv_decode_reply(msg, QPG_KV_HDR_LEN + (size_t)n, &d), 0);
+	assert_int_equal(qpg_kv_decode_stat(d.chunk, d.chunk_len, &out), 0);
+	assert_int_equal(out.quota, 4 * K16);
+	assert_int_equal(out.used, 256);
+	assert_int_equal(out.keys, 1);
+	assert_int_not_equal(qpg_kv_decode_reply(msg, QPG_KV_HDR_LEN + (size_t)n - 1, &d), 0);
+	qpg__kv_store_fini(&s);
+}
+
+QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_stat_wire), cmocka_unit_test(test_namespaces), cmocka_unit_test(test_quota_evicts_own),
 	      cmocka_unit_test(test_full_store_victims), cmocka_unit_test(test_quota_spares_readers),
 	      cmocka_unit_test(test_tenant_table), cmocka_unit_test(test_tenants_file))
