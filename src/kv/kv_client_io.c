@@ -224,7 +224,8 @@ void qpg__kvc_on_reply(struct qpg_client_conn *c, void *user, uint8_t type, cons
 			KR(op)->acked = r.offset;
 		}
 		bool failed = KR(op)->refused != QPG_KV_OK;
-		if (KR(op)->got == 0 && (failed || KR(op)->acked >= op->value_len) && k->put_cur != op)
+		if (KR(op)->got == 0 && (failed || KR(op)->acked >= op->value_len) &&
+		    k->put_cur != op)
 			qpg__kvc_finish_slot(k, op, KR(op)->refused, op->value_len);
 	} else if (op->op == QPG_KV_GET && r.op == QPG_KV_RELEASE) {
 		k->outstanding--;

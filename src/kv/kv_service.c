@@ -23,70 +23,7 @@
 #include <string.h>
 
 #include "common.h"
-#include "kv_park.h"
-#include "kv_service.h"
-#include "kv_store.h"
-#include "qpgate/kv.h"
-#include "qpgate/service.h"
-
-enum job_kind {
-	JOB_REPLY,     /* a status, or a GET's value in chunks */
-	JOB_GRANT,     /* bind a window and send the grant (two work requests) */
-	JOB_REVOKE,    /* invalidate a window and acknowledge the RELEASE (two) */
-	JOB_INVALIDATE /* invalidate a window, no reply: a grant past its deadline,
-			* or one released with a GET (one) */
-};
-
-enum grant_state { GRANT_FREE, GRANT_QUEUED, GRANT_ACTIVE, GRANT_RELEASING, GRANT_REVOKING };
-
-struct kv_grant {
-	struct qpg__kv_value *v; /* held from the GET until the window is invalid */
-	void *window;
-	uint64_t expires_ns; /* ACTIVE: revoked unless RELEASEd by then */
-	uint16_t gen;	     /* in the grant id, so a stale id never matches */
-	uint8_t state;
-};
-
-struct kv_job {
-	struct kv_job *next;
-	uint8_t kind;
-	uint16_t grant;
-	uint8_t op, status;
-	uint32_t req_id;
-	uint32_t value_len;
-	uint32_t off;		 /* status: the offset to report; GET: next chunk */
-	struct qpg__kv_value *v; /* GET: the value being streamed (a reference) */
-	uint8_t nbits;		 /* EXISTS: bytes of BITS to send */
-	uint8_t bits[QPG_KV_EXISTS_BITMAP];
-	uint8_t *blob; /* STAT: its record (VALUE_LEN bytes), freed with the job */
-};
-
-struct kv_conn {
-	struct kv_job *head, *tail;
-	unsigned queued;
-	struct qpg__kv_value *put; /* a PUT whose chunks are still arriving */
-	uint32_t put_req, put_got;
-	uint64_t put_last_ns; /* the last chunk of the PUT in progress */
-	uint32_t failed_req;  /* a PUT refused at its first chunk: refuse the rest too */
-	uint8_t failed_status;
-	bool have_failed;
-	bool pumping; /* a transport may complete a send inside the send call */
-	struct kv_grant *grants;
-	unsigned ngrants;
-	struct qpg__kv_park_q park; /* requests the gate said to wait with, in order */
-	struct qpg_kv_service *service;
-	struct qpg__kv_tenant *tenant; /* whose keys it names (admit() chose) */
-};
-
-static struct qpg_kv_service *service_of(struct qpg_conn *c)
-{
-	return qpg_conn_service_ctx(c);
-}
-
-static struct qpg__kv_store *store_of(struct qpg_conn *c)
-{
-	return &service_of(c)->store;
-}
+#include "kv_conn.h"
 
 static struct kv_conn *kv_conn_of(struct qpg_conn *c)
 {
@@ -101,46 +38,6 @@ static struct kv_conn *kv_conn_of(struct qpg_conn *c)
 		qpg_conn_set_data(c, kc);
 	}
 	return qpg_conn_data(c);
-}
-
-static int queue_job(struct kv_conn *kc, uint8_t kind, uint16_t grant, uint8_t op, uint8_t status,
-		     uint32_t req_id, uint32_t value_len, uint32_t off, struct qpg__kv_value *v)
-{
-	struct kv_job *j = calloc(1, sizeof(*j));
-	if (!j)
-		return -ENOMEM;
-	*j = (struct kv_job){.kind = kind,
-			     .grant = grant,
-			     .op = op,
-			     .status = status,
-			     .req_id = req_id,
-			     .value_len = value_len,
-			     .off = off,
-			     .v = v};
-	QPG__QUEUE_APPEND(kc->head, kc->tail, j, next);
-	kc->queued++;
-	return 0;
-}
-
-void qpg__kv_count(struct qpg_kv_service *k, uint8_t op, uint8_t status)
-{
-	if (op <= QPG_KV_OP_MAX && status <= QPG_KV_STATUS_MAX)
-		atomic_fetch_add_explicit(&k->m.ops[op][status], 1, memory_order_relaxed);
-}
-
-static void add(atomic_ullong *a, uint64_t n)
-{
-	atomic_fetch_add_explicit(a, n, memory_order_relaxed);
-}
-
-/* A reply: counted as the answer to its request, except a PUT chunk that
- * was taken (the PUT is counted once, when its last chunk commits it). */
-static int queue(struct kv_conn *kc, uint8_t op, uint8_t status, uint32_t req_id,
-		 uint32_t value_len, uint32_t off, struct qpg__kv_value *v)
-{
-	if (op != QPG_KV_PUT || status != QPG_KV_OK)
-		qpg__kv_count(kc->service, op, status);
-	return queue_job(kc, JOB_REPLY, 0, op, status, req_id, value_len, off, v);
 }
 
 /* The store's answers as the wire's statuses. */
@@ -160,186 +57,13 @@ static uint8_t wire_status(int kvs)
 	}
 }
 
-static uint32_t grant_id(const struct kv_conn *kc, uint16_t i)
-{
-	return (uint32_t)kc->grants[i].gen << 16 | i;
-}
-
-static void grant_drop(struct qpg_conn *c, struct kv_grant *g)
-{
-	if (g->window) /* it was bound */
-		atomic_fetch_sub_explicit(&service_of(c)->m.grants_live, 1, memory_order_relaxed);
-	qpg__kv_release(store_of(c), g->v);
-	g->v = NULL;
-	g->window = NULL;
-	g->state = GRANT_FREE;
-}
-
-/* Send a reply header (and PAYLOAD) in B, which the caller got first: a
- * window bound or invalidated is always followed by its reply. */
-static int send_reply(struct qpg_conn *c, struct qpg_buf *b, const struct qpg_kv_reply *r,
-		      uint16_t frame_flags, const void *payload, uint32_t len)
-{
-	uint8_t *p = qpg_buf_payload(b);
-	qpg_kv_encode_reply(p, QPG_KV_HDR_LEN, r);
-	if (len)
-		memcpy(p + QPG_KV_HDR_LEN, payload, len);
-	return qpg_conn_send(c, b, QPG_FRAME_KV_REPLY, frame_flags, QPG_KV_HDR_LEN + len);
-}
-
-/* JOB_GRANT: bind the window, then send the grant; the bind is ahead of the
- * reply on the send queue, so the window is valid before the client knows
- * its key. */
-static int run_grant(struct qpg_conn *c, struct kv_conn *kc, const struct kv_job *j,
-		     struct qpg_buf *b)
-{
-	struct kv_grant *g = &kc->grants[j->grant];
-	struct qpg__kv_store *st = store_of(c);
-	struct qpg_kv_reply r = {.op = QPG_KV_GET, .req_id = j->req_id, .value_len = g->v->len};
-	struct qpg_kv_grant gr = {.addr = (uintptr_t)qpg__kv_data(st, g->v)};
-	int rc = qpg_conn_grant_read(c, g->v->region, qpg__kv_data(st, g->v), g->v->len, g,
-				     &g->window, &gr.rkey);
-	if (rc) {
-		/* Out of windows or send queue: the client may retry. */
-		grant_drop(c, g);
-		if (rc == -ENOTCONN) {
-			qpg_conn_buf_put(c, b);
-			return rc;
-		}
-		r.status = QPG_KV_BUSY;
-		return send_reply(c, b, &r, 0, NULL, 0);
-	}
-	g->state = GRANT_ACTIVE;
-	add(&service_of(c)->m.grants, 1);
-	atomic_fetch_add_explicit(&service_of(c)->m.grants_live, 1, memory_order_relaxed);
-	g->expires_ns =
-	    service_of(c)->grant_ttl_ns ? qpg__now_ns() + service_of(c)->grant_ttl_ns : 0;
-	gr.grant_id = grant_id(kc, j->grant);
-	gr.digest_alg = service_of(c)->digest_alg;
-	memcpy(gr.digest, g->v->digest, sizeof(gr.digest));
-	uint8_t payload[QPG_KV_GRANT_LEN];
-	qpg_kv_encode_grant(payload, sizeof(payload), &gr);
-	r.flags = QPG_KV_R_GRANT;
-	return send_reply(c, b, &r, 0, payload, sizeof(payload));
-}
-
-/* JOB_REVOKE: invalidate the window, then acknowledge the RELEASE. The
- * value's reference goes when the invalidation completes (revoked). */
-/* Post the invalidation of G's window. A window that cannot be invalidated
- * must not outlive the connection: closing puts the QP in error, which
- * ends it. */
-static int revoke_grant(struct qpg_conn *c, struct kv_grant *g)
-{
-	int rc = qpg_conn_revoke(c, g->window);
-	if (rc)
-		qpg_conn_close(c, QPG_ERR_QP, "cannot invalidate a memory window: %s",
-			       strerror(-rc));
-	else
-		g->state = GRANT_REVOKING;
-	return rc;
-}
-
-static int run_revoke(struct qpg_conn *c, struct kv_conn *kc, const struct kv_job *j,
-		      struct qpg_buf *b)
-{
-	int rc = revoke_grant(c, &kc->grants[j->grant]);
-	if (rc) {
-		qpg_conn_buf_put(c, b);
-		return rc;
-	}
-	struct qpg_kv_reply r = {.op = QPG_KV_RELEASE, .req_id = j->req_id};
-	return send_reply(c, b, &r, 0, NULL, 0);
-}
-
-static void pop(struct qpg_conn *c, struct kv_conn *kc)
-{
-	struct kv_job *j = kc->head;
-	kc->head = j->next;
-	if (!kc->head)
-		kc->tail = NULL;
-	kc->queued--;
-	qpg__kv_release(store_of(c), j->v);
-	free(j->blob);
-	free(j);
-}
-
-/* Send queued replies while the send queue has room. */
-static void pump(struct qpg_conn *c)
-{
-	struct kv_conn *kc = qpg_conn_data(c);
-	struct qpg__kv_store *st = store_of(c);
-	if (!kc || kc->pumping)
-		return; /* the outer pump goes on while there is room */
-	kc->pumping = true;
-	while (kc->head && qpg_conn_is_open(c)) {
-		struct kv_job *j = kc->head;
-		uint32_t need = j->kind == JOB_REPLY || j->kind == JOB_INVALIDATE ? 1 : 2; /* WRs */
-		if (qpg_conn_send_room(c) < need)
-			break;
-		if (j->kind == JOB_INVALIDATE) {
-			/* No reply: the client did not ask, or its GET is the
-			 * answer. A RELEASE of an expired grant that comes later
-			 * finds it gone and is refused. */
-			struct kv_grant *g = &kc->grants[j->grant];
-			pop(c, kc);
-			if (revoke_grant(c, g))
-				break;
-			continue;
-		}
-		struct qpg_buf *b = qpg_conn_buf_get(c);
-		if (!b) {
-			if (qpg_conn_in_flight(c) == 0) /* no completion of ours will wake us */
-				qpg_conn_close(c, QPG_ERR_LOCAL, "server out of message buffers");
-			break;
-		}
-		if (j->kind != JOB_REPLY) {
-			struct kv_job job = *j;
-			j->v = NULL; /* a grant's reference is the grant's, not the job's */
-			pop(c, kc);
-			int rc = job.kind == JOB_GRANT ? run_grant(c, kc, &job, b)
-						       : run_revoke(c, kc, &job, b);
-			if (rc)
-				break;
-			continue;
-		}
-		uint8_t *p = qpg_buf_payload(b);
-		struct qpg_kv_reply r = {.op = j->op,
-					 .status = j->status,
-					 .req_id = j->req_id,
-					 .value_len = j->value_len,
-					 .offset = j->off};
-		uint32_t chunk = 0;
-		uint16_t flags = 0;
-		if (j->v) {
-			chunk =
-			    QPG_MIN(j->value_len - j->off, qpg_conn_max_msg(c) - QPG_KV_HDR_LEN);
-			memcpy(p + QPG_KV_HDR_LEN, qpg__kv_data(st, j->v) + j->off, chunk);
-			if (j->off + chunk < j->value_len)
-				flags = QPG_FRAME_FLAG_MORE;
-		} else if (j->nbits) {
-			chunk = j->nbits;
-			memcpy(p + QPG_KV_HDR_LEN, j->bits, chunk);
-		} else if (j->blob) {
-			chunk = j->value_len;
-			memcpy(p + QPG_KV_HDR_LEN, j->blob, chunk);
-		}
-		qpg_kv_encode_reply(p, QPG_KV_HDR_LEN, &r);
-		/* Advance before sending: the send may complete (and pump) inline. */
-		j->off += chunk;
-		if (!j->v || j->off >= j->value_len)
-			pop(c, kc);
-		if (qpg_conn_send(c, b, QPG_FRAME_KV_REPLY, flags, QPG_KV_HDR_LEN + chunk))
-			break; /* the connection is closing; closed() frees the queue */
-	}
-	kc->pumping = false;
-}
-
 static void handle_put(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_kv_req *r)
 {
 	struct qpg__kv_store *st = store_of(c);
 	if (r->offset == 0) {
 		if (kc->put) {
-			queue(kc, QPG_KV_PUT, QPG_KV_BUSY, r->req_id, r->value_len, 0, NULL);
+			qpg__kv_queue(kc, QPG_KV_PUT, QPG_KV_BUSY, r->req_id, r->value_len, 0,
+				      NULL);
 			return;
 		}
 		struct qpg__kv_value *v;
@@ -351,7 +75,8 @@ static void handle_put(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_
 			kc->have_failed = true;
 			kc->failed_req = r->req_id;
 			kc->failed_status = (uint8_t)status;
-			queue(kc, QPG_KV_PUT, (uint8_t)status, r->req_id, r->value_len, 0, NULL);
+			qpg__kv_queue(kc, QPG_KV_PUT, (uint8_t)status, r->req_id, r->value_len, 0,
+				      NULL);
 			return;
 		}
 		kc->have_failed = false;
@@ -362,13 +87,14 @@ static void handle_put(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_
 		kc->put_last_ns = qpg__now_ns();
 	} else if (!kc->put || kc->put_req != r->req_id || kc->put_got != r->offset) {
 		bool refused = kc->have_failed && kc->failed_req == r->req_id;
-		queue(kc, QPG_KV_PUT, refused ? kc->failed_status : QPG_KV_MALFORMED, r->req_id,
-		      r->value_len, r->offset, NULL);
+		qpg__kv_queue(kc, QPG_KV_PUT, refused ? kc->failed_status : QPG_KV_MALFORMED,
+			      r->req_id, r->value_len, r->offset, NULL);
 		return;
 	}
 	if (r->key_len != kc->put->key_len || memcmp(r->key, kc->put->key, r->key_len) ||
 	    r->value_len != kc->put->len) {
-		queue(kc, QPG_KV_PUT, QPG_KV_MALFORMED, r->req_id, r->value_len, r->offset, NULL);
+		qpg__kv_queue(kc, QPG_KV_PUT, QPG_KV_MALFORMED, r->req_id, r->value_len, r->offset,
+			      NULL);
 		return;
 	}
 	memcpy(qpg__kv_data(st, kc->put) + r->offset, r->chunk, r->chunk_len);
@@ -382,39 +108,23 @@ static void handle_put(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_
 		    qpg_conn_region_open(c, qpg__kv_data(st, v), v->len,
 					 (struct qpg_region **)&v->region)) {
 			qpg__kv_release(st, v);
-			queue(kc, QPG_KV_PUT, QPG_KV_STORE_FULL, r->req_id, r->value_len, r->offset,
-			      NULL);
+			qpg__kv_queue(kc, QPG_KV_PUT, QPG_KV_STORE_FULL, r->req_id, r->value_len,
+				      r->offset, NULL);
 			return;
 		}
 		uint32_t vlen = v->len;
 		uint64_t rev;
 		int gated = qpg__kv_gated_commit(kc->service, v, r->view_rev, &rev);
 		if (gated != QPG_KV_OK) {
-			queue(kc, QPG_KV_PUT, (uint8_t)gated, r->req_id, (uint32_t)(rev >> 32),
-			      (uint32_t)rev, NULL);
+			qpg__kv_queue(kc, QPG_KV_PUT, (uint8_t)gated, r->req_id,
+				      (uint32_t)(rev >> 32), (uint32_t)rev, NULL);
 			return;
 		}
 		qpg__kv_count(kc->service, QPG_KV_PUT, QPG_KV_OK);
 		add(&kc->service->m.bytes_in, vlen);
 	}
-	queue(kc, QPG_KV_PUT, QPG_KV_OK, r->req_id, r->value_len, r->offset + r->chunk_len, NULL);
-}
-
-/* Release the grant called ID (a RELEASE's, or a GET's that carries one):
- * its window is invalidated by JOB, queued ahead of anything this request
- * still has to send. False if ID names no grant of this connection that is
- * still active (never granted, released already, or expired). */
-static bool release_grant(struct kv_conn *kc, uint32_t id, uint8_t job, uint32_t req_id)
-{
-	uint32_t i = id & 0xffff;
-	if (!kc->grants || i >= kc->ngrants || kc->grants[i].state != GRANT_ACTIVE ||
-	    grant_id(kc, (uint16_t)i) != id)
-		return false;
-	if (queue_job(kc, job, (uint16_t)i, QPG_KV_RELEASE, QPG_KV_OK, req_id, 0, 0, NULL))
-		return false;
-	kc->grants[i].state = GRANT_RELEASING;
-	add(&kc->service->m.releases[job == JOB_INVALIDATE], 1);
-	return true;
+	qpg__kv_queue(kc, QPG_KV_PUT, QPG_KV_OK, r->req_id, r->value_len, r->offset + r->chunk_len,
+		      NULL);
 }
 
 /* A GET: the value sent in chunks, or a grant to READ it. The client may
@@ -426,20 +136,21 @@ static void handle_get(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_
 	struct qpg_kv_service *k = service_of(c);
 	/* The grant it releases first: its invalidation goes out before this
 	 * GET's answer. A release of no grant of ours refuses the GET. */
-	if ((r->flags & QPG_KV_F_RELEASE) && !release_grant(kc, r->offset, JOB_INVALIDATE, 0)) {
-		queue(kc, QPG_KV_GET, QPG_KV_MALFORMED, r->req_id, 0, 0, NULL);
+	if ((r->flags & QPG_KV_F_RELEASE) &&
+	    !qpg__kv_release_grant(kc, r->offset, JOB_INVALIDATE, 0)) {
+		qpg__kv_queue(kc, QPG_KV_GET, QPG_KV_MALFORMED, r->req_id, 0, 0, NULL);
 		return;
 	}
 	bool force = r->flags & QPG_KV_F_ONE_SIDED;
 	if (force && !k->one_sided) {
-		queue(kc, QPG_KV_GET, QPG_KV_UNSUPPORTED, r->req_id, 0, 0, NULL);
+		qpg__kv_queue(kc, QPG_KV_GET, QPG_KV_UNSUPPORTED, r->req_id, 0, 0, NULL);
 		return;
 	}
 	struct qpg__kv_value *v = qpg__kv_get(store_of(c), kc->tenant, r->key, r->key_len);
 	if (!v) {
 		add(&k->m.misses, 1);
 		add(&kc->tenant->misses, 1);
-		queue(kc, QPG_KV_GET, QPG_KV_NOT_FOUND, r->req_id, 0, 0, NULL);
+		qpg__kv_queue(kc, QPG_KV_GET, QPG_KV_NOT_FOUND, r->req_id, 0, 0, NULL);
 		return;
 	}
 	add(&k->m.hits, 1);
@@ -448,7 +159,7 @@ static void handle_get(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_
 	/* An empty value has no region: a window cannot be empty. */
 	if (!k->one_sided || !v->region || !(force || large)) {
 		add(&k->m.bytes_out, v->len);
-		if (queue(kc, QPG_KV_GET, QPG_KV_OK, r->req_id, v->len, 0, v))
+		if (qpg__kv_queue(kc, QPG_KV_GET, QPG_KV_OK, r->req_id, v->len, 0, v))
 			qpg__kv_release(store_of(c), v);
 		return;
 	}
@@ -463,16 +174,16 @@ static void handle_get(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_
 		i++;
 	if (!kc->grants || i == kc->ngrants) {
 		qpg__kv_release(store_of(c), v);
-		queue(kc, QPG_KV_GET, QPG_KV_BUSY, r->req_id, 0, 0, NULL);
+		qpg__kv_queue(kc, QPG_KV_GET, QPG_KV_BUSY, r->req_id, 0, 0, NULL);
 		return;
 	}
 	struct kv_grant *g = &kc->grants[i];
 	g->v = v;
 	g->gen++;
 	g->state = GRANT_QUEUED;
-	if (queue_job(kc, JOB_GRANT, (uint16_t)i, QPG_KV_GET, QPG_KV_OK, r->req_id, v->len, 0,
-		      NULL)) {
-		grant_drop(c, g);
+	if (qpg__kv_queue_job(kc, JOB_GRANT, (uint16_t)i, QPG_KV_GET, QPG_KV_OK, r->req_id, v->len,
+			      0, NULL)) {
+		qpg__kv_grant_drop(c, g);
 		return;
 	}
 	qpg__kv_count(k, QPG_KV_GET, QPG_KV_OK);
@@ -490,7 +201,7 @@ static void handle_exists(struct qpg_conn *c, struct kv_conn *kc, const struct q
 	unsigned present = 0;
 	for (unsigned i = 0; i < sizeof(bits); i++)
 		present += (unsigned)__builtin_popcount(bits[i]);
-	if (queue(kc, QPG_KV_EXISTS, QPG_KV_OK, r->req_id, r->value_len, prefix, NULL))
+	if (qpg__kv_queue(kc, QPG_KV_EXISTS, QPG_KV_OK, r->req_id, r->value_len, prefix, NULL))
 		return; /* out of memory: no answer, and the client's deadline ends it */
 	kc->tail->nbits = (uint8_t)((r->value_len + 7) / 8);
 	memcpy(kc->tail->bits, bits, kc->tail->nbits);
@@ -506,7 +217,7 @@ static void handle_stat(struct qpg_conn *c, struct kv_conn *kc, const struct qpg
 	int n = rec ? qpg__kv_tenant_stat(store_of(c), kc->tenant, rec,
 					  QPG_KV_STAT_LEN + QPG__KV_TENANT_NAME)
 		    : -ENOMEM;
-	if (n < 0 || queue(kc, QPG_KV_STAT, QPG_KV_OK, r->req_id, (uint32_t)n, 0, NULL)) {
+	if (n < 0 || qpg__kv_queue(kc, QPG_KV_STAT, QPG_KV_OK, r->req_id, (uint32_t)n, 0, NULL)) {
 		free(rec); /* out of memory: no answer, and the client's deadline ends it */
 		return;
 	}
@@ -515,10 +226,10 @@ static void handle_stat(struct qpg_conn *c, struct kv_conn *kc, const struct qpg
 
 static void handle_release(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_kv_req *r)
 {
-	if (release_grant(kc, r->offset, JOB_REVOKE, r->req_id))
+	if (qpg__kv_release_grant(kc, r->offset, JOB_REVOKE, r->req_id))
 		qpg__kv_count(kc->service, QPG_KV_RELEASE, QPG_KV_OK);
 	else
-		queue(kc, QPG_KV_RELEASE, QPG_KV_MALFORMED, r->req_id, 0, 0, NULL);
+		qpg__kv_queue(kc, QPG_KV_RELEASE, QPG_KV_MALFORMED, r->req_id, 0, 0, NULL);
 }
 
 /* Serve the request in P. False, with nothing done, when the gate says
@@ -534,7 +245,7 @@ static bool serve(struct qpg_conn *c, struct kv_conn *kc, const uint8_t *p, uint
 		/* Refuse the request, keep the connection: the frame itself was
 		 * authentic, only its content is wrong. */
 		uint8_t op = r.op >= QPG_KV_PUT && r.op <= QPG_KV_OP_MAX ? r.op : 0;
-		queue(kc, op, (uint8_t)status, r.req_id, 0, 0, NULL);
+		qpg__kv_queue(kc, op, (uint8_t)status, r.req_id, 0, 0, NULL);
 		return true;
 	}
 	if (r.op != QPG_KV_RELEASE && !(r.op == QPG_KV_PUT && r.offset) &&
@@ -550,8 +261,8 @@ static bool serve(struct qpg_conn *c, struct kv_conn *kc, const uint8_t *p, uint
 			kc->failed_req = r.req_id;
 			kc->failed_status = (uint8_t)status;
 		}
-		queue(kc, r.op, (uint8_t)status, r.req_id, (uint32_t)(rev >> 32), (uint32_t)rev,
-		      NULL);
+		qpg__kv_queue(kc, r.op, (uint8_t)status, r.req_id, (uint32_t)(rev >> 32),
+			      (uint32_t)rev, NULL);
 	} else if (r.op == QPG_KV_PUT) {
 		handle_put(c, kc, &r);
 	} else if (r.op == QPG_KV_GET) {
@@ -563,9 +274,9 @@ static bool serve(struct qpg_conn *c, struct kv_conn *kc, const uint8_t *p, uint
 	} else if (r.op == QPG_KV_STAT) {
 		handle_stat(c, kc, &r);
 	} else {
-		queue(kc, QPG_KV_DEL,
-		      wire_status(qpg__kv_del(store_of(c), kc->tenant, r.key, r.key_len)), r.req_id,
-		      0, 0, NULL);
+		qpg__kv_queue(kc, QPG_KV_DEL,
+			      wire_status(qpg__kv_del(store_of(c), kc->tenant, r.key, r.key_len)),
+			      r.req_id, 0, 0, NULL);
 	}
 	return true;
 }
@@ -624,17 +335,12 @@ void qpg__kv_message(struct qpg_conn *c, uint8_t type, uint16_t flags, struct qp
 	if (kc->park.head || !serve(c, kc, qpg_buf_payload(b), len, false))
 		park(c, kc, b, len, now);
 	qpg_conn_buf_put(c, b);
-	pump(c);
+	qpg__kv_pump(c);
 }
 
 void qpg__kv_sent(struct qpg_conn *c)
 {
-	pump(c);
-}
-
-void qpg__kv_revoked(struct qpg_conn *c, void *user)
-{
-	grant_drop(c, user);
+	qpg__kv_pump(c);
 }
 
 /* Deadlines: grants not released in time are revoked; a PUT whose chunks
@@ -648,28 +354,14 @@ void qpg__kv_tick(struct qpg_conn *c, uint64_t now)
 		return;
 	if (kc->park.head) {
 		unpark(c, kc, now);
-		pump(c);
+		qpg__kv_pump(c);
 	}
 	if (kc->put && k->put_timeout_ns && now - kc->put_last_ns > k->put_timeout_ns) {
 		qpg__kv_release(store_of(c), kc->put);
 		kc->put = NULL;
 	}
-	bool queued = false;
-	for (unsigned i = 0; i < kc->ngrants; i++) {
-		struct kv_grant *g = &kc->grants[i];
-		if (g->state != GRANT_ACTIVE || !g->expires_ns || now < g->expires_ns)
-			continue;
-		g->state = GRANT_RELEASING;
-		if (queue_job(kc, JOB_INVALIDATE, (uint16_t)i, QPG_KV_RELEASE, QPG_KV_OK, 0, 0, 0,
-			      NULL)) {
-			g->state = GRANT_ACTIVE; /* out of memory: try again next tick */
-			continue;
-		}
-		add(&k->m.grants_expired, 1);
-		queued = true;
-	}
-	if (queued)
-		pump(c);
+	if (qpg__kv_expire_grants(kc, now))
+		qpg__kv_pump(c);
 }
 
 void qpg__kv_closed(struct qpg_conn *c)
@@ -678,11 +370,11 @@ void qpg__kv_closed(struct qpg_conn *c)
 	if (!kc)
 		return;
 	while (kc->head)
-		pop(c, kc);
+		qpg__kv_pop(c, kc);
 	/* The QP is already in error: no window can be read any more. */
 	for (unsigned i = 0; i < kc->ngrants; i++)
 		if (kc->grants[i].state != GRANT_FREE)
-			grant_drop(c, &kc->grants[i]);
+			qpg__kv_grant_drop(c, &kc->grants[i]);
 	free(kc->grants);
 	qpg__kv_park_clear(&kc->park, &kc->service->parked_bytes);
 	qpg__kv_release(store_of(c), kc->put); /* an unfinished PUT is dropped */

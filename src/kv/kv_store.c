@@ -229,8 +229,8 @@ static void queue_remove(struct qpg__kv_store *s, struct qpg__kv_value *v)
 	t->nkeys--;
 }
 
-static bool same_key(const struct qpg__kv_value *v, uint64_t h, uint16_t tenant,
-		     const uint8_t *key, uint16_t key_len)
+static bool same_key(const struct qpg__kv_value *v, uint64_t h, uint16_t tenant, const uint8_t *key,
+		     uint16_t key_len)
 {
 	return v->hash == h && v->tenant == tenant && v->key_len == key_len &&
 	       !memcmp(v->key, key, key_len);
@@ -288,8 +288,7 @@ static struct qpg__kv_value *sieve_victim(struct qpg__kv_store *s, struct qpg__k
  * without one, the one holding the most; else ASKER itself. A tenant under
  * its quota gives nothing up for another. NULL: nobody has a value to
  * give. Linear in the tenants, which the operator's list bounds. */
-static struct qpg__kv_tenant *victim_tenant(struct qpg__kv_store *s,
-					    struct qpg__kv_tenant *asker)
+static struct qpg__kv_tenant *victim_tenant(struct qpg__kv_store *s, struct qpg__kv_tenant *asker)
 {
 	struct qpg__kv_tenant *over = NULL, *free_rider = NULL;
 	size_t most_over = 0, most = 0;
@@ -346,7 +345,7 @@ static bool within_limits(struct qpg__kv_store *s, struct qpg__kv_tenant *t, siz
 }
 
 static struct qpg__kv_value *find(struct qpg__kv_store *s, uint16_t tenant, const uint8_t *key,
-				   uint16_t key_len);
+				  uint16_t key_len);
 
 int qpg__kv_reserve(struct qpg__kv_store *s, struct qpg__kv_tenant *t, const uint8_t *key,
 		    uint16_t key_len, uint32_t len, struct qpg__kv_value **out)
@@ -424,7 +423,7 @@ void qpg__kv_commit(struct qpg__kv_store *s, struct qpg__kv_value *v)
 
 /* Under the lock: KEY's value in TENANT, or NULL. */
 static struct qpg__kv_value *find(struct qpg__kv_store *s, uint16_t tenant, const uint8_t *key,
-				   uint16_t key_len)
+				  uint16_t key_len)
 {
 	uint64_t h = hash_key(s, tenant, key, key_len);
 	struct qpg__kv_value *v = s->buckets[h & (s->nbuckets - 1)];
@@ -449,8 +448,8 @@ bool qpg__kv_exists(struct qpg__kv_store *s, struct qpg__kv_tenant *t, const uin
 	return there;
 }
 
-uint32_t qpg__kv_exists_list(struct qpg__kv_store *s, struct qpg__kv_tenant *t,
-			     const uint8_t *list, size_t len, uint8_t *bits)
+uint32_t qpg__kv_exists_list(struct qpg__kv_store *s, struct qpg__kv_tenant *t, const uint8_t *list,
+			     size_t len, uint8_t *bits)
 {
 	uint16_t id = id_of(t);
 	memset(bits, 0, QPG_KV_EXISTS_BITMAP);

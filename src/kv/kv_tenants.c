@@ -33,7 +33,7 @@ struct parsed {
 		const char *name;
 		size_t quota, max_keys;
 		uint32_t max_value;
-	} *defs;
+	} * defs;
 	size_t ndefs;
 	const char *fallback;
 	json_t *root; /* owns the strings */
@@ -115,7 +115,8 @@ static int parse_tenant(struct parsed *p, size_t i, json_t *t, char *err, size_t
 				     NAME_MAX_LEN);
 		} else if (!strcmp(key, "quota")) {
 			if (!size_of(v, QPG__KVS_MAX_CAPACITY, &n))
-				fail("tenants[%zu].quota: a size from 1 byte to 1T, like \"2G\"", i);
+				fail("tenants[%zu].quota: a size from 1 byte to 1T, like \"2G\"",
+				     i);
 			d->quota = n;
 		} else if (!strcmp(key, "max_value")) {
 			if (!size_of(v, QPG_KV_MAX_VALUE, &n))
@@ -208,8 +209,8 @@ static int parse(const char *path, struct parsed *p, char *err, size_t err_len)
 }
 
 /* Make the store's tenants match P and swap P's identities in. */
-static int apply(struct qpg__kv_tenancy *tn, struct qpg__kv_store *s, struct parsed *p,
-		 char *err, size_t err_len)
+static int apply(struct qpg__kv_tenancy *tn, struct qpg__kv_store *s, struct parsed *p, char *err,
+		 size_t err_len)
 {
 	struct qpg__kv_tenant **made = calloc(p->ndefs, sizeof(*made));
 	if (!made)
@@ -357,8 +358,9 @@ int qpg__kv_admit(struct qpg_conn *c, char *why, size_t why_len)
 		return 0;
 	}
 	if (rc == -ENOTCONN)
-		snprintf(why, why_len, "this server gives each client certificate a tenant: "
-				       "connect with --cert and --key");
+		snprintf(why, why_len,
+			 "this server gives each client certificate a tenant: "
+			 "connect with --cert and --key");
 	else if (rc == -ENOENT)
 		snprintf(why, why_len, "the client certificate has no %s, which names its tenant",
 			 kind_name(tn->from));
@@ -367,18 +369,19 @@ int qpg__kv_admit(struct qpg_conn *c, char *why, size_t why_len)
 			 "the client certificate's %s is not a printable name of at most %d bytes",
 			 kind_name(tn->from), QPG__KV_TENANT_NAME - 1);
 	else if (tn->path)
-		snprintf(why, why_len, "identity \"%.100s\" has no tenant here: ask the operator "
-				       "to add it to the tenants file",
+		snprintf(why, why_len,
+			 "identity \"%.100s\" has no tenant here: ask the operator "
+			 "to add it to the tenants file",
 			 id);
 	else
-		snprintf(why, why_len, "the server holds %d tenants, its most: name them in a "
-				       "tenants file (--kv-tenants)",
+		snprintf(why, why_len,
+			 "the server holds %d tenants, its most: name them in a "
+			 "tenants file (--kv-tenants)",
 			 QPG__KV_TENANTS_MAX);
 	return -EACCES;
 }
 
-int qpg__kv_tenant_stat(struct qpg__kv_store *s, struct qpg__kv_tenant *t, uint8_t *out,
-			size_t cap)
+int qpg__kv_tenant_stat(struct qpg__kv_store *s, struct qpg__kv_tenant *t, uint8_t *out, size_t cap)
 {
 	struct qpg__kv_tenant_figures f;
 	qpg__kv_tenant_read(s, t, &f);
@@ -429,32 +432,33 @@ static void row_print(FILE *f, const char *name, const struct row *r)
 		"qpgate_kv_tenant_evictions_total{tenant=\"%s\"} %llu\n"
 		"qpgate_kv_tenant_evicted_bytes_total{tenant=\"%s\"} %llu\n"
 		"qpgate_kv_tenant_refused_total{tenant=\"%s\"} %llu\n",
-		name, r->f.used, name, r->f.quota, name, r->f.nkeys, name, r->hits, name,
-		r->misses, name, (unsigned long long)r->f.evictions, name,
+		name, r->f.used, name, r->f.quota, name, r->f.nkeys, name, r->hits, name, r->misses,
+		name, (unsigned long long)r->f.evictions, name,
 		(unsigned long long)r->f.evicted_bytes, name, r->refused);
 }
 
 void qpg__kv_tenant_metrics(struct qpg__kv_store *s, FILE *f)
 {
-	fprintf(f, "# HELP qpgate_kv_tenant_bytes Bytes of store blocks each tenant holds; "
-		   "tenant=\"(unlisted)\" sums the tenants no tenants file names (one per client "
-		   "identity without a file).\n"
-		   "# TYPE qpgate_kv_tenant_bytes gauge\n"
-		   "# HELP qpgate_kv_tenant_quota_bytes Each tenant's quota (0: none).\n"
-		   "# TYPE qpgate_kv_tenant_quota_bytes gauge\n"
-		   "# HELP qpgate_kv_tenant_keys Keys each tenant stores.\n"
-		   "# TYPE qpgate_kv_tenant_keys gauge\n"
-		   "# HELP qpgate_kv_tenant_gets_total GETs by tenant and whether its key was "
-		   "stored.\n"
-		   "# TYPE qpgate_kv_tenant_gets_total counter\n"
-		   "# HELP qpgate_kv_tenant_evictions_total Each tenant's keys evicted.\n"
-		   "# TYPE qpgate_kv_tenant_evictions_total counter\n"
-		   "# HELP qpgate_kv_tenant_evicted_bytes_total Value bytes of each tenant's keys "
-		   "evicted.\n"
-		   "# TYPE qpgate_kv_tenant_evicted_bytes_total counter\n"
-		   "# HELP qpgate_kv_tenant_refused_total PUTs refused over the tenant's own limits "
-		   "(over_quota).\n"
-		   "# TYPE qpgate_kv_tenant_refused_total counter\n");
+	fprintf(f,
+		"# HELP qpgate_kv_tenant_bytes Bytes of store blocks each tenant holds; "
+		"tenant=\"(unlisted)\" sums the tenants no tenants file names (one per client "
+		"identity without a file).\n"
+		"# TYPE qpgate_kv_tenant_bytes gauge\n"
+		"# HELP qpgate_kv_tenant_quota_bytes Each tenant's quota (0: none).\n"
+		"# TYPE qpgate_kv_tenant_quota_bytes gauge\n"
+		"# HELP qpgate_kv_tenant_keys Keys each tenant stores.\n"
+		"# TYPE qpgate_kv_tenant_keys gauge\n"
+		"# HELP qpgate_kv_tenant_gets_total GETs by tenant and whether its key was "
+		"stored.\n"
+		"# TYPE qpgate_kv_tenant_gets_total counter\n"
+		"# HELP qpgate_kv_tenant_evictions_total Each tenant's keys evicted.\n"
+		"# TYPE qpgate_kv_tenant_evictions_total counter\n"
+		"# HELP qpgate_kv_tenant_evicted_bytes_total Value bytes of each tenant's keys "
+		"evicted.\n"
+		"# TYPE qpgate_kv_tenant_evicted_bytes_total counter\n"
+		"# HELP qpgate_kv_tenant_refused_total PUTs refused over the tenant's own limits "
+		"(over_quota).\n"
+		"# TYPE qpgate_kv_tenant_refused_total counter\n");
 	/* Labels only for the tenants the operator named: the set is bounded
 	 * by the file, never by what clients present. */
 	struct row unlisted = {0};

@@ -24,9 +24,9 @@ struct qpg__kv_ident {
 };
 
 struct qpg__kv_tenancy {
-	pthread_mutex_t lock; /* admissions (loop threads) against a reload */
-	char *path;	      /* the file, or NULL: one tenant per identity */
-	uint8_t from;	      /* enum qpg_kv_tenant_from */
+	pthread_mutex_t lock;	   /* admissions (loop threads) against a reload */
+	char *path;		   /* the file, or NULL: one tenant per identity */
+	uint8_t from;		   /* enum qpg_kv_tenant_from */
 	struct qpg__kv_ident *ids; /* sorted by identity */
 	size_t nids;
 	struct qpg__kv_tenant *fallback; /* the file's "default", or NULL: refuse */

@@ -534,7 +534,8 @@ int main(int argc, char **argv)
 	const struct qpg_opt *const tables[] = {client, own, NULL};
 	const char *synopsis =
 	    "qpgate-kv [options] HOST SERVERNAME COMMAND...\n"
-	    "qpgate-kv [options] --stats HOST SERVERNAME (the caller's tenant, also after commands)\n"
+	    "qpgate-kv [options] --stats HOST SERVERNAME (the caller's tenant, also after "
+	    "commands)\n"
 	    "qpgate-kv --cluster URL --cluster-name NAME [options] COMMAND...\n\n"
 	    "Commands, run in order:\n"
 	    "  put KEY FILE|-                store FILE's bytes (-: standard input)\n"

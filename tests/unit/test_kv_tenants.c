@@ -327,6 +327,7 @@ static void test_stat_wire(void **st)
 	qpg__kv_store_fini(&s);
 }
 
-QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_stat_wire), cmocka_unit_test(test_namespaces), cmocka_unit_test(test_quota_evicts_own),
-	      cmocka_unit_test(test_full_store_victims), cmocka_unit_test(test_quota_spares_readers),
-	      cmocka_unit_test(test_tenant_table), cmocka_unit_test(test_tenants_file))
+QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_stat_wire), cmocka_unit_test(test_namespaces),
+	      cmocka_unit_test(test_quota_evicts_own), cmocka_unit_test(test_full_store_victims),
+	      cmocka_unit_test(test_quota_spares_readers), cmocka_unit_test(test_tenant_table),
+	      cmocka_unit_test(test_tenants_file))
