@@ -101,6 +101,7 @@ int qpg__kv_store_init(struct qpg__kv_store *s, size_t capacity, uint32_t max_va
 		s->nbuckets <<= 1;
 	s->buckets = calloc(s->nbuckets, sizeof(*s->buckets));
 	s->free_order = calloc(capacity / MIN_BLOCK, 1);
+	pthread_mutex_init(&s->lock, NULL);
 	int rc = s->buckets && s->free_order ? qpg__khash_init(&s->hash) : -ENOMEM;
 	if (rc == 0 && !qpg__kv_tenant_get(s, "default"))
 		rc = -ENOMEM;
@@ -108,6 +109,7 @@ int qpg__kv_store_init(struct qpg__kv_store *s, size_t capacity, uint32_t max_va
 		s->tenants[0]->listed = true;
 	if (rc) {
 		free(s->tenants[0]);
+		pthread_mutex_destroy(&s->lock);
 		qpg__khash_fini(&s->hash);
 		free(s->buckets);
 		free(s->free_order);
@@ -115,7 +117,6 @@ int qpg__kv_store_init(struct qpg__kv_store *s, size_t capacity, uint32_t max_va
 		memset(s, 0, sizeof(*s));
 		return rc;
 	}
-	pthread_mutex_init(&s->lock, NULL);
 	/* Carve the arena into the largest aligned blocks that fit. */
 	size_t off = 0;
 	for (int c = s->top_order; c >= 0; c--)
@@ -356,16 +357,17 @@ int qpg__kv_reserve(struct qpg__kv_store *s, struct qpg__kv_tenant *t, const uin
 	if (len > s->max_value)
 		return QPG__KVS_TOO_LARGE;
 	uint8_t c = order_of(len);
-	if ((t->max_value && len > t->max_value) || (t->quota && block_size(c) > t->quota))
-		return QPG__KVS_OVER_QUOTA;
 	struct qpg__kv_value *v = malloc(sizeof(*v) + key_len);
 	if (!v)
 		return QPG__KVS_FULL;
 	pthread_mutex_lock(&s->lock);
 	int64_t off = -1;
 	int status = QPG__KVS_FULL;
+	/* (T's limits change under the lock: a reload.) Larger than T may ever
+	 * hold: refused, and nothing evicted for it. */
 	bool fresh = t->max_keys && !find(s, t->id, key, key_len);
-	if (!within_limits(s, t, block_size(c), fresh)) {
+	if ((t->max_value && len > t->max_value) || (t->quota && block_size(c) > t->quota) ||
+	    !within_limits(s, t, block_size(c), fresh)) {
 		status = QPG__KVS_OVER_QUOTA;
 		goto out;
 	}

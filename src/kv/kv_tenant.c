@@ -21,10 +21,7 @@ struct qpg__kv_tenant *qpg__kv_tenant_get(struct qpg__kv_store *s, const char *n
 	size_t n = strlen(name);
 	if (n == 0 || n >= QPG__KV_TENANT_NAME)
 		return NULL;
-	/* The store's first tenant is made by its init, before the lock is. */
-	bool locking = s->ntenants > 0;
-	if (locking)
-		pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&s->lock);
 	struct qpg__kv_tenant *t = find_name(s, name);
 	if (!t && s->ntenants < QPG__KV_TENANTS_MAX && (t = calloc(1, sizeof(*t))) != NULL) {
 		memcpy(t->name, name, n + 1);
@@ -34,8 +31,7 @@ struct qpg__kv_tenant *qpg__kv_tenant_get(struct qpg__kv_store *s, const char *n
 		atomic_init(&t->refused, 0);
 		s->tenants[s->ntenants++] = t;
 	}
-	if (locking)
-		pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->lock);
 	return t;
 }
 
