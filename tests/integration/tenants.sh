@@ -171,4 +171,20 @@ check "a broken tenants file: not reloaded, with the reason" grep -q 'tenants fi
 check "... and carol is still admitted" grep -q '^GET c1: ok' <<<"$(as carol get c1 4096 3 2>&1)"
 
 qpg_stop_checked "$qp0"
+
+echo "== without a tenants file"
+# Each identity a tenant of its own, no quota; here by CN, so alice2 (a
+# URI of its own, CN alice) is alice's tenant, and bob is another.
+issue alice2 alice URI:spiffe://test/other
+qpg_serve "$work" --transport "$transport" --service kv --client-ca "$work/ca.crt" \
+	--kv-tenant-from cn --kv-capacity 6M --kv-max-value 1M -s 8192 --metrics 127.0.0.1:0
+out=$(as a --stats -- put k 4096 7 2>&1; as b get k exists k 2>&1; as alice2 get k 4096 7 2>&1)
+sed 's/^/  /' <<<"$out"
+check "by CN: alice's key is a miss for bob, read back verified by another certificate of alice's" \
+	eval 'grep -q "^GET k: not found" <<<"$out" && grep -q "^EXISTS k: 0 of 1" <<<"$out" && grep -q "^GET k: ok, .*verified" <<<"$out"'
+check "... its tenant is the identity's own, with no quota (--stats)" \
+	grep -q '^TENANT alice (an identity of its own) (server 1 of 1): 1 keys, 4096 bytes held, no quota' <<<"$out"
+check "metrics: per-identity tenants summed under one label (1 key), none with a label of its own" \
+	eval '[ "$(metric "qpgate_kv_tenant_keys{tenant=\"(unlisted)\"}")" -eq 1 ] && ! metrics | grep -q "tenant=\"alice\""'
+qpg_stop_checked "$qp0"
 finish_checks
