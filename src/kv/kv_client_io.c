@@ -265,25 +265,22 @@ void qpg__kvc_on_reply(struct qpg_client_conn *c, void *user, uint8_t type, cons
 			k->outstanding--;
 			qpg__kvc_finish_slot(k, op, QPG_KV_OK, r.value_len);
 		}
-	} else if (op->op == QPG_KV_EXISTS && r.status == QPG_KV_OK) {
-		/* (The decoder checked the bitmap against the count and prefix.) */
-		if (r.op != QPG_KV_EXISTS || r.value_len != KR(op)->total) {
-			qpg__kvc_fail_conn(k, "an EXISTS answer for another number of keys", 0);
+	} else if ((op->op == QPG_KV_EXISTS || op->op == QPG_KV_STAT) && r.status == QPG_KV_OK) {
+		/* One frame, which the decoder checked: EXISTS's bitmap against
+		 * its count and prefix, STAT's record. It completes with the
+		 * stored prefix, or the record's length. */
+		bool exists = op->op == QPG_KV_EXISTS;
+		if (r.op != op->op || (exists && r.value_len != KR(op)->total)) {
+			qpg__kvc_fail_conn(k,
+					   exists ? "an EXISTS answer for another number of keys"
+						  : "a STAT answer for another request",
+					   0);
 			return;
 		}
 		k->outstanding--;
 		if (op->chunk)
 			op->chunk(op, r.chunk, r.chunk_len, 0, r.value_len);
-		qpg__kvc_finish_slot(k, op, QPG_KV_OK, r.offset);
-	} else if (op->op == QPG_KV_STAT && r.status == QPG_KV_OK) {
-		if (r.op != QPG_KV_STAT) { /* (the decoder checked the record) */
-			qpg__kvc_fail_conn(k, "a STAT answer for another request", 0);
-			return;
-		}
-		k->outstanding--;
-		if (op->chunk)
-			op->chunk(op, r.chunk, r.chunk_len, 0, r.value_len);
-		qpg__kvc_finish_slot(k, op, QPG_KV_OK, r.value_len);
+		qpg__kvc_finish_slot(k, op, QPG_KV_OK, exists ? r.offset : r.value_len);
 	} else {
 		k->outstanding--;
 		qpg__kvc_finish_slot(k, op, r.status, 0);
