@@ -288,7 +288,7 @@ static struct qpg__kv_value *sieve_victim(struct qpg__kv_store *s, struct qpg__k
  * the trimmer). The tenant furthest over its quota; else, of the tenants
  * without one, the one holding the most; else ASKER itself. A tenant under
  * its quota gives nothing up for another. NULL: nobody has a value to
- * give. Linear in the tenants, which the operator's list bounds. */
+ * give. Linear in the tenants (at most QPG__KV_TENANTS_MAX). */
 static struct qpg__kv_tenant *victim_tenant(struct qpg__kv_store *s, struct qpg__kv_tenant *asker)
 {
 	struct qpg__kv_tenant *over = NULL, *free_rider = NULL;
@@ -345,8 +345,16 @@ static bool within_limits(struct qpg__kv_store *s, struct qpg__kv_tenant *t, siz
 	}
 }
 
-static struct qpg__kv_value *find(struct qpg__kv_store *s, uint16_t tenant, const uint8_t *key,
-				  uint16_t key_len);
+/* Under the lock: KEY's value in TENANT (its hash H), or NULL. */
+static struct qpg__kv_value *find(struct qpg__kv_store *s, uint64_t h, uint16_t tenant,
+				  const uint8_t *key, uint16_t key_len)
+{
+	struct qpg__kv_value *v = s->buckets[h & (s->nbuckets - 1)];
+	for (; v; v = v->next)
+		if (same_key(v, h, tenant, key, key_len))
+			break;
+	return v;
+}
 
 int qpg__kv_reserve(struct qpg__kv_store *s, struct qpg__kv_tenant *t, const uint8_t *key,
 		    uint16_t key_len, uint32_t len, struct qpg__kv_value **out)
@@ -360,12 +368,13 @@ int qpg__kv_reserve(struct qpg__kv_store *s, struct qpg__kv_tenant *t, const uin
 	struct qpg__kv_value *v = malloc(sizeof(*v) + key_len);
 	if (!v)
 		return QPG__KVS_FULL;
+	uint64_t h = hash_key(s, t->id, key, key_len);
 	pthread_mutex_lock(&s->lock);
 	int64_t off = -1;
 	int status = QPG__KVS_FULL;
 	/* (T's limits change under the lock: a reload.) Larger than T may ever
 	 * hold: refused, and nothing evicted for it. */
-	bool fresh = t->max_keys && !find(s, t->id, key, key_len);
+	bool fresh = t->max_keys && !find(s, h, t->id, key, key_len);
 	if ((t->max_value && len > t->max_value) || (t->quota && block_size(c) > t->quota) ||
 	    !within_limits(s, t, block_size(c), fresh)) {
 		status = QPG__KVS_OVER_QUOTA;
@@ -391,7 +400,7 @@ out:;
 		s->on_high(s->on_high_user);
 	memset(v, 0, sizeof(*v));
 	atomic_init(&v->refs, 1); /* the writer's, becomes the table's on commit */
-	v->hash = hash_key(s, t->id, key, key_len);
+	v->hash = h;
 	v->tenant = t->id;
 	v->len = len;
 	v->off = (uint64_t)off;
@@ -423,18 +432,6 @@ void qpg__kv_commit(struct qpg__kv_store *s, struct qpg__kv_value *v)
 		qpg__kv_release(s, old);
 }
 
-/* Under the lock: KEY's value in TENANT, or NULL. */
-static struct qpg__kv_value *find(struct qpg__kv_store *s, uint16_t tenant, const uint8_t *key,
-				  uint16_t key_len)
-{
-	uint64_t h = hash_key(s, tenant, key, key_len);
-	struct qpg__kv_value *v = s->buckets[h & (s->nbuckets - 1)];
-	for (; v; v = v->next)
-		if (same_key(v, h, tenant, key, key_len))
-			break;
-	return v;
-}
-
 static uint16_t id_of(struct qpg__kv_tenant *t)
 {
 	return t ? t->id : 0;
@@ -443,8 +440,9 @@ static uint16_t id_of(struct qpg__kv_tenant *t)
 bool qpg__kv_exists(struct qpg__kv_store *s, struct qpg__kv_tenant *t, const uint8_t *key,
 		    uint16_t key_len)
 {
+	uint64_t h = hash_key(s, id_of(t), key, key_len);
 	pthread_mutex_lock(&s->lock);
-	struct qpg__kv_value *v = find(s, id_of(t), key, key_len);
+	struct qpg__kv_value *v = find(s, h, id_of(t), key, key_len);
 	bool there = v && !expired(s, v);
 	pthread_mutex_unlock(&s->lock);
 	return there;
@@ -461,7 +459,7 @@ uint32_t qpg__kv_exists_list(struct qpg__kv_store *s, struct qpg__kv_tenant *t, 
 	uint32_t i = 0, prefix = 0;
 	pthread_mutex_lock(&s->lock);
 	while ((n = qpg_kv_exists_next(list, len, &pos, &key)) && i < QPG_KV_EXISTS_MAX) {
-		const struct qpg__kv_value *v = find(s, id, key, n);
+		const struct qpg__kv_value *v = find(s, hash_key(s, id, key, n), id, key, n);
 		if (v && !expired(s, v)) {
 			bits[i / 8] |= (uint8_t)(1u << (i % 8));
 			prefix += prefix == i;
@@ -475,8 +473,9 @@ uint32_t qpg__kv_exists_list(struct qpg__kv_store *s, struct qpg__kv_tenant *t, 
 struct qpg__kv_value *qpg__kv_get(struct qpg__kv_store *s, struct qpg__kv_tenant *t,
 				  const uint8_t *key, uint16_t key_len)
 {
+	uint64_t h = hash_key(s, id_of(t), key, key_len);
 	pthread_mutex_lock(&s->lock);
-	struct qpg__kv_value *v = find(s, id_of(t), key, key_len), *gone = NULL;
+	struct qpg__kv_value *v = find(s, h, id_of(t), key, key_len), *gone = NULL;
 	if (v && expired(s, v)) {
 		gone = unlink_key(s, v->hash, v->tenant, key, key_len); /* the table's reference */
 		s->expired++;
