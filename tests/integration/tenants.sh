@@ -14,19 +14,7 @@ qp0=$(qps)
 
 # Client certificates from the test CA: A and B by URI SAN (SPIFFE-like),
 # carol by CN only, dave by a URI the file does not name.
-issue() { # issue NAME CN [SAN]
-	(
-		cd "$work" || exit 1
-		openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$2" \
-			-keyout "$1.key" -out "$1.csr" 2>/dev/null
-		{
-			echo "extendedKeyUsage=clientAuth"
-			[ -n "${3:-}" ] && echo "subjectAltName=$3"
-		} >"$1.ext"
-		openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 30 \
-			-extfile "$1.ext" -out "$1.crt" 2>/dev/null
-	)
-}
+issue() { "$here/scripts/make-certs" --client "$work" "$@"; } # NAME CN [SAN]
 issue a alice URI:spiffe://test/a
 issue b bob URI:spiffe://test/b
 issue carol carol

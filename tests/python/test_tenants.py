@@ -15,27 +15,21 @@ import qpgate
 from test_kv import TRANSPORT, Server, pattern
 
 QUOTA = 1 << 20
+MAKE_CERTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
+                          "make-certs")
 
 
 def issue(d, name, cn, san=None):
-    key, csr, ext, crt = (os.path.join(d, f"{name}.{x}") for x in ("key", "csr", "ext", "crt"))
-    subprocess.run(["openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
-                    "-nodes", "-subj", f"/CN={cn}", "-keyout", key, "-out", csr],
-                   check=True, capture_output=True)
-    with open(ext, "w") as f:
-        f.write("extendedKeyUsage=clientAuth\n" + (f"subjectAltName={san}\n" if san else ""))
-    subprocess.run(["openssl", "x509", "-req", "-in", csr, "-CA", os.path.join(d, "ca.crt"),
-                    "-CAkey", os.path.join(d, "ca.key"), "-CAcreateserial", "-days", "30",
-                    "-extfile", ext, "-out", crt], check=True, capture_output=True)
-    return crt, key
+    """A client certificate from D's CA (scripts/make-certs --client)."""
+    subprocess.run([MAKE_CERTS, "--client", d, name, cn, *([san] if san else [])], check=True,
+                   capture_output=True)
+    return os.path.join(d, f"{name}.crt"), os.path.join(d, f"{name}.key")
 
 
 @pytest.fixture(scope="module")
 def tenants():
     d = tempfile.mkdtemp(prefix="qpg-py-tenants.")
-    here = os.path.dirname(os.path.abspath(__file__))
-    subprocess.run([os.path.join(here, "..", "..", "scripts", "make-certs"), d, "localhost"],
-                   check=True, capture_output=True)
+    subprocess.run([MAKE_CERTS, d, "localhost"], check=True, capture_output=True)
     ids = {n: issue(d, n, n, san) for n, san in
            (("a", "URI:spiffe://py/a"), ("b", "URI:spiffe://py/b"), ("eve", None))}
     path = os.path.join(d, "tenants.json")
