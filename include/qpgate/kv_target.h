@@ -66,9 +66,9 @@ struct qpg_kv_target_stats {
 	int64_t revision; /* of the view in use (a pool: 0) */
 	uint64_t views;	  /* views taken into use */
 	uint64_t redirects, unroutable;
-	bool etcd_ok;			/* a pool: true (it asks no etcd) */
-	unsigned n;			/* members, every one ever seen */
-	struct qpg_kv_member_stats *m;	/* N entries: qpg_kv_target_stats_free */
+	bool etcd_ok;		       /* a pool: true (it asks no etcd) */
+	unsigned n;		       /* members, every one ever seen */
+	struct qpg_kv_member_stats *m; /* N entries: qpg_kv_target_stats_free */
 };
 int qpg_kv_target_stats(struct qpg_kv_target *t, struct qpg_kv_target_stats *out);
 void qpg_kv_target_stats_free(struct qpg_kv_target_stats *s);
@@ -113,10 +113,13 @@ int qpg_kv_target_exists(struct qpg_kv_target *t, const struct qpg_kv_key *keys,
 
 /* The caller's tenant (qpgate/kv.h's STAT) as each server behind T sees
  * it: a pool's server, or each member of a cluster (a quota is per
- * server). Fills OUT[0..MAX) and returns how many answered, or a negative
- * errno / enum qpg_kv_status when none did. Waits: never call it from a
- * target thread, nor on a target run in the caller's loop. */
-int qpg_kv_target_tenant(struct qpg_kv_target *t, struct qpg_kv_tenant_stat *out, unsigned max);
+ * server). Fills OUT[0..MAX) and returns how many answered (-EINVAL: bad
+ * arguments); FAILURE (if not NULL) gets the first server's failure, an
+ * enum qpg_kv_status or a negative errno (QPG_KV_OK: none failed). Waits:
+ * never call it from a target thread, nor on a target run in the caller's
+ * loop. */
+int qpg_kv_target_tenant(struct qpg_kv_target *t, struct qpg_kv_tenant_stat *out, unsigned max,
+			 int *failure);
 
 /* A target that runs in the caller's event loop (qpgate/kv_call.h:
  * qpg_kv_pool_open_external): its file descriptor to poll for reading,

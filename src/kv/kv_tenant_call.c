@@ -12,8 +12,11 @@
 
 #define PROBES_PER_MEMBER 64 /* routing keys tried per member before giving up */
 
-int qpg_kv_target_tenant(struct qpg_kv_target *t, struct qpg_kv_tenant_stat *out, unsigned max)
+int qpg_kv_target_tenant(struct qpg_kv_target *t, struct qpg_kv_tenant_stat *out, unsigned max,
+			 int *failure)
 {
+	if (failure)
+		*failure = QPG_KV_OK;
 	if (!t || !out || max == 0)
 		return -EINVAL;
 	struct qpg_kv_target_info info;
@@ -21,7 +24,7 @@ int qpg_kv_target_tenant(struct qpg_kv_target *t, struct qpg_kv_tenant_stat *out
 	unsigned members = info.members ? info.members : 1, want = members < max ? members : max;
 	int seen[256];
 	unsigned nseen = 0, got = 0;
-	int first_err = -ENOENT;
+	int first_err = QPG_KV_OK;
 	for (unsigned probe = 0; nseen < want && nseen < 256 && probe < PROBES_PER_MEMBER * members;
 	     probe++) {
 		char key[32];
@@ -40,8 +43,10 @@ int qpg_kv_target_tenant(struct qpg_kv_target *t, struct qpg_kv_tenant_stat *out
 		if (st == QPG_KV_OK && len <= sizeof(rec) &&
 		    qpg_kv_decode_stat(rec, len, &out[got]) == 0)
 			got++;
-		else if (first_err == -ENOENT)
+		else if (first_err == QPG_KV_OK)
 			first_err = st == QPG_KV_OK ? QPG_KV_MALFORMED : st;
 	}
-	return got ? (int)got : first_err;
+	if (failure)
+		*failure = first_err;
+	return (int)got;
 }

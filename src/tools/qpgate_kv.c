@@ -471,10 +471,13 @@ static void report_abuse(struct qpg_kv_pool *pool, int abuse)
 static int print_tenant(struct qpg_kv_target *kv)
 {
 	struct qpg_kv_tenant_stat st[64];
-	int n = qpg_kv_target_tenant(kv, st, 64);
+	int failure;
+	int n = qpg_kv_target_tenant(kv, st, 64, &failure);
 	if (n <= 0) {
 		fprintf(stderr, "qpgate-kv: --stats: no server answered: %s\n",
-			n < 0 ? qpg_strerror(n) : qpg_kv_status_name((uint8_t)n));
+			n < 0	      ? qpg_strerror(n)
+			: failure < 0 ? qpg_strerror(failure)
+				      : qpg_kv_status_name((uint8_t)failure));
 		return 3;
 	}
 	for (int i = 0; i < n; i++) {
