@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The KV service's state per connection, shared by the files that serve
  * it: kv_service.c (the requests), kv_reply.c (the queue of replies and
- * its pump) and kv_grants.c (one-sided grants: windows bound, released,
- * revoked). */
+ * its pump) and kv_grants.c (one-sided grants: windows bound, invalidated,
+ * and their values let go). */
 #ifndef QPG_KV_CONN_H
 #define QPG_KV_CONN_H
 
@@ -91,9 +91,6 @@ int qpg__kv_queue(struct kv_conn *kc, uint8_t op, uint8_t status, uint32_t req_i
 void qpg__kv_pop(struct qpg_conn *c, struct kv_conn *kc);
 /* Send queued replies while the send queue has room. */
 void qpg__kv_pump(struct qpg_conn *c);
-/* A reply header (and PAYLOAD) in B, which the caller got first. */
-int qpg__kv_send_reply(struct qpg_conn *c, struct qpg_buf *b, const struct qpg_kv_reply *r,
-		       uint16_t frame_flags, const void *payload, uint32_t len);
 
 /* kv_grants.c */
 uint32_t qpg__kv_grant_id(const struct kv_conn *kc, uint16_t i);
@@ -103,9 +100,5 @@ int qpg__kv_run_grant(struct qpg_conn *c, struct kv_conn *kc, const struct kv_jo
 int qpg__kv_revoke_grant(struct qpg_conn *c, struct kv_grant *g);
 int qpg__kv_run_revoke(struct qpg_conn *c, struct kv_conn *kc, const struct kv_job *j,
 		       struct qpg_buf *b);
-bool qpg__kv_release_grant(struct kv_conn *kc, uint32_t id, uint8_t job, uint32_t req_id);
-/* Grants past their deadline queued for invalidation (a tick): whether any
- * was. */
-bool qpg__kv_expire_grants(struct kv_conn *kc, uint64_t now);
 
 #endif

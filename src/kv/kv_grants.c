@@ -10,6 +10,18 @@
 #include "common.h"
 #include "kv_conn.h"
 
+/* Send a reply header (and PAYLOAD) in B, which the caller got first: a
+ * window bound or invalidated is always followed by its reply. */
+static int send_reply(struct qpg_conn *c, struct qpg_buf *b, const struct qpg_kv_reply *r,
+		      uint16_t frame_flags, const void *payload, uint32_t len)
+{
+	uint8_t *p = qpg_buf_payload(b);
+	qpg_kv_encode_reply(p, QPG_KV_HDR_LEN, r);
+	if (len)
+		memcpy(p + QPG_KV_HDR_LEN, payload, len);
+	return qpg_conn_send(c, b, QPG_FRAME_KV_REPLY, frame_flags, QPG_KV_HDR_LEN + len);
+}
+
 uint32_t qpg__kv_grant_id(const struct kv_conn *kc, uint16_t i)
 {
 	return (uint32_t)kc->grants[i].gen << 16 | i;
@@ -45,7 +57,7 @@ int qpg__kv_run_grant(struct qpg_conn *c, struct kv_conn *kc, const struct kv_jo
 			return rc;
 		}
 		r.status = QPG_KV_BUSY;
-		return qpg__kv_send_reply(c, b, &r, 0, NULL, 0);
+		return send_reply(c, b, &r, 0, NULL, 0);
 	}
 	g->state = GRANT_ACTIVE;
 	add(&service_of(c)->m.grants, 1);
@@ -58,7 +70,7 @@ int qpg__kv_run_grant(struct qpg_conn *c, struct kv_conn *kc, const struct kv_jo
 	uint8_t payload[QPG_KV_GRANT_LEN];
 	qpg_kv_encode_grant(payload, sizeof(payload), &gr);
 	r.flags = QPG_KV_R_GRANT;
-	return qpg__kv_send_reply(c, b, &r, 0, payload, sizeof(payload));
+	return send_reply(c, b, &r, 0, payload, sizeof(payload));
 }
 
 /* Post the invalidation of G's window. A window that cannot be invalidated
@@ -84,46 +96,10 @@ int qpg__kv_run_revoke(struct qpg_conn *c, struct kv_conn *kc, const struct kv_j
 		return rc;
 	}
 	struct qpg_kv_reply r = {.op = QPG_KV_RELEASE, .req_id = j->req_id};
-	return qpg__kv_send_reply(c, b, &r, 0, NULL, 0);
-}
-
-/* Release the grant called ID (a RELEASE's, or a GET's that carries one):
- * its window is invalidated by JOB, queued ahead of anything this request
- * still has to send. False if ID names no grant of this connection that is
- * still active (never granted, released already, or expired). */
-bool qpg__kv_release_grant(struct kv_conn *kc, uint32_t id, uint8_t job, uint32_t req_id)
-{
-	uint32_t i = id & 0xffff;
-	if (!kc->grants || i >= kc->ngrants || kc->grants[i].state != GRANT_ACTIVE ||
-	    qpg__kv_grant_id(kc, (uint16_t)i) != id)
-		return false;
-	if (qpg__kv_queue_job(kc, job, (uint16_t)i, QPG_KV_RELEASE, QPG_KV_OK, req_id, 0, 0, NULL))
-		return false;
-	kc->grants[i].state = GRANT_RELEASING;
-	add(&kc->service->m.releases[job == JOB_INVALIDATE], 1);
-	return true;
+	return send_reply(c, b, &r, 0, NULL, 0);
 }
 
 void qpg__kv_revoked(struct qpg_conn *c, void *user)
 {
 	qpg__kv_grant_drop(c, user);
-}
-
-bool qpg__kv_expire_grants(struct kv_conn *kc, uint64_t now)
-{
-	bool queued = false;
-	for (unsigned i = 0; i < kc->ngrants; i++) {
-		struct kv_grant *g = &kc->grants[i];
-		if (g->state != GRANT_ACTIVE || !g->expires_ns || now < g->expires_ns)
-			continue;
-		g->state = GRANT_RELEASING;
-		if (qpg__kv_queue_job(kc, JOB_INVALIDATE, (uint16_t)i, QPG_KV_RELEASE, QPG_KV_OK, 0,
-				      0, 0, NULL)) {
-			g->state = GRANT_ACTIVE; /* out of memory: try again next tick */
-			continue;
-		}
-		add(&kc->service->m.grants_expired, 1);
-		queued = true;
-	}
-	return queued;
 }

@@ -45,18 +45,6 @@ int qpg__kv_queue(struct kv_conn *kc, uint8_t op, uint8_t status, uint32_t req_i
 	return qpg__kv_queue_job(kc, JOB_REPLY, 0, op, status, req_id, value_len, off, v);
 }
 
-/* Send a reply header (and PAYLOAD) in B, which the caller got first: a
- * window bound or invalidated is always followed by its reply. */
-int qpg__kv_send_reply(struct qpg_conn *c, struct qpg_buf *b, const struct qpg_kv_reply *r,
-		       uint16_t frame_flags, const void *payload, uint32_t len)
-{
-	uint8_t *p = qpg_buf_payload(b);
-	qpg_kv_encode_reply(p, QPG_KV_HDR_LEN, r);
-	if (len)
-		memcpy(p + QPG_KV_HDR_LEN, payload, len);
-	return qpg_conn_send(c, b, QPG_FRAME_KV_REPLY, frame_flags, QPG_KV_HDR_LEN + len);
-}
-
 void qpg__kv_pop(struct qpg_conn *c, struct kv_conn *kc)
 {
 	struct kv_job *j = kc->head;

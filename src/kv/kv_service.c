@@ -127,6 +127,23 @@ static void handle_put(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_
 		      NULL);
 }
 
+/* Release the grant called ID (a RELEASE's, or a GET's that carries one):
+ * its window is invalidated by JOB, queued ahead of anything this request
+ * still has to send. False if ID names no grant of this connection that is
+ * still active (never granted, released already, or expired). */
+static bool release_grant(struct kv_conn *kc, uint32_t id, uint8_t job, uint32_t req_id)
+{
+	uint32_t i = id & 0xffff;
+	if (!kc->grants || i >= kc->ngrants || kc->grants[i].state != GRANT_ACTIVE ||
+	    qpg__kv_grant_id(kc, (uint16_t)i) != id)
+		return false;
+	if (qpg__kv_queue_job(kc, job, (uint16_t)i, QPG_KV_RELEASE, QPG_KV_OK, req_id, 0, 0, NULL))
+		return false;
+	kc->grants[i].state = GRANT_RELEASING;
+	add(&kc->service->m.releases[job == JOB_INVALIDATE], 1);
+	return true;
+}
+
 /* A GET: the value sent in chunks, or a grant to READ it. The client may
  * insist on a grant (QPG_KV_F_ONE_SIDED) or leave it to the server
  * (QPG_KV_F_GRANT_LARGE): small values go faster two-sided, large ones by
@@ -136,8 +153,7 @@ static void handle_get(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_
 	struct qpg_kv_service *k = service_of(c);
 	/* The grant it releases first: its invalidation goes out before this
 	 * GET's answer. A release of no grant of ours refuses the GET. */
-	if ((r->flags & QPG_KV_F_RELEASE) &&
-	    !qpg__kv_release_grant(kc, r->offset, JOB_INVALIDATE, 0)) {
+	if ((r->flags & QPG_KV_F_RELEASE) && !release_grant(kc, r->offset, JOB_INVALIDATE, 0)) {
 		qpg__kv_queue(kc, QPG_KV_GET, QPG_KV_MALFORMED, r->req_id, 0, 0, NULL);
 		return;
 	}
@@ -226,7 +242,7 @@ static void handle_stat(struct qpg_conn *c, struct kv_conn *kc, const struct qpg
 
 static void handle_release(struct qpg_conn *c, struct kv_conn *kc, const struct qpg_kv_req *r)
 {
-	if (qpg__kv_release_grant(kc, r->offset, JOB_REVOKE, r->req_id))
+	if (release_grant(kc, r->offset, JOB_REVOKE, r->req_id))
 		qpg__kv_count(kc->service, QPG_KV_RELEASE, QPG_KV_OK);
 	else
 		qpg__kv_queue(kc, QPG_KV_RELEASE, QPG_KV_MALFORMED, r->req_id, 0, 0, NULL);
@@ -343,6 +359,26 @@ void qpg__kv_sent(struct qpg_conn *c)
 	qpg__kv_pump(c);
 }
 
+/* Grants past their deadline queued for invalidation: whether any was. */
+static bool expire_grants(struct kv_conn *kc, uint64_t now)
+{
+	bool queued = false;
+	for (unsigned i = 0; i < kc->ngrants; i++) {
+		struct kv_grant *g = &kc->grants[i];
+		if (g->state != GRANT_ACTIVE || !g->expires_ns || now < g->expires_ns)
+			continue;
+		g->state = GRANT_RELEASING;
+		if (qpg__kv_queue_job(kc, JOB_INVALIDATE, (uint16_t)i, QPG_KV_RELEASE, QPG_KV_OK, 0,
+				      0, 0, NULL)) {
+			g->state = GRANT_ACTIVE; /* out of memory: try again next tick */
+			continue;
+		}
+		add(&kc->service->m.grants_expired, 1);
+		queued = true;
+	}
+	return queued;
+}
+
 /* Deadlines: grants not released in time are revoked; a PUT whose chunks
  * stopped coming gives its reserved space back (a later chunk of it is
  * refused as malformed). */
@@ -360,7 +396,7 @@ void qpg__kv_tick(struct qpg_conn *c, uint64_t now)
 		qpg__kv_release(store_of(c), kc->put);
 		kc->put = NULL;
 	}
-	if (qpg__kv_expire_grants(kc, now))
+	if (expire_grants(kc, now))
 		qpg__kv_pump(c);
 }
 
