@@ -335,7 +335,15 @@ echo "== a forged member entry: the right CA and name, another key"
 		-out evil.crt 2>/dev/null)
 srv_cert=$work/evil.crt srv_key=$work/evil.key qpg_serve "$work" --transport tcp --service kv -s 8192
 evil=$port
-spki=$(etcdctl --endpoints "$etcd_url" get "/qpgate/$name/members/m1" --print-value-only | jq -r .spki_sha256)
+# m1's entry, with the SPKI it pins (a keepalive late under load may have
+# it re-registering this moment: wait for it, 10 s at most).
+spki=""
+for _ in $(seq 1 100); do
+	spki=$(etcdctl --endpoints "$etcd_url" get "/qpgate/$name/members/m1" --print-value-only | jq -r '.spki_sha256 // empty')
+	[ ${#spki} -eq 64 ] && break
+	sleep 0.1
+done
+check "m1's entry is in etcd, with the SPKI to forge from" [ ${#spki} -eq 64 ]
 entry=$(jq -cn --arg spki "$spki" --argjson port "$evil" \
 	'{v:1,id:"forged",host:"127.0.0.1",port:$port,transport:"tcp",tls_name:"localhost",
 	  incarnation:"0123456789abcdef",state:"active",weight:1000,clients:0,max_clients:1,spki_sha256:$spki}')
