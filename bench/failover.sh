@@ -46,7 +46,7 @@ proxy() { # NAME TARGET_PORT: a proxy on a port of its own; its port in NAME.por
 	local p
 	p=$(qpg_free_port)
 	rm -f "$work/$1.ready"
-	python3 "$repo/tests/integration/tcp_proxy.py" "$p" "$2" "$work/$1.ready" </dev/null >/dev/null 2>&1 &
+	"$bin/tcp_proxy" "$p" "$2" "$work/$1.ready" </dev/null >/dev/null 2>&1 &
 	echo $! >"$work/$1.pid"
 	disown
 	echo "$p" >"$work/$1.port"

@@ -254,7 +254,7 @@ etcd_port=${etcd_url##*:}
 # proxy_up: (re)starts the proxy on $proxy_port and waits until it listens.
 proxy_up() {
 	rm -f "$work/proxy.ready"
-	python3 "$here/tests/integration/tcp_proxy.py" "$proxy_port" "$etcd_port" "$work/proxy.ready" &
+	"$bin/tcp_proxy" "$proxy_port" "$etcd_port" "$work/proxy.ready" &
 	proxy=$!
 	local i
 	for i in $(seq 1 150); do

@@ -6,6 +6,7 @@
 transport=$1
 scenario=$2
 . "$(dirname "$0")/lib.sh"
+. "$here/scripts/etcd.sh" # qpg_free_port
 bin=${QPG_BIN:-$here/build/bin}
 work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-core.XXXXXX")
 certs=$work/certs
@@ -245,8 +246,8 @@ bad_input)
 		# that flips one bit 6,000 bytes into the client's stream: past
 		# the handshake, inside the echoes) gets the connection closed as
 		# an authentication failure, as a bad tag would.
-		pp=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-		QPG_PROXY_FLIP=6000 python3 "$here/tests/integration/tcp_proxy.py" "$pp" "$port" "$work/proxy.ready" &
+		pp=$(qpg_free_port)
+		QPG_PROXY_FLIP=6000 "$bin/tcp_proxy" "$pp" "$port" "$work/proxy.ready" &
 		proxy=$!
 		for _ in $(seq 1 100); do [ -s "$work/proxy.ready" ] && break; sleep 0.1; done
 		out=$(port=$pp client -n 20 -s 1024 --connect-attempts 1 2>&1); rc=$?
@@ -303,8 +304,8 @@ metrics)
 	if [ "$transport" = rdma ]; then
 		client -n 10 -s 100 --test-corrupt-tag-at 4 >/dev/null 2>&1
 	else # no tag over tcp: a bit flipped in a TLS record is the forgery (bad_input)
-		pp=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-		QPG_PROXY_FLIP=6000 python3 "$here/tests/integration/tcp_proxy.py" "$pp" "$port" "$work/proxy.ready" &
+		pp=$(qpg_free_port)
+		QPG_PROXY_FLIP=6000 "$bin/tcp_proxy" "$pp" "$port" "$work/proxy.ready" &
 		proxy=$!
 		for _ in $(seq 1 100); do [ -s "$work/proxy.ready" ] && break; sleep 0.1; done
 		port=$pp client -n 20 -s 1024 --connect-attempts 1 >/dev/null 2>&1

@@ -43,13 +43,13 @@ echo "== nemesis: $transport, $secs s, seed $seed"
 qpg_etcd_start "$work" || exit 1
 etcd_port=${etcd_url##*:}
 
-# proxy NAME: a proxy to etcd of NAME's own (tcp_proxy.py), on a fixed port.
+# proxy NAME: a proxy to etcd of NAME's own (tests/integration/tcp_proxy.c), on a fixed port.
 proxy() {
 	local p
 	p=$(qpg_free_port) || return 1
 	echo "$p" >"$work/$1.proxy.port"
 	rm -f "$work/$1.ready"
-	python3 "$here/tests/integration/tcp_proxy.py" "$p" "$etcd_port" "$work/$1.ready" \
+	"$bin/tcp_proxy" "$p" "$etcd_port" "$work/$1.ready" \
 		</dev/null >>"$work/proxies.log" 2>&1 &
 	disown
 	echo $! >"$work/$1.proxy.pid"
