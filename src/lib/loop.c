@@ -144,9 +144,35 @@ void qpg__loop_del(struct qpg__loop *l, struct qpg__io *io)
  * Returns what was found; adapts the window. The clock is read every few
  * turns: reading it can cost more than a poll (a VM's HPET traps), though
  * less than the system call that each epoll is. */
-static int spin(struct qpg__loop *l, struct epoll_event *evs, int max)
+/* The loop's clock: the monotonic clock, or the test's. */
+static uint64_t loop_now(const struct qpg__loop *l)
 {
-	uint64_t end = qpg__now_ns() + l->spin_ns;
+	return l->clock_ns ? l->clock_ns() : qpg__now_ns();
+}
+
+#define SPIN_BACKOFF_MIN 16u
+#define SPIN_BACKOFF_MAX 1024u
+
+/* A spin on the fds that began at T0 with a window of WINDOW ns ended. One
+ * that took more than twice its window and 100 us more was off its core
+ * for that long (the thread was preempted: more threads want the CPUs
+ * than there are), so the next spins are skipped (loop.h, spin_skip). A
+ * brief preemption (a kernel thread's turn) passes unnoticed. */
+static void fd_spin_ended(struct qpg__loop *l, uint64_t t0, uint64_t window)
+{
+	if (loop_now(l) - t0 <= 2 * window + 100000) {
+		l->spin_backoff = 0;
+		return;
+	}
+	l->spin_backoff =
+	    l->spin_backoff ? QPG_MIN(l->spin_backoff * 2, SPIN_BACKOFF_MAX) : SPIN_BACKOFF_MIN;
+	l->spin_skip = l->spin_backoff;
+	l->spin_ns = 0;
+}
+
+static int spin(struct qpg__loop *l, struct epoll_event *evs, int max, uint64_t t0)
+{
+	uint64_t end = t0 + l->spin_ns;
 	unsigned clock_every = l->poll ? 32 : 4;
 	for (unsigned i = 1;; i++) {
 		int r = l->poll ? l->poll(l) : epoll_wait(l->epfd, evs, max, 0);
@@ -160,7 +186,7 @@ static int spin(struct qpg__loop *l, struct epoll_event *evs, int max)
 		 * plain memory, set before the eventfd is written. */
 		if (l->poll && atomic_load_explicit(&l->wake_pending, memory_order_relaxed))
 			return 0;
-		if (i % clock_every == 0 && qpg__now_ns() >= end)
+		if (i % clock_every == 0 && loop_now(l) >= end)
 			break;
 	}
 	l->spin_ns = l->spin_ns / 2 < 1000 ? 0 : l->spin_ns / 2;
@@ -194,7 +220,7 @@ static int run_once(struct qpg__loop *l, int timeout_ms)
 		 * Work found (now or by the spin): look at the fds without
 		 * waiting, once they are due. */
 		if (may_sleep) {
-			got = l->spin_ns ? spin(l, evs, (int)QPG_ARRAY_SIZE(evs)) : 0;
+			got = l->spin_ns ? spin(l, evs, (int)QPG_ARRAY_SIZE(evs), loop_now(l)) : 0;
 			/* A wake pending: its eventfd ends the wait at once,
 			 * so no need to arm the source first. */
 			if (!got && l->arm && !atomic_load(&l->wake_pending))
@@ -212,14 +238,18 @@ static int run_once(struct qpg__loop *l, int timeout_ms)
 		n = epoll_wait(l->epfd, evs, (int)QPG_ARRAY_SIZE(evs),
 			       may_sleep && !look_first ? timeout_ms : 0);
 		if (n == 0 && may_sleep && look_first) {
-			n = spin(l, evs, (int)QPG_ARRAY_SIZE(evs));
+			uint64_t t0 = loop_now(l), window = l->spin_ns;
+			n = spin(l, evs, (int)QPG_ARRAY_SIZE(evs), t0);
+			fd_spin_ended(l, t0, window);
 			if (n == 0)
 				n = epoll_wait(l->epfd, evs, (int)QPG_ARRAY_SIZE(evs), timeout_ms);
+		} else if (n == 0 && may_sleep && l->spin_skip && --l->spin_skip == 0) {
+			l->spin_ns = l->spin_max_ns; /* the next sleep tries a spin again */
 		}
 	}
 	if (n < 0)
 		return errno == EINTR ? got : -errno;
-	if (n > 0 && l->spin_fds)
+	if (n > 0 && l->spin_fds && !l->spin_skip)
 		l->spin_ns = l->spin_max_ns; /* traffic: spin again before the next sleep */
 	for (int i = 0; i < n; i++) {
 		struct qpg__io *io = evs[i].data.ptr;

@@ -44,8 +44,17 @@ struct qpg__loop {
 	int (*arm)(struct qpg__loop *loop);
 	uint64_t spin_max_ns, spin_ns;
 	/* No poll source (tcp): spin on the fds themselves (epoll without
-	 * waiting) for up to spin_ns before sleeping, with the same window. */
+	 * waiting) for up to spin_ns before sleeping, with the same window.
+	 * Each such poll is a system call, and a spinning thread holds a core:
+	 * a spin that took far longer than its window was off its core
+	 * meanwhile (the CPUs have more runnable threads than cores, and the
+	 * spin kept one of them, maybe the one that would answer, from
+	 * running). The loop then sleeps at once for its next spin_skip
+	 * sleeps, a count that doubles while spins keep overrunning (16 to
+	 * 1,024) and is forgotten after a spin that did not. */
 	bool spin_fds;
+	unsigned spin_skip, spin_backoff;
+	uint64_t (*clock_ns)(void); /* NULL: the monotonic clock (tests set one) */
 	/* With a poll source: the work the poll found since the fds were
 	 * last looked at. While it keeps finding work the fds (the wake, the
 	 * tick, the control channels) are looked at once per

@@ -4,7 +4,9 @@
  * coalesce without losing work handed over from other threads, and a
  * wake from the loop's own callbacks writes nothing. With a poll source
  * (a CQ) that never runs dry, the fds are still served, within a bound;
- * with one that is idle, the loop spins, arms it and sleeps on the fds. */
+ * with one that is idle, the loop spins, arms it and sleeps on the fds.
+ * Spinning on the fds (tcp) stops for a while after a spin that overran
+ * its window (the thread was off its core), and comes back. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/epoll.h>
@@ -411,11 +413,56 @@ static void test_wake_soon_from_own_callback_writes_nothing(void **state)
 	qpg__loop_fini(&l);
 }
 
+/* A test clock: each read moves it on by fake_step ns. */
+static uint64_t fake_now, fake_step;
+static uint64_t fake_clock(void)
+{
+	fake_now += fake_step;
+	return fake_now;
+}
+
+/* A tcp-like loop (no poll source: it spins on its fds) with a 200 us
+ * window, idle, and its turns waiting 1 ms. A spin whose clock says it
+ * ran far past its window (1 ms per read: the thread was off its core)
+ * makes the next 16 sleeps skip spinning, then 32 after another such
+ * spin; then the window is back. A spin that kept to its window (10 us
+ * per read) forgets the backoff. */
+static void test_fd_spin_backs_off_when_off_core(void **state)
+{
+	(void)state;
+	struct qpg__loop l;
+	assert_int_equal(qpg__loop_init(&l, 0), 0);
+	l.spin_fds = true;
+	l.spin_max_ns = l.spin_ns = 200 * 1000;
+	l.clock_ns = fake_clock;
+	fake_step = 1000000;
+	assert_int_equal(qpg__loop_run_once(&l, 1), 0);
+	assert_int_equal(l.spin_skip, 16);
+	assert_int_equal(l.spin_ns, 0);
+	for (int i = 0; i < 15; i++)
+		assert_int_equal(qpg__loop_run_once(&l, 1), 0);
+	assert_int_equal(l.spin_skip, 1);
+	assert_int_equal(l.spin_ns, 0); /* still none: 16 sleeps without a spin */
+	assert_int_equal(qpg__loop_run_once(&l, 1), 0);
+	assert_int_equal(l.spin_skip, 0);
+	assert_int_equal(l.spin_ns, 200 * 1000);	/* the next sleep tries again */
+	assert_int_equal(qpg__loop_run_once(&l, 1), 0); /* and overruns again */
+	assert_int_equal(l.spin_skip, 32);
+	while (l.spin_skip)
+		assert_int_equal(qpg__loop_run_once(&l, 1), 0);
+	fake_step = 10000; /* a spin that keeps to its window */
+	assert_int_equal(qpg__loop_run_once(&l, 1), 0);
+	assert_int_equal(l.spin_skip, 0);
+	assert_int_equal(l.spin_backoff, 0);
+	qpg__loop_fini(&l);
+}
+
 QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_wake_soon_from_own_callback_writes_nothing),
 	      cmocka_unit_test(test_coalesced_wakes_lose_no_work),
 	      cmocka_unit_test(test_deferred_io_runs_without_an_event),
 	      cmocka_unit_test(test_deferring_again_waits_for_the_next_batch),
 	      cmocka_unit_test(test_deleted_io_is_not_called),
 	      cmocka_unit_test(test_busy_poll_source_still_serves_fds),
+	      cmocka_unit_test(test_fd_spin_backs_off_when_off_core),
 	      cmocka_unit_test(test_idle_poll_source_arms_then_sleeps),
 	      cmocka_unit_test(test_wake_ends_the_spin))
