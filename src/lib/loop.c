@@ -138,12 +138,6 @@ void qpg__loop_del(struct qpg__loop *l, struct qpg__io *io)
 		epoll_ctl(l->epfd, EPOLL_CTL_DEL, io->fd, NULL);
 }
 
-/* Poll for up to l->spin_ns before the caller sleeps: the poll source if
- * there is one (it handles what it finds and returns how much), else the
- * fds themselves (epoll without waiting; the events are left in EVS).
- * Returns what was found; adapts the window. The clock is read every few
- * turns: reading it can cost more than a poll (a VM's HPET traps), though
- * less than the system call that each epoll is. */
 /* The loop's clock: the monotonic clock, or the test's. */
 static uint64_t loop_now(const struct qpg__loop *l)
 {
@@ -170,6 +164,12 @@ static void fd_spin_ended(struct qpg__loop *l, uint64_t t0, uint64_t window)
 	l->spin_ns = 0;
 }
 
+/* Poll for up to l->spin_ns from T0 before the caller sleeps: the poll source if
+ * there is one (it handles what it finds and returns how much), else the
+ * fds themselves (epoll without waiting; the events are left in EVS).
+ * Returns what was found; adapts the window. The clock is read every few
+ * turns: reading it can cost more than a poll (a VM's HPET traps), though
+ * less than the system call that each epoll is. */
 static int spin(struct qpg__loop *l, struct epoll_event *evs, int max, uint64_t t0)
 {
 	uint64_t end = t0 + l->spin_ns;
