@@ -8,6 +8,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -144,17 +145,32 @@ static uint64_t loop_now(const struct qpg__loop *l)
 	return l->clock_ns ? l->clock_ns() : qpg__now_ns();
 }
 
+/* The CPU time this thread has had: the kernel's count, or the test's. */
+static uint64_t thread_cpu(const struct qpg__loop *l)
+{
+	if (l->cpu_ns)
+		return l->cpu_ns();
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 #define SPIN_BACKOFF_MIN 16u
 #define SPIN_BACKOFF_MAX 1024u
 
-/* A spin on the fds that began at T0 with a window of WINDOW ns ended. One
- * that took more than twice its window and 100 us more was off its core
- * for that long (the thread was preempted: more threads want the CPUs
- * than there are), so the next spins are skipped (loop.h, spin_skip). A
- * brief preemption (a kernel thread's turn) passes unnoticed. */
-static void fd_spin_ended(struct qpg__loop *l, uint64_t t0, uint64_t window)
+/* A spin on the fds began at T0 (this thread's CPU time then: C0) with a
+ * window of WINDOW ns, and ended. If the thread spent more than 1 ms (and
+ * twice the window) of it off its core, it lost its core to other threads
+ * that wanted it for a scheduler's time slice: more threads want the CPUs
+ * than there are, and the spin kept one of them from running, so the next
+ * spins are skipped (loop.h, spin_skip). A kernel thread's turn (the
+ * network's softirq work, which under emulation can take a few hundred
+ * us) passes unnoticed, and so does a spin that ran long on its core
+ * (polls that are slow, as under emulation). */
+static void fd_spin_ended(struct qpg__loop *l, uint64_t t0, uint64_t c0, uint64_t window)
 {
-	if (loop_now(l) - t0 <= 2 * window + 100000) {
+	uint64_t wall = loop_now(l) - t0, cpu = thread_cpu(l) - c0;
+	if (wall <= cpu || wall - cpu <= QPG_MAX(2 * window, 1000000ull)) {
 		l->spin_backoff = 0;
 		return;
 	}
@@ -238,9 +254,9 @@ static int run_once(struct qpg__loop *l, int timeout_ms)
 		n = epoll_wait(l->epfd, evs, (int)QPG_ARRAY_SIZE(evs),
 			       may_sleep && !look_first ? timeout_ms : 0);
 		if (n == 0 && may_sleep && look_first) {
-			uint64_t t0 = loop_now(l), window = l->spin_ns;
+			uint64_t t0 = loop_now(l), c0 = thread_cpu(l), window = l->spin_ns;
 			n = spin(l, evs, (int)QPG_ARRAY_SIZE(evs), t0);
-			fd_spin_ended(l, t0, window);
+			fd_spin_ended(l, t0, c0, window);
 			if (n == 0)
 				n = epoll_wait(l->epfd, evs, (int)QPG_ARRAY_SIZE(evs), timeout_ms);
 		} else if (n == 0 && may_sleep && l->spin_skip && --l->spin_skip == 0) {

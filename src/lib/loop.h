@@ -46,15 +46,17 @@ struct qpg__loop {
 	/* No poll source (tcp): spin on the fds themselves (epoll without
 	 * waiting) for up to spin_ns before sleeping, with the same window.
 	 * Each such poll is a system call, and a spinning thread holds a core:
-	 * a spin that took far longer than its window was off its core
-	 * meanwhile (the CPUs have more runnable threads than cores, and the
-	 * spin kept one of them, maybe the one that would answer, from
-	 * running). The loop then sleeps at once for its next spin_skip
-	 * sleeps, a count that doubles while spins keep overrunning (16 to
-	 * 1,024) and is forgotten after a spin that did not. */
+	 * a spin during which the thread spent more than 1 ms off its core
+	 * (preempted: the CPUs have more runnable threads than cores, and
+	 * the spin kept one of them, maybe the one that would answer, from
+	 * running) makes the loop sleep at once for its next spin_skip
+	 * sleeps, a count that doubles while spins keep being preempted (16
+	 * to 1,024) and is forgotten after a spin that was not. */
 	bool spin_fds;
 	unsigned spin_skip, spin_backoff;
-	uint64_t (*clock_ns)(void); /* NULL: the monotonic clock (tests set one) */
+	/* NULL: the monotonic clock, and this thread's CPU time (tests set
+	 * their own). */
+	uint64_t (*clock_ns)(void), (*cpu_ns)(void);
 	/* With a poll source: the work the poll found since the fds were
 	 * last looked at. While it keeps finding work the fds (the wake, the
 	 * tick, the control channels) are looked at once per

@@ -413,20 +413,26 @@ static void test_wake_soon_from_own_callback_writes_nothing(void **state)
 	qpg__loop_fini(&l);
 }
 
-/* A test clock: each read moves it on by fake_step ns. */
-static uint64_t fake_now, fake_step;
+/* Test clocks: each read of the wall clock moves it on by fake_step ns;
+ * the thread has had fake_on_core percent of that time on its core. */
+static uint64_t fake_now, fake_step, fake_on_core;
 static uint64_t fake_clock(void)
 {
 	fake_now += fake_step;
 	return fake_now;
 }
+static uint64_t fake_cpu_clock(void)
+{
+	return fake_now / 100 * fake_on_core;
+}
 
 /* A tcp-like loop (no poll source: it spins on its fds) with a 200 us
- * window, idle, and its turns waiting 1 ms. A spin whose clock says it
- * ran far past its window (1 ms per read: the thread was off its core)
- * makes the next 16 sleeps skip spinning, then 32 after another such
- * spin; then the window is back. A spin that kept to its window (10 us
- * per read) forgets the backoff. */
+ * window, idle, and its turns waiting 1 ms. A spin during which the
+ * thread was off its core (1 ms of wall time per read, 1% of it on its
+ * core) makes the next 16 sleeps skip spinning, then 32 after another such
+ * spin; then the window is back. A spin that ran long on its core (all
+ * of that time on it: slow polls, as under emulation) does not count, and
+ * forgets the backoff. */
 static void test_fd_spin_backs_off_when_off_core(void **state)
 {
 	(void)state;
@@ -435,7 +441,9 @@ static void test_fd_spin_backs_off_when_off_core(void **state)
 	l.spin_fds = true;
 	l.spin_max_ns = l.spin_ns = 200 * 1000;
 	l.clock_ns = fake_clock;
+	l.cpu_ns = fake_cpu_clock;
 	fake_step = 1000000;
+	fake_on_core = 1;
 	assert_int_equal(qpg__loop_run_once(&l, 1), 0);
 	assert_int_equal(l.spin_skip, 16);
 	assert_int_equal(l.spin_ns, 0);
@@ -446,11 +454,11 @@ static void test_fd_spin_backs_off_when_off_core(void **state)
 	assert_int_equal(qpg__loop_run_once(&l, 1), 0);
 	assert_int_equal(l.spin_skip, 0);
 	assert_int_equal(l.spin_ns, 200 * 1000);	/* the next sleep tries again */
-	assert_int_equal(qpg__loop_run_once(&l, 1), 0); /* and overruns again */
+	assert_int_equal(qpg__loop_run_once(&l, 1), 0); /* and is preempted again */
 	assert_int_equal(l.spin_skip, 32);
 	while (l.spin_skip)
 		assert_int_equal(qpg__loop_run_once(&l, 1), 0);
-	fake_step = 10000; /* a spin that keeps to its window */
+	fake_on_core = 100; /* long, but on its core */
 	assert_int_equal(qpg__loop_run_once(&l, 1), 0);
 	assert_int_equal(l.spin_skip, 0);
 	assert_int_equal(l.spin_backoff, 0);
