@@ -8,7 +8,6 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -148,11 +147,7 @@ static uint64_t loop_now(const struct qpg__loop *l)
 /* The CPU time this thread has had: the kernel's count, or the test's. */
 static uint64_t thread_cpu(const struct qpg__loop *l)
 {
-	if (l->cpu_ns)
-		return l->cpu_ns();
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return l->cpu_ns ? l->cpu_ns() : qpg__thread_cpu_ns();
 }
 
 #define SPIN_BACKOFF_MIN 16u

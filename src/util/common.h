@@ -17,7 +17,7 @@
 
 /* Append E to the singly linked queue HEAD..TAIL through E's field NEXT
  * (E->NEXT must already be NULL). */
-#define QPG__QUEUE_APPEND(head, tail, e, next)                                                    \
+#define QPG__QUEUE_APPEND(head, tail, e, next)                                                     \
 	do {                                                                                       \
 		if (tail)                                                                          \
 			(tail)->next = (e);                                                        \
@@ -32,5 +32,7 @@ uint64_t qpg__now_ns(void);
  * deadlines of seconds look at. Under a VM without a fast clocksource a
  * precise read is a trap of about 1 us; this one is a memory read. */
 uint64_t qpg__coarse_ns(void);
+/* The CPU time the calling thread has had (user and system), in ns. */
+uint64_t qpg__thread_cpu_ns(void);
 
 #endif
