@@ -59,6 +59,22 @@ client_exec() {
 	exec "$bin/qpgate-client" --transport "$transport" --ca "$certs/ca.crt" -p "$port" "$@" 127.0.0.1 localhost
 }
 
+# flipped_client ARGS...: a client run through a wire attacker (tcp_proxy
+# with QPG_PROXY_FLIP=6000: one bit flipped 6,000 bytes into its stream,
+# past the handshake, inside the echoes); its output and exit status.
+flipped_client() {
+	local pp proxy rc
+	pp=$(qpg_free_port)
+	rm -f "$work/proxy.ready"
+	QPG_PROXY_FLIP=6000 "$bin/tcp_proxy" "$pp" "$port" "$work/proxy.ready" &
+	proxy=$!
+	for _ in $(seq 1 100); do [ -s "$work/proxy.ready" ] && break; sleep 0.1; done
+	port=$pp client "$@"
+	rc=$?
+	kill "$proxy" 2>/dev/null
+	wait "$proxy" 2>/dev/null
+	return $rc
+}
 log_has() { # log_has PATTERN [MIN_COUNT]: poll the server log for up to 15 s
 	for _ in $(seq 1 150); do
 		[ "$(grep -c -- "$1" "$work/server.log")" -ge "${2:-1}" ] && return 0
@@ -246,12 +262,7 @@ bad_input)
 		# that flips one bit 6,000 bytes into the client's stream: past
 		# the handshake, inside the echoes) gets the connection closed as
 		# an authentication failure, as a bad tag would.
-		pp=$(qpg_free_port)
-		QPG_PROXY_FLIP=6000 "$bin/tcp_proxy" "$pp" "$port" "$work/proxy.ready" &
-		proxy=$!
-		for _ in $(seq 1 100); do [ -s "$work/proxy.ready" ] && break; sleep 0.1; done
-		out=$(port=$pp client -n 20 -s 1024 --connect-attempts 1 2>&1); rc=$?
-		kill "$proxy" 2>/dev/null; wait "$proxy" 2>/dev/null
+		out=$(flipped_client -n 20 -s 1024 --connect-attempts 1 2>&1); rc=$?
 		echo "  bit flipped on the wire -> $(grep -m1 'e.g.' <<<"$out")"
 		check "a bit flipped in a TLS record: the client's connection was closed (exit $rc)" \
 			eval '[ $rc -ne 0 ] && grep -q "failed: 1 x peer_closed" <<<"$out"'
@@ -304,12 +315,7 @@ metrics)
 	if [ "$transport" = rdma ]; then
 		client -n 10 -s 100 --test-corrupt-tag-at 4 >/dev/null 2>&1
 	else # no tag over tcp: a bit flipped in a TLS record is the forgery (bad_input)
-		pp=$(qpg_free_port)
-		QPG_PROXY_FLIP=6000 "$bin/tcp_proxy" "$pp" "$port" "$work/proxy.ready" &
-		proxy=$!
-		for _ in $(seq 1 100); do [ -s "$work/proxy.ready" ] && break; sleep 0.1; done
-		port=$pp client -n 20 -s 1024 --connect-attempts 1 >/dev/null 2>&1
-		kill "$proxy" 2>/dev/null; wait "$proxy" 2>/dev/null
+		flipped_client -n 20 -s 1024 --connect-attempts 1 >/dev/null 2>&1
 	fi
 	log_has 'failed authentication' >/dev/null
 	for _ in $(seq 1 50); do scrape; metric qpgate_connected_clients 0 >/dev/null && break; sleep 0.1; done
