@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #define QPG_WIRE_MAGIC		 0x51504742u /* "QPGB" */
-#define QPG_WIRE_VERSION	 8
+#define QPG_WIRE_VERSION	 9
 #define QPG_WIRE_HDR_LEN	 12
 #define QPG_WIRE_PARAMS_LEN	 48
 #define QPG_WIRE_REJECT_TEXT_MAX 200

@@ -3,12 +3,19 @@
 
 #include <errno.h>
 #include <nettle/aes.h>
+#include <nettle/hkdf.h>
 #include <openssl/crypto.h>
 #include <string.h>
 
 #include "bytes.h"
 
-#define EXPORT_LABEL "EXPORTER-qpgate-message-auth-v2"
+#define EXPORT_LABEL	"EXPORTER-qpgate-message-auth-v2"
+#define SESSION_LABEL	"EXPORTER-qpgate-session-qps-v1"
+#define MEMBER_INFO	"qpgate qp keys"
+#define MEMBER_INFO_LEN (sizeof(MEMBER_INFO) - 1)
+
+/* c2s K | c2s R | c2s salt | s2c K | s2c R | s2c salt */
+enum { DIR_LEN = QPG__AUTH_KEY_LEN + QPG__AUTH_SALT_LEN, KM_LEN = 2 * DIR_LEN };
 
 /* Poly1305-AES (Bernstein, 2005), as TLS's ChaCha20-Poly1305 uses Poly1305
  * with a one-time pad: tag = Poly1305_R(frame) + S mod 2^128, where
@@ -40,18 +47,26 @@ static int dir_init(struct qpg__auth_dir *d, const uint8_t key[QPG__AUTH_KEY_LEN
 		    const uint8_t salt[QPG__AUTH_SALT_LEN])
 {
 	d->broken = 0;
+	d->keyed = 1;
 	poly1305_aes_set_key(&d->pa, key); /* K || R, as exported */
+	d->mac = NULL;		    /* made by the first long frame: most QPs never send one */
+	memcpy(d->r, key + 16, 16); /* Poly1305 clamps it */
+	memcpy(d->salt, salt, QPG__AUTH_SALT_LEN);
+	d->seq = 0;
+	return 0;
+}
+
+/* D's OpenSSL Poly1305, for frames over QPG__AUTH_SHORT bytes. */
+static int dir_mac(struct qpg__auth_dir *d)
+{
+	if (d->mac)
+		return 0;
 	EVP_MAC *mac = EVP_MAC_fetch(NULL, "POLY1305", NULL);
 	if (!mac)
 		return -EIO;
 	d->mac = EVP_MAC_CTX_new(mac);
 	EVP_MAC_free(mac); /* the context holds its own reference */
-	if (!d->mac)
-		return -ENOMEM;
-	memcpy(d->r, key + 16, 16); /* Poly1305 clamps it */
-	memcpy(d->salt, salt, QPG__AUTH_SALT_LEN);
-	d->seq = 0;
-	return 0;
+	return d->mac ? 0 : -ENOMEM;
 }
 
 static void dir_free(struct qpg__auth_dir *d)
@@ -60,6 +75,7 @@ static void dir_free(struct qpg__auth_dir *d)
 	OPENSSL_cleanse(d->r, sizeof(d->r));
 	EVP_MAC_CTX_free(d->mac);
 	d->mac = NULL;
+	d->keyed = 0;
 }
 
 int qpg__auth_init_raw(struct qpg__auth *a, const uint8_t tx_key[QPG__AUTH_KEY_LEN],
@@ -77,26 +93,61 @@ int qpg__auth_init_raw(struct qpg__auth *a, const uint8_t tx_key[QPG__AUTH_KEY_L
 	return rc;
 }
 
-int qpg__auth_init_from_tls(struct qpg__auth *a, SSL *ssl, int is_server, int enabled,
-			    uint32_t qp_index)
+/* Both directions from KM (KM_LEN bytes, client to server first). */
+static int init_km(struct qpg__auth *a, const uint8_t *km, int is_server)
+{
+	const uint8_t *c2s = km, *s2c = km + DIR_LEN;
+	return is_server ? qpg__auth_init_raw(a, s2c, s2c + QPG__AUTH_KEY_LEN, c2s,
+					      c2s + QPG__AUTH_KEY_LEN)
+			 : qpg__auth_init_raw(a, c2s, c2s + QPG__AUTH_KEY_LEN, s2c,
+					      s2c + QPG__AUTH_KEY_LEN);
+}
+
+int qpg__auth_init_from_tls(struct qpg__auth *a, SSL *ssl, int is_server, int enabled)
 {
 	memset(a, 0, sizeof(*a));
 	if (!enabled)
 		return 0;
-	/* c2s K | c2s R | c2s salt | s2c K | s2c R | s2c salt */
-	enum { DIR = QPG__AUTH_KEY_LEN + QPG__AUTH_SALT_LEN };
-	uint8_t km[2 * DIR];
-	uint8_t ctx[4];
-	qpg__put32(ctx, qp_index);
+	uint8_t km[KM_LEN];
 	if (SSL_export_keying_material(ssl, km, sizeof(km), EXPORT_LABEL, strlen(EXPORT_LABEL),
-				       qp_index ? ctx : NULL, qp_index ? sizeof(ctx) : 0,
-				       qp_index != 0) != 1)
+				       NULL, 0, 0) != 1)
 		return -EIO;
-	const uint8_t *c2s = km, *s2c = km + DIR;
-	int rc =
-	    is_server
-		? qpg__auth_init_raw(a, s2c, s2c + QPG__AUTH_KEY_LEN, c2s, c2s + QPG__AUTH_KEY_LEN)
-		: qpg__auth_init_raw(a, c2s, c2s + QPG__AUTH_KEY_LEN, s2c, s2c + QPG__AUTH_KEY_LEN);
+	int rc = init_km(a, km, is_server);
+	OPENSSL_cleanse(km, sizeof(km));
+	return rc;
+}
+
+int qpg__auth_session_init(struct qpg__auth_session *s, SSL *ssl)
+{
+	uint8_t secret[SHA256_DIGEST_SIZE];
+	if (SSL_export_keying_material(ssl, secret, sizeof(secret), SESSION_LABEL,
+				       strlen(SESSION_LABEL), NULL, 0, 0) != 1)
+		return -EIO;
+	hmac_sha256_set_key(&s->prk, sizeof(secret), secret);
+	OPENSSL_cleanse(secret, sizeof(secret));
+	return 0;
+}
+
+void qpg__auth_session_free(struct qpg__auth_session *s)
+{
+	OPENSSL_cleanse(s, sizeof(*s));
+}
+
+int qpg__auth_init_member(struct qpg__auth *a, struct qpg__auth_session *s, int is_server,
+			  int enabled, uint32_t qp_index)
+{
+	memset(a, 0, sizeof(*a));
+	if (!enabled)
+		return 0;
+	uint8_t info[MEMBER_INFO_LEN + 4], km[KM_LEN];
+	memcpy(info, MEMBER_INFO, MEMBER_INFO_LEN);
+	qpg__put32(info + MEMBER_INFO_LEN, qp_index);
+	/* HKDF-Expand (RFC 5869) under the session's secret; nettle's HMAC
+	 * returns to its keyed state after each digest, so S serves every QP. */
+	hkdf_expand(&s->prk, (nettle_hash_update_func *)hmac_sha256_update,
+		    (nettle_hash_digest_func *)hmac_sha256_digest, SHA256_DIGEST_SIZE, sizeof(info),
+		    info, sizeof(km), km);
+	int rc = init_km(a, km, is_server);
 	OPENSSL_cleanse(km, sizeof(km));
 	return rc;
 }
@@ -111,7 +162,7 @@ void qpg__auth_free(struct qpg__auth *a)
 int qpg__auth_tag(struct qpg__auth_dir *d, uint64_t seq, const uint8_t *data, size_t len,
 		  uint8_t tag[16])
 {
-	if (!d->mac || d->broken)
+	if (!d->keyed || d->broken)
 		return -EIO;
 	uint8_t nonce[16];
 	nonce_of(d, seq, nonce);
@@ -124,13 +175,13 @@ int qpg__auth_tag(struct qpg__auth_dir *d, uint64_t seq, const uint8_t *data, si
 	uint8_t key[32];
 	memcpy(key, d->r, 16);
 	aes128_encrypt(&d->pa.aes, 16, key + 16, nonce); /* S */
-	int rc = 0;
+	int rc = dir_mac(d);
 	size_t outl = 0;
-	if (EVP_MAC_init(d->mac, key, sizeof(key), NULL) != 1 ||
+	if (rc || EVP_MAC_init(d->mac, key, sizeof(key), NULL) != 1 ||
 	    EVP_MAC_update(d->mac, data, len) != 1 || EVP_MAC_final(d->mac, tag, &outl, 16) != 1 ||
 	    outl != 16) {
 		d->broken = 1;
-		rc = -EIO;
+		rc = rc ? rc : -EIO;
 	}
 	OPENSSL_cleanse(key, sizeof(key));
 	return rc;

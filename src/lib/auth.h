@@ -11,6 +11,7 @@
 #ifndef QPG_AUTH_H
 #define QPG_AUTH_H
 
+#include <nettle/hmac.h>
 #include <nettle/poly1305.h>
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
@@ -27,7 +28,9 @@
 /* One direction. */
 struct qpg__auth_dir {
 	struct poly1305_aes_ctx pa; /* AES-128 under K and Poly1305 under R (nettle) */
-	EVP_MAC_CTX *mac;	    /* Poly1305 for long frames, keyed per message with R || S */
+	EVP_MAC_CTX *mac;	    /* Poly1305 for long frames, keyed per message with R || S;
+				       made by the first one */
+	int keyed;		    /* the keys are set */
 	uint8_t r[16];
 	int broken; /* the MAC failed: every tag fails */
 	uint8_t salt[QPG__AUTH_SALT_LEN];
@@ -40,12 +43,22 @@ struct qpg__auth {
 	struct qpg__auth_dir rx;
 };
 
-/* Derive both directions from SSL. IS_SERVER picks which half is tx.
- * QP_INDEX is the QP's place in its session: 0 (the session's own QP)
- * exports with no context, each extra QP with its index as the context, so
- * every QP of a session has keys of its own (docs/protocol.md). */
-int qpg__auth_init_from_tls(struct qpg__auth *a, SSL *ssl, int is_server, int enabled,
-			    uint32_t qp_index);
+/* Derive both directions of a session's own QP (its first) from SSL.
+ * IS_SERVER picks which half is tx. */
+int qpg__auth_init_from_tls(struct qpg__auth *a, SSL *ssl, int is_server, int enabled);
+
+/* A session's other QPs (docs/protocol.md, "The tag"): one secret exported
+ * from SSL for all of them, then each QP's keys from it by HKDF-Expand with
+ * the QP's index, so every QP of a session has keys of its own at the cost
+ * of a few hashes, not one TLS exporter call each. */
+struct qpg__auth_session {
+	struct hmac_sha256_ctx prk; /* HMAC keyed with the exported secret */
+};
+int qpg__auth_session_init(struct qpg__auth_session *s, SSL *ssl);
+void qpg__auth_session_free(struct qpg__auth_session *s);
+/* QP_INDEX: the QP's place in its session, 1 and up. */
+int qpg__auth_init_member(struct qpg__auth *a, struct qpg__auth_session *s, int is_server,
+			  int enabled, uint32_t qp_index);
 /* Deterministic keys, for fuzzers and unit tests. */
 int qpg__auth_init_raw(struct qpg__auth *a, const uint8_t tx_key[QPG__AUTH_KEY_LEN],
 		       const uint8_t tx_salt[QPG__AUTH_SALT_LEN],

@@ -10,15 +10,17 @@
 #include "core.h"
 #include "stream.h"
 
-/* C's keys, and its place on the established list. SSL is the session's
- * (a member has none of its own). */
-static bool mark_established(struct qpg__conn *c, SSL *ssl)
+/* C's keys, and its place on the established list: a session's own QP
+ * exports its keys from SSL, a member (which has no TLS session of its
+ * own) derives them from the session's secret SESS. */
+static bool mark_established(struct qpg__conn *c, SSL *ssl, struct qpg__auth_session *sess)
 {
 	struct qpg__endpoint *ep = c->ep;
 	/* Tags where the frames leave TLS (rdma); inside it (tcp) each TLS
 	 * record authenticates them already, and both sides know which. */
 	bool tags = (c->local.flags & QPG_WIRE_FLAG_AUTH) && !c->t->frames_in_tls;
-	int rc = qpg__auth_init_from_tls(&c->auth, ssl, c->is_server, tags, c->member_index);
+	int rc = sess ? qpg__auth_init_member(&c->auth, sess, c->is_server, tags, c->member_index)
+		      : qpg__auth_init_from_tls(&c->auth, ssl, c->is_server, tags);
 	if (rc) {
 		qpg__conn_close(c, QPG_ERR_LOCAL, "cannot derive message keys");
 		return false;
@@ -50,7 +52,7 @@ void qpg__control_member_peer(const struct qpg__conn *leader, struct qpg__conn *
 void qpg__control_established(struct qpg__conn *c)
 {
 	struct qpg__endpoint *ep = c->ep;
-	if (!mark_established(c, c->ssl))
+	if (!mark_established(c, c->ssl, NULL))
 		return;
 	atomic_fetch_sub_explicit(&ep->stats.handshaking, 1, memory_order_relaxed);
 	qpg__stat_add(&ep->stats.handshakes_ok, 1);
@@ -64,13 +66,22 @@ void qpg__control_established(struct qpg__conn *c)
 		b++;
 	qpg__stat_add(&ep->stats.handshake_ns_bucket[b], 1);
 	/* The session's other QPs, while its TLS session still exists: each
-	 * exports keys of its own. A failure there ends the whole session. */
-	for (struct qpg__conn *m = c->members; m && c->state == QPG_CONN_ESTABLISHED;
-	     m = m->member_next) {
-		memcpy(m->phase_ns, c->phase_ns, sizeof(m->phase_ns));
-		m->resumed = c->resumed;
-		if (!mark_established(m, c->ssl))
-			break;
+	 * has keys of its own, from one secret the session exports for them.
+	 * A failure there ends the whole session. */
+	if (c->members) {
+		struct qpg__auth_session sess = {0}; /* no tags (c's): not used */
+		if (c->auth.enabled && qpg__auth_session_init(&sess, c->ssl)) {
+			qpg__conn_close(c, QPG_ERR_LOCAL, "cannot derive message keys");
+			return;
+		}
+		for (struct qpg__conn *m = c->members; m && c->state == QPG_CONN_ESTABLISHED;
+		     m = m->member_next) {
+			memcpy(m->phase_ns, c->phase_ns, sizeof(m->phase_ns));
+			m->resumed = c->resumed;
+			if (!mark_established(m, c->ssl, &sess))
+				break;
+		}
+		qpg__auth_session_free(&sess);
 	}
 	free(c->boot_in);
 	c->boot_in = NULL;

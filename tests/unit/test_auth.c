@@ -9,6 +9,8 @@
 
 #include <openssl/bio.h>
 #include <openssl/evp.h>
+#include <openssl/kdf.h>
+#include <openssl/params.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
@@ -98,20 +100,36 @@ static void tls_pair(SSL **cli, SSL **srv)
 	EVP_PKEY_free(pk);
 }
 
-/* The QPs of one session (docs/protocol.md): each exports keys of its own,
- * so their sequence numbers, which all start at 0, never share a nonce
- * under one key. QP i's client and server agree; no other QP's keys
- * verify its tags. */
+/* QP I of a session over SSL: its own QP from the exporter, the others
+ * from the session's secret in SESS. */
+static void qp_keys(struct qpg__auth *a, SSL *ssl, struct qpg__auth_session *sess, int is_server,
+		    uint32_t i)
+{
+	if (i == 0)
+		assert_int_equal(qpg__auth_init_from_tls(a, ssl, is_server, 1), 0);
+	else
+		assert_int_equal(qpg__auth_init_member(a, sess, is_server, 1, i), 0);
+}
+
+/* The QPs of one session (docs/protocol.md): each has keys of its own, so
+ * their sequence numbers, which all start at 0, never share a nonce under
+ * one key. QP i's client and server agree; no other QP's keys verify its
+ * tags. */
 static void test_session_qps_have_their_own_keys(void **state)
 {
 	SSL *c, *s;
 	tls_pair(&c, &s);
-	enum { N = 3 };
+	enum { N = 4 };
 	struct qpg__auth ca[N], sa[N];
+	struct qpg__auth_session cs, ss;
+	assert_int_equal(qpg__auth_session_init(&cs, c), 0);
+	assert_int_equal(qpg__auth_session_init(&ss, s), 0);
 	for (uint32_t i = 0; i < N; i++) {
-		assert_int_equal(qpg__auth_init_from_tls(&ca[i], c, 0, 1, i), 0);
-		assert_int_equal(qpg__auth_init_from_tls(&sa[i], s, 1, 1, i), 0);
+		qp_keys(&ca[i], c, &cs, 0, i);
+		qp_keys(&sa[i], s, &ss, 1, i);
 	}
+	qpg__auth_session_free(&cs);
+	qpg__auth_session_free(&ss);
 	uint8_t msg[64] = {1, 2, 3}, tag[16];
 	for (int i = 0; i < N; i++) {
 		assert_int_equal(qpg__auth_tag(&ca[i].tx, 0, msg, sizeof(msg), tag), 0);
@@ -127,6 +145,60 @@ static void test_session_qps_have_their_own_keys(void **state)
 		qpg__auth_free(&ca[i]);
 		qpg__auth_free(&sa[i]);
 	}
+	SSL_free(c);
+	SSL_free(s);
+}
+
+/* A member's keys are docs/protocol.md's: HKDF-Expand (SHA-256) of the
+ * 32 bytes exported under "EXPORTER-qpgate-session-qps-v1", with info
+ * "qpgate qp keys" and the QP's index (4 bytes, big-endian), through
+ * OpenSSL's HKDF and none of auth.c's derivation. Both a short frame
+ * (nettle) and a long one (OpenSSL's Poly1305, made on first use) agree. */
+static void test_member_keys_are_hkdf_expand(void **state)
+{
+	SSL *c, *s;
+	tls_pair(&c, &s);
+	static const char label[] = "EXPORTER-qpgate-session-qps-v1";
+	uint8_t secret[32], km[72], info[18] = "qpgate qp keys";
+	assert_int_equal(
+	    SSL_export_keying_material(c, secret, sizeof(secret), label, strlen(label), NULL, 0, 0),
+	    1);
+	info[14] = 0, info[15] = 0, info[16] = 0x01, info[17] = 0x02; /* QP 258 */
+	EVP_KDF *kdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
+	EVP_KDF_CTX *kx = EVP_KDF_CTX_new(kdf);
+	int mode = EVP_KDF_HKDF_MODE_EXPAND_ONLY;
+	OSSL_PARAM p[] = {
+	    OSSL_PARAM_construct_utf8_string("digest", "SHA256", 0),
+	    OSSL_PARAM_construct_int("mode", &mode),
+	    OSSL_PARAM_construct_octet_string("key", secret, sizeof(secret)),
+	    OSSL_PARAM_construct_octet_string("info", info, sizeof(info)),
+	    OSSL_PARAM_construct_end(),
+	};
+	assert_int_equal(EVP_KDF_derive(kx, km, sizeof(km), p), 1);
+	EVP_KDF_CTX_free(kx);
+	EVP_KDF_free(kdf);
+	struct qpg__auth want, got;
+	/* The client's tx is the first (client to server) block. */
+	assert_int_equal(qpg__auth_init_raw(&want, km, km + 32, km + 36, km + 68), 0);
+	struct qpg__auth_session sess;
+	assert_int_equal(qpg__auth_session_init(&sess, c), 0);
+	assert_int_equal(qpg__auth_init_member(&got, &sess, 0, 1, 258), 0);
+	qpg__auth_session_free(&sess);
+	static uint8_t msg[4096];
+	for (size_t i = 0; i < sizeof(msg); i++)
+		msg[i] = (uint8_t)(i * 7);
+	static const size_t lens[] = {64, QPG__AUTH_SHORT + 1, sizeof(msg)};
+	for (int i = 0; i < 3; i++) {
+		uint8_t t1[16], t2[16];
+		assert_int_equal(qpg__auth_tag(&want.tx, 5, msg, lens[i], t1), 0);
+		assert_int_equal(qpg__auth_tag(&got.tx, 5, msg, lens[i], t2), 0);
+		assert_memory_equal(t1, t2, 16);
+		assert_int_equal(qpg__auth_tag(&want.rx, 9, msg, lens[i], t1), 0);
+		assert_int_equal(qpg__auth_tag(&got.rx, 9, msg, lens[i], t2), 0);
+		assert_memory_equal(t1, t2, 16);
+	}
+	qpg__auth_free(&want);
+	qpg__auth_free(&got);
 	SSL_free(c);
 	SSL_free(s);
 }
@@ -231,5 +303,6 @@ static void test_every_length_matches_evp(void **state)
 
 QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_tag_verifies_and_binds_seq_and_bytes),
 	      cmocka_unit_test(test_session_qps_have_their_own_keys),
+	      cmocka_unit_test(test_member_keys_are_hkdf_expand),
 	      cmocka_unit_test(test_poly1305_is_rfc8439), cmocka_unit_test(test_tags_match_evp),
 	      cmocka_unit_test(test_every_length_matches_evp))

@@ -45,15 +45,16 @@ static void test_every_field_validated(void **state)
 	const size_t b = QPG_WIRE_HDR_LEN;
 	assert_int_equal(decode_mutated(b + 8, 0x01, why), -EINVAL); /* PSN > 24 bits */
 	assert_non_null(strstr(why, "PSN"));
-	assert_int_equal(decode_mutated(4, 9, why), -EPROTONOSUPPORT); /* version */
-	assert_int_equal(decode_mutated(0, 'X', why), -EPROTO);	       /* magic */
-	assert_int_equal(decode_mutated(5, 9, why), -EPROTO);	       /* type */
-	assert_int_equal(decode_mutated(11, 47, why), -EPROTO);	       /* length */
-	assert_int_equal(decode_mutated(7, 1, why), -EPROTO); /* header reserved */
-	assert_int_equal(decode_mutated(b + 0, 9, why), -EINVAL);      /* transport */
-	assert_int_equal(decode_mutated(b + 1, 0x80, why), -EINVAL);   /* flags */
-	assert_int_equal(decode_mutated(b + 2, 0, why), -EINVAL);      /* service */
-	assert_int_equal(decode_mutated(b + 3, 6, why), -EINVAL);      /* MTU */
+	assert_int_equal(decode_mutated(4, QPG_WIRE_VERSION - 1, why),
+			 -EPROTONOSUPPORT);			     /* version */
+	assert_int_equal(decode_mutated(0, 'X', why), -EPROTO);	     /* magic */
+	assert_int_equal(decode_mutated(5, 9, why), -EPROTO);	     /* type */
+	assert_int_equal(decode_mutated(11, 47, why), -EPROTO);	     /* length */
+	assert_int_equal(decode_mutated(7, 1, why), -EPROTO);	     /* header reserved */
+	assert_int_equal(decode_mutated(b + 0, 9, why), -EINVAL);    /* transport */
+	assert_int_equal(decode_mutated(b + 1, 0x80, why), -EINVAL); /* flags */
+	assert_int_equal(decode_mutated(b + 2, 0, why), -EINVAL);    /* service */
+	assert_int_equal(decode_mutated(b + 3, 6, why), -EINVAL);    /* MTU */
 	assert_int_equal(decode_mutated(b + 3, 0, why), -EINVAL);
 	assert_int_equal(decode_mutated(b + 14, 0, why), -EINVAL);    /* port 0 */
 	assert_int_equal(decode_mutated(b + 15, 1, why), -EINVAL);    /* reserved */
@@ -125,7 +126,8 @@ static void test_extra_qps(void **state)
 	assert_non_null(strstr(why, "no conn_id"));
 	/* more than the wire allows, and none on tcp */
 	p.extra_qps = QPG_WIRE_MAX_EXTRA_QPS + 1;
-	assert_int_equal(qpg_wire_encode_params(buf, sizeof(buf), QPG_WIRE_HELLO, &p, extra), -EINVAL);
+	assert_int_equal(qpg_wire_encode_params(buf, sizeof(buf), QPG_WIRE_HELLO, &p, extra),
+			 -EINVAL);
 	struct qpg_wire_params t = good();
 	t.transport = QPG_TRANSPORT_TCP;
 	t.qpn = t.psn = t.lid = t.mtu = 0;
@@ -211,11 +213,8 @@ static void test_documented_version(void **state)
 	assert_int_equal(frame, buf[0]);
 }
 
-QPG_UNIT_MAIN(NULL, NULL,
-	      cmocka_unit_test(test_documented_version),
-	      cmocka_unit_test(test_roundtrip),
-	      cmocka_unit_test(test_every_field_validated),
-	      cmocka_unit_test(test_extra_qps),
-	    cmocka_unit_test(test_truncated_and_garbage),
+QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_documented_version),
+	      cmocka_unit_test(test_roundtrip), cmocka_unit_test(test_every_field_validated),
+	      cmocka_unit_test(test_extra_qps), cmocka_unit_test(test_truncated_and_garbage),
 	      cmocka_unit_test(test_reject_roundtrip_and_sanitized),
 	      cmocka_unit_test(test_frame_header))
