@@ -4,7 +4,9 @@
 #include "qpgate/verbs.h"
 
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <openssl/rand.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -285,12 +287,42 @@ void qpg_mw_free(struct ibv_mw **mw)
 	}
 }
 
+/* PSNs come from the CSPRNG in draws of PSN_DRAW at a time, each byte
+ * handed out once: one RAND_bytes call costs as much as 60 of its bytes
+ * (0.66 us for 3 bytes, 0.011 us per 4 of 256, on this host), and a
+ * session of 64 QPs needs 64 PSNs on each side. The draw is the calling
+ * thread's; a forked child throws its copy away (it would repeat the
+ * parent's PSNs). */
+#define PSN_DRAW 192 /* 64 PSNs */
+static _Thread_local struct {
+	unsigned char b[PSN_DRAW];
+	unsigned left; /* bytes not yet handed out, at the end of b */
+} psn_draw;
+static pthread_once_t psn_once = PTHREAD_ONCE_INIT;
+
+static void psn_forked(void)
+{
+	OPENSSL_cleanse(psn_draw.b, sizeof(psn_draw.b));
+	psn_draw.left = 0;
+}
+
+static void psn_init(void)
+{
+	pthread_atfork(NULL, NULL, psn_forked);
+}
+
 int qpg_psn_random(uint32_t *psn)
 {
-	unsigned char b[3];
-	if (RAND_bytes(b, sizeof(b)) != 1)
-		return -EIO;
+	pthread_once(&psn_once, psn_init);
+	if (psn_draw.left < 3) {
+		if (RAND_bytes(psn_draw.b, sizeof(psn_draw.b)) != 1)
+			return -EIO;
+		psn_draw.left = sizeof(psn_draw.b);
+	}
+	unsigned char *b = psn_draw.b + sizeof(psn_draw.b) - psn_draw.left;
 	*psn = ((uint32_t)b[0] << 16) | ((uint32_t)b[1] << 8) | b[2];
+	memset(b, 0, 3); /* handed out: not kept */
+	psn_draw.left -= 3;
 	return 0;
 }
 

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "unit.h"
 
@@ -55,7 +57,35 @@ static void test_psn_is_24_bit(void **state)
 	assert_int_equal(or_all, 0xffffff);
 }
 
-QPG_UNIT_MAIN(NULL, NULL,
-	      cmocka_unit_test(test_pool_grows_by_chunks_and_caps),
-	      cmocka_unit_test(test_pool_rejects_bad_sizes),
-	      cmocka_unit_test(test_psn_is_24_bit))
+/* PSNs are drawn from the CSPRNG many at a time (verbs.c): a forked
+ * child must not hand out the parent's next ones. The parent draws once
+ * (filling its draw), then both draw 8 more: equal by chance with
+ * probability 2^-192. */
+static void test_psn_not_repeated_after_fork(void **state)
+{
+	uint32_t first, mine[8], theirs[8];
+	assert_int_equal(qpg_psn_random(&first), 0);
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		for (int i = 0; i < 8; i++)
+			if (qpg_psn_random(&mine[i]) != 0)
+				_exit(1);
+		_exit(write(fds[1], mine, sizeof(mine)) == (ssize_t)sizeof(mine) ? 0 : 1);
+	}
+	close(fds[1]);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(qpg_psn_random(&mine[i]), 0);
+	assert_int_equal(read(fds[0], theirs, sizeof(theirs)), (ssize_t)sizeof(theirs));
+	close(fds[0]);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_memory_not_equal(mine, theirs, sizeof(mine));
+}
+
+QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_pool_grows_by_chunks_and_caps),
+	      cmocka_unit_test(test_pool_rejects_bad_sizes), cmocka_unit_test(test_psn_is_24_bit),
+	      cmocka_unit_test(test_psn_not_repeated_after_fork))
