@@ -78,7 +78,7 @@ static void cl_established(struct qpg__conn *c)
 	struct qpg_client *cl = of(c);
 	struct qpg_client_conn *u = c->user;
 	keepalive(c); /* a server's bring-up deadline waits for a first frame */
-	u->rts_ns = qpg__now_ns();
+	u->rts_ns = c->up_ns;
 	(u->lead ? u->lead : u)->up = true; /* no more attempts for the session */
 	if (cl->cbs.established)
 		cl->cbs.established(u, u->user);

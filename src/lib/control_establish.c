@@ -13,7 +13,8 @@
 /* C's keys, and its place on the established list: a session's own QP
  * exports its keys from SSL, a member (which has no TLS session of its
  * own) derives them from the session's secret SESS. */
-static bool mark_established(struct qpg__conn *c, SSL *ssl, struct qpg__auth_session *sess)
+static bool mark_established(struct qpg__conn *c, SSL *ssl, struct qpg__auth_session *sess,
+			     uint64_t now)
 {
 	struct qpg__endpoint *ep = c->ep;
 	/* Tags where the frames leave TLS (rdma); inside it (tcp) each TLS
@@ -28,7 +29,7 @@ static bool mark_established(struct qpg__conn *c, SSL *ssl, struct qpg__auth_ses
 	c->state = QPG_CONN_ESTABLISHED;
 	qpg__conn_list_established(c);
 	c->deadline_ns = 0;
-	c->up_ns = c->active_ns = c->progress_ns = qpg__now_ns();
+	c->up_ns = c->active_ns = c->progress_ns = now;
 	c->handshake_done = true;
 	c->counted_connected = true;
 	atomic_fetch_add_explicit(&ep->stats.connected, 1, memory_order_relaxed);
@@ -52,14 +53,15 @@ void qpg__control_member_peer(const struct qpg__conn *leader, struct qpg__conn *
 void qpg__control_established(struct qpg__conn *c)
 {
 	struct qpg__endpoint *ep = c->ep;
-	if (!mark_established(c, c->ssl, NULL))
+	uint64_t now = qpg__now_ns(); /* one stamp for the session's QPs */
+	if (!mark_established(c, c->ssl, NULL, now))
 		return;
 	atomic_fetch_sub_explicit(&ep->stats.handshaking, 1, memory_order_relaxed);
 	qpg__stat_add(&ep->stats.handshakes_ok, 1);
 	c->resumed = qpg__tls_resumed(c->ssl);
 	if (c->resumed)
 		qpg__stat_add(&ep->stats.handshakes_resumed, 1);
-	uint64_t took = qpg__now_ns() - c->started_ns;
+	uint64_t took = now - c->started_ns;
 	qpg__stat_add(&ep->stats.handshake_ns_sum, took);
 	unsigned b = 0;
 	for (uint64_t us = took / 1000; us > 1 && b < 23; us >>= 1)
@@ -78,7 +80,7 @@ void qpg__control_established(struct qpg__conn *c)
 		     m = m->member_next) {
 			memcpy(m->phase_ns, c->phase_ns, sizeof(m->phase_ns));
 			m->resumed = c->resumed;
-			if (!mark_established(m, c->ssl, &sess))
+			if (!mark_established(m, c->ssl, &sess, now))
 				break;
 		}
 		qpg__auth_session_free(&sess);

@@ -17,15 +17,25 @@
 /* Only a client's phases are read (qpg_client_conn_info): a server skips
  * the clock reads, six per QP, each a system call and an HPET read in the
  * lab VM (7% of the server's CPU in a run of 64-QP sessions). */
+/* Phases are a client's report. A session's other QPs take its own QP's
+ * (qpg__control_established): stamping theirs would be clock reads thrown
+ * away, and a clock read is a system call where the clocksource has no
+ * vDSO path (the lab VM's HPET: 15 reads per QP were a tenth of a
+ * session client's CPU). */
+static bool phased(const struct qpg__conn *c)
+{
+	return !c->is_server && c->member_index == 0;
+}
+
 void qpg__phase_begin(struct qpg__conn *c)
 {
-	if (!c->is_server)
+	if (phased(c))
 		c->phase_start_ns = qpg__now_ns();
 }
 
 void qpg__phase_end(struct qpg__conn *c, enum qpg_phase p)
 {
-	if (c->is_server)
+	if (!phased(c))
 		return;
 	uint64_t now = qpg__now_ns();
 	c->phase_ns[p] = now - c->phase_start_ns;
