@@ -50,6 +50,26 @@ void qpg__control_member_peer(const struct qpg__conn *leader, struct qpg__conn *
 	m->peer.extra_qps = 0;
 }
 
+/* The session's other QPs, while its TLS session still exists: each has
+ * keys of its own, from one secret the session exports for them. A
+ * failure there ends the whole session. */
+static void establish_members(struct qpg__conn *c, uint64_t now)
+{
+	struct qpg__auth_session sess = {0}; /* without tags (c's): not used */
+	if (c->auth.enabled && qpg__auth_session_init(&sess, c->ssl)) {
+		qpg__conn_close(c, QPG_ERR_LOCAL, "cannot derive message keys");
+		return;
+	}
+	for (struct qpg__conn *m = c->members; m && c->state == QPG_CONN_ESTABLISHED;
+	     m = m->member_next) {
+		memcpy(m->phase_ns, c->phase_ns, sizeof(m->phase_ns));
+		m->resumed = c->resumed;
+		if (!mark_established(m, c->ssl, &sess, now))
+			break;
+	}
+	qpg__auth_session_free(&sess);
+}
+
 void qpg__control_established(struct qpg__conn *c)
 {
 	struct qpg__endpoint *ep = c->ep;
@@ -67,24 +87,8 @@ void qpg__control_established(struct qpg__conn *c)
 	for (uint64_t us = took / 1000; us > 1 && b < 23; us >>= 1)
 		b++;
 	qpg__stat_add(&ep->stats.handshake_ns_bucket[b], 1);
-	/* The session's other QPs, while its TLS session still exists: each
-	 * has keys of its own, from one secret the session exports for them.
-	 * A failure there ends the whole session. */
-	if (c->members) {
-		struct qpg__auth_session sess = {0}; /* no tags (c's): not used */
-		if (c->auth.enabled && qpg__auth_session_init(&sess, c->ssl)) {
-			qpg__conn_close(c, QPG_ERR_LOCAL, "cannot derive message keys");
-			return;
-		}
-		for (struct qpg__conn *m = c->members; m && c->state == QPG_CONN_ESTABLISHED;
-		     m = m->member_next) {
-			memcpy(m->phase_ns, c->phase_ns, sizeof(m->phase_ns));
-			m->resumed = c->resumed;
-			if (!mark_established(m, c->ssl, &sess, now))
-				break;
-		}
-		qpg__auth_session_free(&sess);
-	}
+	if (c->members)
+		establish_members(c, now);
 	free(c->boot_in);
 	c->boot_in = NULL;
 	if (c->state != QPG_CONN_ESTABLISHED)
