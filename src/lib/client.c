@@ -69,7 +69,8 @@ static void cl_tick(struct qpg__conn *c, uint64_t now)
 	struct qpg_client *cl = of(c);
 	struct qpg_client_conn *u = c->user;
 	uint64_t quiet = (uint64_t)cl->o.keepalive_ms * 1000000ull;
-	if (quiet && u && !u->outstanding && !c->in_flight && now - c->active_ns > quiet)
+	if (quiet && u && !u->outstanding && !c->in_flight &&
+	    qpg__age_ns(now, c->active_ns) > quiet)
 		keepalive(c);
 }
 

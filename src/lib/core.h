@@ -248,7 +248,7 @@ struct qpg__conn {
 	void *admit_ref;      /* server: the peer entry this QP is counted on */
 	char why[256];
 	void *user;
-	void *svc; /* the service's per-connection state (server side) */
+	void *svc;	 /* the service's per-connection state (server side) */
 	void *principal; /* whom the service's admit() said the peer acts for */
 };
 
@@ -342,6 +342,10 @@ int qpg__endpoint_init(struct qpg__endpoint *ep, const struct qpg__ep_opts *o);
 void qpg__endpoint_fini(struct qpg__endpoint *ep);
 /* Enforce deadlines (closes are deferred; nothing is freed here). */
 void qpg__endpoint_tick(struct qpg__endpoint *ep);
+/* A session is idle at NOW when all of its QPs are (none with a send in
+ * flight, none active within IDLE_NS): one idle QP must not end its busy
+ * siblings, so only the leader (or a lone connection) is judged. */
+bool qpg__session_idle(const struct qpg__conn *c, uint64_t now, uint64_t idle_ns);
 /* The owner's loop has stopped for good: what the endpoint kept only for
  * later connections goes now (so the owner's final stats show it gone). */
 void qpg__endpoint_stopping(struct qpg__endpoint *ep);

@@ -25,14 +25,12 @@ static void ep_batch_end(struct qpg__loop *l)
 	qpg__endpoint_settle(l->owner);
 }
 
-/* A session is idle when all of its QPs are: one idle QP must not end its
- * busy siblings, so only the leader (or a lone connection) is judged. */
-static bool session_idle(const struct qpg__conn *c, uint64_t now, uint64_t idle_ns)
+bool qpg__session_idle(const struct qpg__conn *c, uint64_t now, uint64_t idle_ns)
 {
 	if (c->member_index)
 		return false;
 	for (const struct qpg__conn *m = c; m; m = m == c ? c->members : m->member_next)
-		if (m->in_flight || now - m->active_ns <= idle_ns)
+		if (m->in_flight || qpg__age_ns(now, m->active_ns) <= idle_ns)
 			return false;
 	return true;
 }
@@ -79,7 +77,8 @@ void qpg__endpoint_tick(struct qpg__endpoint *ep)
 		ep->scan = c->next;
 		if (c->state != QPG_CONN_ESTABLISHED)
 			continue;
-		if (ep->bringup_ns_max && !c->got_frame && now - c->up_ns > ep->bringup_ns_max) {
+		if (ep->bringup_ns_max && !c->got_frame &&
+		    qpg__age_ns(now, c->up_ns) > ep->bringup_ns_max) {
 			/* The session goes with it: count its QPs. */
 			const struct qpg__conn *l = c->leader ? c->leader : c;
 			qpg__stat_add(&ep->stats.bringup_timeouts, 1u + l->nmembers);
@@ -88,13 +87,13 @@ void qpg__endpoint_tick(struct qpg__endpoint *ep)
 					"deadline)",
 					(unsigned long long)(ep->bringup_ns_max / 1000000));
 		} else if (ep->progress_ns_max && c->in_flight && /* a paused reader's too */
-			   now - c->progress_ns > ep->progress_ns_max)
+			   qpg__age_ns(now, c->progress_ns) > ep->progress_ns_max)
 			qpg__conn_close(c, QPG_ERR_TIMEOUT,
 					"no progress: %u sends not completed for %llu ms (peer not "
 					"reading?)",
 					c->in_flight,
 					(unsigned long long)(ep->progress_ns_max / 1000000));
-		else if (ep->idle_ns_max && session_idle(c, now, ep->idle_ns_max))
+		else if (ep->idle_ns_max && qpg__session_idle(c, now, ep->idle_ns_max))
 			qpg__conn_close(c, QPG_ERR_TIMEOUT, "idle for %llu ms",
 					(unsigned long long)(ep->idle_ns_max / 1000000));
 		else if (ep->cbs.tick)

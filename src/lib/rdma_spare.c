@@ -88,7 +88,7 @@ void qpg__rdma_spare_trim(struct rdma_spares *s, uint64_t now_ns, struct qpg__ep
 	/* Oldest first in each part: the quarantine's may be as old as the
 	 * ready ones, so both are walked. */
 	for (uint32_t i = 0; i < s->n;)
-		if (now_ns - s->slot[i].since_ns > s->idle_ns)
+		if (qpg__age_ns(now_ns, s->slot[i].since_ns) > s->idle_ns)
 			destroy_at(s, i, st);
 		else
 			i++;

@@ -281,10 +281,41 @@ static void busy_poll_default_is_the_transports(void **state)
 	free(ep);
 }
 
-QPG_UNIT_MAIN(qpg_loopback_group_start, qpg_loopback_group_stop, cmocka_unit_test(busy_poll_default_is_the_transports),
+/* The tick reads NOW once, then its callbacks may stamp a connection
+ * (a reply sets active_ns from the coarse clock, which can already be past
+ * NOW): such a connection is not idle, not centuries old. Judged plainly
+ * (NOW - active_ns), it was closed "idle for 300000 ms" two seconds into a
+ * run (unit.test_kvpark, CI of 2026-11-29). Members: any busy QP keeps its
+ * session. */
+static void stamp_after_now_is_not_idle(void **state)
+{
+	(void)state;
+	const uint64_t now = 1000000000000ull, idle = 300000000000ull;
+	struct qpg__conn lead = {0}, m = {0};
+	lead.active_ns = now + 3000000; /* stamped 3 ms after the tick read NOW */
+	assert_false(qpg__session_idle(&lead, now, idle));
+	lead.active_ns = now - idle - 1;
+	assert_true(qpg__session_idle(&lead, now, idle));
+	lead.active_ns = now - idle; /* exactly the bound: not yet */
+	assert_false(qpg__session_idle(&lead, now, idle));
+	lead.active_ns = now - idle - 1;
+	lead.members = &m;
+	m.member_index = 1;
+	m.active_ns = now + 1; /* a member stamped after NOW */
+	assert_false(qpg__session_idle(&lead, now, idle));
+	assert_false(qpg__session_idle(&m, now, idle)); /* members are not judged alone */
+	m.active_ns = now - idle - 1;
+	assert_true(qpg__session_idle(&lead, now, idle));
+	m.in_flight = 1;
+	assert_false(qpg__session_idle(&lead, now, idle));
+}
+
+QPG_UNIT_MAIN(qpg_loopback_group_start, qpg_loopback_group_stop,
+	      cmocka_unit_test(busy_poll_default_is_the_transports),
 	      cmocka_unit_test(close_self_inside_reply),
 	      cmocka_unit_test(close_other_in_same_batch),
 	      cmocka_unit_test(failed_connect_reaches_closed_with_user),
 	      cmocka_unit_test(wrong_frame_type_closes_only_its_connection),
 	      cmocka_unit_test(session_shares_one_fate),
-	      cmocka_unit_test(member_of_a_failed_leader_is_reported))
+	      cmocka_unit_test(member_of_a_failed_leader_is_reported),
+	      cmocka_unit_test(stamp_after_now_is_not_idle))
