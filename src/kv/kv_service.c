@@ -303,7 +303,8 @@ static void unpark(struct qpg_conn *c, struct kv_conn *kc, uint64_t now)
 {
 	while (kc->park.head) {
 		struct qpg__kv_parked *p = kc->park.head;
-		if (!serve(c, kc, p->data, p->len, now - p->since_ns >= QPG__KV_PARK_NS))
+		if (!serve(c, kc, p->data, p->len,
+			   qpg__age_ns(now, p->since_ns) >= QPG__KV_PARK_NS))
 			break;
 		qpg__kv_park_pop(&kc->park, &kc->service->parked_bytes);
 	}
@@ -392,7 +393,7 @@ void qpg__kv_tick(struct qpg_conn *c, uint64_t now)
 		unpark(c, kc, now);
 		qpg__kv_pump(c);
 	}
-	if (kc->put && k->put_timeout_ns && now - kc->put_last_ns > k->put_timeout_ns) {
+	if (kc->put && k->put_timeout_ns && qpg__age_ns(now, kc->put_last_ns) > k->put_timeout_ns) {
 		qpg__kv_release(store_of(c), kc->put);
 		kc->put = NULL;
 	}

@@ -14,14 +14,11 @@
 #include "core.h"
 #include "tls.h"
 
-/* Only a client's phases are read (qpg_client_conn_info): a server skips
- * the clock reads, six per QP, each a system call and an HPET read in the
- * lab VM (7% of the server's CPU in a run of 64-QP sessions). */
-/* Phases are a client's report. A session's other QPs take its own QP's
- * (qpg__control_established): stamping theirs would be clock reads thrown
- * away, and a clock read is a system call where the clocksource has no
- * vDSO path (the lab VM's HPET: 15 reads per QP were a tenth of a
- * session client's CPU). */
+/* Only a client's phases are read (qpg_client_conn_info), and a session's
+ * other QPs take its own QP's (qpg__control_established). So a server and
+ * a member skip the clock reads: each is a system call and an HPET read in
+ * the lab VM (six per QP were 7% of a server's CPU in a run of 64-QP
+ * sessions; 15 per QP a tenth of a session client's). */
 static bool phased(const struct qpg__conn *c)
 {
 	return !c->is_server && c->member_index == 0;
@@ -229,7 +226,7 @@ void qpg__endpoint_reap(struct qpg__endpoint *ep, bool force)
 	uint64_t now = qpg__now_ns();
 	while (*pp) {
 		struct qpg__conn *c = *pp;
-		bool stuck = now - c->closing_since_ns > ep->abandon_ns;
+		bool stuck = qpg__age_ns(now, c->closing_since_ns) > ep->abandon_ns;
 		if (force || stuck || !c->t->conn_busy(c)) {
 			if (c->t->conn_busy(c) && c->t->conn_abandon) {
 				c->t->conn_abandon(c);

@@ -165,7 +165,7 @@ static uint64_t thread_cpu(const struct qpg__loop *l)
 static void fd_spin_ended(struct qpg__loop *l, uint64_t t0, uint64_t c0, uint64_t window)
 {
 	uint64_t wall = loop_now(l) - t0, cpu = thread_cpu(l) - c0;
-	if (wall <= cpu || wall - cpu <= QPG_MAX(2 * window, 1000000ull)) {
+	if (qpg__age_ns(wall, cpu) <= QPG_MAX(2 * window, 1000000ull)) { /* time off the core */
 		l->spin_backoff = 0;
 		return;
 	}
