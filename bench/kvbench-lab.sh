@@ -5,14 +5,14 @@
 #   bench/kvbench-lab.sh --anchors [-D SECONDS] [-r RUNS] [qpgate-kvbench flags]
 # --anchors runs perftest in the same VM and prints two ratios: 4 KiB
 # two-sided GETs/s against ib_send_bw's 4 KiB message rate (a GET is a round
-# trip; target >= 0.5), and 64 KiB one-sided GET throughput against
+# trip; issue 60's target >= 0.9), and 64 KiB one-sided GET throughput against
 # ib_read_bw at 64 KiB (target >= 0.8), and 4 MiB one-sided GETs READ
 # straight into a registered arena (--register: zero copy, as an inference
 # engine's KV pool) against ib_read_bw at 4 MiB (target >= 0.9). Every GET
 # is verified either way.
 # Like perftest (one QP, a deep send queue), the 4 KiB run pipelines over
 # one pooled connection on one pool thread: --num-clients 1 --threads 1
-# --credits 32 --num-workers 32 (flags given after these win). Each pair
+# --credits 32 --num-workers 32 -s 16384 (flags given after these win). Each pair
 # runs RUNS times (default 3), one after the other, each KV figure right
 # after its own anchor run; the medians and each run's ratio are printed,
 # since one run here can be 30% off the next.
@@ -44,7 +44,11 @@ if [ "${1:-}" = --anchors ]; then
 fi
 qpg_bench_setup kvb
 dev=$(ibv_devices | awk 'NR==3{print $1}')
-qpg_serve "$work" --handshake-timeout 120000 --service kv --kv-capacity 256M --kv-max-value 4M -s 8192
+# -s 16384: the 4 KiB run's client asks for 16 KiB messages (below), so
+# that up to three 4 KiB replies, or a turn's requests, share one SEND
+# (docs/protocol.md, "Messages"); the other runs' clients keep their
+# default of 8 KiB, which is what they agree.
+qpg_serve "$work" --handshake-timeout 120000 --service kv --kv-capacity 256M --kv-max-value 4M -s 16384
 echo " server: $dev, QPs on the device before: $(rdma res show qp | grep -c lqpn)"
 # The digest the server chose for one-sided readers; the floor checks the same.
 digest=$(sed -n 's/.*values digested with \([a-z0-9-]*\).*/\1/p' "$work/server.log" | head -n 1)
@@ -73,7 +77,7 @@ else
 		# perftest's MB is 2^20 bytes (figure: null for inf, nan or no row).
 		send_rate+=("$(qpg_perftest_figure 4096 5 5 1e6 ib_send_bw -s 4096 -n 20000)")
 		kvbench "$work/kv4k-$r.json" --value-size 4096 --get-mode two-sided -D "$secs" \
-			--num-clients 1 --threads 1 --credits 32 --num-workers 32 "$@"
+			--num-clients 1 --threads 1 --credits 32 --num-workers 32 -s 16384 "$@"
 		read_bps+=("$(qpg_perftest_figure 65536 5 4 1048576 ib_read_bw -s 65536 -n 5000)")
 		kvbench "$work/kv64k-$r.json" --value-size 65536 --num-keys 1000 --get-mode one-sided \
 			-D "$secs" "$@"
@@ -111,7 +115,7 @@ if [ -n "$anchors" ]; then
 	printf '\n %-50s %14s %14s %8s %8s   %s\n' "KV figure / anchor (same VM, medians of $runs)" "qpgate" "anchor" \
 		"ratio" "target" "ratio in each run"
 	printf ' %-50s %14.0f %14.0f %8s %8s   %s\n' "4 KiB two-sided GETs/s / ib_send_bw 4 KiB msg/s" \
-		"$(med "${ops4k[@]}")" "$(med "${send_rate[@]}")" "$m1" ">= 0.5" "${r1[*]}"
+		"$(med "${ops4k[@]}")" "$(med "${send_rate[@]}")" "$m1" ">= 0.9" "${r1[*]}"
 	printf ' %-50s %14.0f %14.0f %8s %8s   %s\n' "64 KiB one-sided GET B/s / ib_read_bw 64 KiB B/s" \
 		"$(med "${bps64k[@]}")" "$(med "${read_bps[@]}")" "$m2" ">= 0.8" "${r2[*]}"
 	m3=$(medr "${r3[@]}")

@@ -147,6 +147,10 @@ struct qpg_server_stats {
 	 * back flushed. */
 	long long srq_receives_posted;
 	unsigned long long receives_flushed;
+	/* rdma: SENDs received and posted. A SEND carries one or more of
+	 * msgs_in / msgs_out's frames: those one connection sends in one turn
+	 * of its loop (docs/protocol.md, "Messages"). */
+	unsigned long long rdma_sends_in, rdma_sends_out;
 };
 void qpg_server_stats(struct qpg_server *s, struct qpg_server_stats *out);
 /* The stats as Prometheus text (format 0.0.4) in a malloc'd *OUT; 0 or a

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #define QPG_WIRE_MAGIC		 0x51504742u /* "QPGB" */
-#define QPG_WIRE_VERSION	 9
+#define QPG_WIRE_VERSION	 10
 #define QPG_WIRE_HDR_LEN	 12
 #define QPG_WIRE_PARAMS_LEN	 48
 #define QPG_WIRE_REJECT_TEXT_MAX 200
@@ -159,5 +159,12 @@ static inline size_t qpg_frame_len(uint32_t payload, int with_tag)
 {
 	return QPG_FRAME_HDR_LEN + payload + (with_tag ? QPG_FRAME_TAG_LEN : 0);
 }
+/* An rdma message (one SEND) of LEN bytes holds one or more whole frames
+ * back to back, and nothing else. Checks every frame's header as
+ * qpg_frame_hdr_decode does and that the last ends at LEN; sets *FRAMES.
+ * Returns 0 or -EPROTO / -EMSGSIZE. Tags and sequence numbers are the
+ * receiver's to check, frame by frame. */
+int qpg_message_check(const uint8_t *in, size_t len, int with_tag, uint32_t max_len,
+		      unsigned *frames);
 
 #endif

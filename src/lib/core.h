@@ -150,7 +150,8 @@ struct qpg__ep_stats {
 	atomic_ullong bringup_timeouts; /* QPs closed: no frame within the bring-up deadline */
 	atomic_llong srq_posted;	/* rdma: receives on the SRQ, copied at every tick */
 	atomic_ullong recv_flushed;	/* rdma: receives a closing QP had begun, flushed back */
-	atomic_ullong handshake_ns_bucket[24]; /* log2 buckets from 1 us */
+	atomic_ullong rdma_msgs_in, rdma_msgs_out; /* rdma: SENDs, each of one or more frames */
+	atomic_ullong handshake_ns_bucket[24];	   /* log2 buckets from 1 us */
 	atomic_ullong handshake_ns_sum;
 };
 

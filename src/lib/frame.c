@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "common.h"
 #include "core.h"
 #include "frame.h"
@@ -212,6 +213,45 @@ void qpg__conn_on_frame(struct qpg__conn *c, struct qpg_buf *b, size_t len)
 	qpg__stat_add(&ep->stats.msgs_in, 1);
 	qpg__stat_add(&ep->stats.bytes_in, h.len);
 	ep->cbs.message(c, &h, b);
+}
+
+/* Every frame but the last is copied into a slot of its own, which the
+ * service takes as it takes any frame; the last is moved to the start of
+ * B. The whole message is checked before any frame of it is delivered, so
+ * a malformed one delivers nothing. */
+void qpg__conn_on_message(struct qpg__conn *c, struct qpg_buf *b, size_t len)
+{
+	struct qpg__endpoint *ep = c->ep;
+	unsigned n = 0;
+	if (c->state == QPG_CONN_ESTABLISHED &&
+	    qpg_message_check(b->addr, len, c->auth.enabled, ep->max_msg, &n)) {
+		qpg_pool_put(&ep->pool, b);
+		qpg__conn_close(c, QPG_ERR_PROTOCOL, "malformed message (%zu bytes)", len);
+		return;
+	}
+	if (n <= 1) {
+		qpg__conn_on_frame(c, b, len);
+		return;
+	}
+	uint8_t *p = b->addr;
+	size_t off = 0;
+	for (unsigned i = 0; i + 1 < n && c->state == QPG_CONN_ESTABLISHED; i++) {
+		size_t flen = qpg_frame_len(qpg__get32(p + off + 4), c->auth.enabled);
+		struct qpg_buf *f = qpg_pool_get(&ep->pool);
+		if (!f) {
+			qpg__conn_close(c, QPG_ERR_LOCAL, "receive pool exhausted");
+			break;
+		}
+		memcpy(f->addr, p + off, flen);
+		qpg__conn_on_frame(c, f, flen);
+		off += flen;
+	}
+	if (c->state != QPG_CONN_ESTABLISHED) {
+		qpg_pool_put(&ep->pool, b);
+		return;
+	}
+	memmove(p, p + off, len - off);
+	qpg__conn_on_frame(c, b, len - off);
 }
 
 /* ---- endpoint ---- */

@@ -39,6 +39,8 @@ void qpg__conn_on_revoked(struct qpg__conn *c, void *user);
 void qpg__conn_on_read(struct qpg__conn *c, struct qpg_buf *b, bool ok, const char *why);
 /* Deliver a received frame (transport -> core). Takes ownership of B. */
 void qpg__conn_on_frame(struct qpg__conn *c, struct qpg_buf *b, size_t len);
+/* The same for a message of one or more frames (rdma: a SEND). */
+void qpg__conn_on_message(struct qpg__conn *c, struct qpg_buf *b, size_t len);
 /* A send completion (transport -> core). */
 void qpg__conn_on_sent(struct qpg__conn *c, bool ok, const char *why);
 /* Test hook: flip a bit of the next tag sent. */

@@ -203,6 +203,10 @@ int qpg_server_prometheus(struct qpg_server *s, char **out, size_t *len)
 	header(f, "qpgate_messages_total", "counter", "Authenticated messages, by direction.");
 	fprintf(f, "qpgate_messages_total{direction=\"in\"} %llu\n", st.msgs_in);
 	fprintf(f, "qpgate_messages_total{direction=\"out\"} %llu\n", st.msgs_out);
+	header(f, "qpgate_rdma_sends_total", "counter",
+	       "rdma: SENDs, by direction; each carries one or more of the messages above.");
+	fprintf(f, "qpgate_rdma_sends_total{direction=\"in\"} %llu\n", st.rdma_sends_in);
+	fprintf(f, "qpgate_rdma_sends_total{direction=\"out\"} %llu\n", st.rdma_sends_out);
 	header(f, "qpgate_message_bytes_total", "counter", "Message payload bytes, by direction.");
 	fprintf(f, "qpgate_message_bytes_total{direction=\"in\"} %llu\n", st.bytes_in);
 	fprintf(f, "qpgate_message_bytes_total{direction=\"out\"} %llu\n", st.bytes_out);

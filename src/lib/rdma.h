@@ -48,6 +48,10 @@ struct rdma_ep {
 	int cq_size;
 	struct rdma_spares spares;
 	struct qpg__endpoint *ep;
+	/* Connections holding a message not posted yet (rdma_send.c), and
+	 * the deferred call that posts them at the end of the loop's batch. */
+	struct rdma_conn *unposted;
+	struct qpg__io post_io;
 };
 
 struct rdma_window {
@@ -65,6 +69,11 @@ struct rdma_conn {
 	uint32_t credits;	  /* this connection's share of rdma_ep.credits */
 	uint32_t max_inline;	  /* sends up to this long go inline (0: none) */
 	struct rdma_qp_caps caps; /* what its QP was asked for */
+	/* The message being gathered (rdma_send.c): frames sent in one
+	 * batch of the loop go to the peer as one SEND. */
+	struct qpg_buf *msg;
+	uint32_t msg_len, msg_frames;
+	struct rdma_conn *next_unposted; /* on rdma_ep.unposted while msg is set */
 };
 
 /* Small frames (an echo of up to 96 bytes with its header and tag) are
@@ -109,6 +118,17 @@ void qpg__rdma_spare_cq_empty(struct rdma_spares *s);
 void qpg__rdma_spare_trim(struct rdma_spares *s, uint64_t now_ns, struct qpg__ep_stats *st);
 void qpg__rdma_spare_drop_all(struct rdma_spares *s, struct qpg__ep_stats *st);
 void qpg__rdma_spare_fini(struct rdma_spares *s, struct qpg__ep_stats *st);
+
+/* rdma_send.c: a frame joins the connection's message, which is posted
+ * once the loop's batch ends, or before anything else C posts. */
+int qpg__rdma_send(struct qpg__conn *c, struct qpg_buf *b, size_t len);
+void qpg__rdma_post_now(struct rdma_conn *rc);
+/* C is closing: its unposted frames are dropped, as a flush would. */
+void qpg__rdma_send_drop(struct rdma_conn *rc);
+void qpg__rdma_send_init(struct rdma_ep *r);
+void qpg__rdma_send_fini(struct rdma_ep *r);
+/* A send's completion: how many frames its message carried. */
+uint32_t qpg__rdma_sent_frames(const struct qpg_buf *b);
 
 /* rdma_windows.c */
 void qpg__rdma_window_done(struct rdma_window *w, const struct ibv_wc *wc);

@@ -56,6 +56,14 @@ void qpg__rdma_region_close(void *region)
 		ibv_dereg_mr(region);
 }
 
+/* Frames C has sent go first (rdma_send.c): a reply that names a window
+ * reaches the peer after the window is bound, as it was asked for. */
+static int post_sends_first(struct qpg__conn *c)
+{
+	qpg__rdma_post_now(to_rdma(c));
+	return c->state == QPG_CONN_ESTABLISHED ? 0 : -ENOTCONN;
+}
+
 int qpg__rdma_grant_read(struct qpg__conn *c, void *region, const void *addr, uint32_t len,
 			 void *user, void **window, uint32_t *rkey)
 {
@@ -64,6 +72,8 @@ int qpg__rdma_grant_read(struct qpg__conn *c, void *region, const void *addr, ui
 	int err;
 	if (w && !w->mw)
 		return -ENOTCONN; /* shut down: its windows are gone */
+	if ((err = post_sends_first(c)) != 0)
+		return err;
 	if (w) {
 		rc->free_windows = w->next_free;
 	} else {
@@ -105,7 +115,7 @@ int qpg__rdma_grant_read(struct qpg__conn *c, void *region, const void *addr, ui
 int qpg__rdma_revoke(struct qpg__conn *c, void *window)
 {
 	struct rdma_window *w = window;
-	if (!w->mw)
+	if (!w->mw || post_sends_first(c))
 		return -ENOTCONN;
 	struct ibv_send_wr wr = {.wr_id = wr_id_of(w, WR_WINDOW),
 				 .opcode = IBV_WR_LOCAL_INV,
@@ -130,6 +140,8 @@ static int post_one_sided(struct qpg__conn *c, struct qpg_buf *b, enum wr_kind k
 			return -EINVAL;
 		sge[n++] = (struct ibv_sge){(uintptr_t)p->addr, p->io_len, p->lkey};
 	}
+	if (post_sends_first(c))
+		return -ENOTCONN;
 	b->owner = c;
 	struct ibv_send_wr wr = {.wr_id = wr_id_of(b, kind),
 				 .sg_list = sge,

@@ -515,6 +515,8 @@ void qpg_server_stats(struct qpg_server *s, struct qpg_server_stats *out)
 		out->srq_receives_posted +=
 		    atomic_load_explicit(&st->srq_posted, memory_order_relaxed);
 		out->receives_flushed += ld(&st->recv_flushed);
+		out->rdma_sends_in += ld(&st->rdma_msgs_in);
+		out->rdma_sends_out += ld(&st->rdma_msgs_out);
 	}
 	out->refused_pending = ld(&s->refused_pending);
 	out->refused_per_peer = ld(&s->refused_per_peer);

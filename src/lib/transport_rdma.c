@@ -110,11 +110,14 @@ static void handle_wc(struct rdma_ep *r, const struct ibv_wc *wc)
 						ibv_wc_status_str(wc->status));
 			return;
 		}
-		qpg__conn_on_frame(c, b, wc->byte_len);
+		qpg__stat_add(&ep->stats.rdma_msgs_in, 1);
+		qpg__conn_on_message(c, b, wc->byte_len);
 		return;
 	}
+	uint32_t frames = qpg__rdma_sent_frames(b);
 	qpg_pool_put(&ep->pool, b);
-	qpg__conn_on_sent(c, ok, ibv_wc_status_str(wc->status));
+	for (uint32_t i = 0; i < frames; i++)
+		qpg__conn_on_sent(c, ok, ibv_wc_status_str(wc->status));
 }
 
 /* Completions handled per callback. A busy CQ never empties (every reply
@@ -203,6 +206,7 @@ static int rdma_ep_init(struct qpg__endpoint *ep)
 		return -ENOMEM;
 	r->ep = ep;
 	r->channel_io.fd = -1;
+	qpg__rdma_send_init(r);
 	ep->tep = r;
 	int rc = qpg__rdma_spare_init(&r->spares, ep->spare_qps, ep->spare_idle_ms);
 	if (rc) {
@@ -263,6 +267,7 @@ static void rdma_ep_fini(struct qpg__endpoint *ep)
 		return;
 	if (r->channel_io.fd >= 0)
 		qpg__loop_del(&ep->loop, &r->channel_io);
+	qpg__rdma_send_fini(r);
 	ep->loop.poll = NULL;
 	ep->loop.arm = NULL;
 	/* Spares use the SRQ and the CQ: they go first. */
@@ -432,28 +437,6 @@ static int rdma_conn_establish(struct qpg__conn *c, const struct qpg_wire_params
 	return 0;
 }
 
-static int rdma_send(struct qpg__conn *c, struct qpg_buf *b, size_t len)
-{
-	struct rdma_conn *rc = to_rdma(c);
-	b->owner = c;
-	struct ibv_sge sge = {(uintptr_t)b->addr, (uint32_t)len, b->lkey};
-	/* Still signaled when inline: the completion is what ends the send
-	 * (in flight, the progress deadline) and gives the buffer back. */
-	unsigned flags = IBV_SEND_SIGNALED | (len <= rc->max_inline ? IBV_SEND_INLINE : 0);
-	struct ibv_send_wr wr = {.wr_id = wr_id_of(b, WR_BUF),
-				 .sg_list = &sge,
-				 .num_sge = 1,
-				 .opcode = IBV_WR_SEND,
-				 .send_flags = flags},
-			   *bad;
-	int err = ibv_post_send(rc->qp, &wr, &bad);
-	if (err) {
-		qpg_pool_put(&c->ep->pool, b);
-		return -err;
-	}
-	return 0;
-}
-
 static void rdma_on_stream(struct qpg__conn *c)
 {
 	/* After the bootstrap the control channel only carries the close: its
@@ -490,6 +473,7 @@ static void rdma_conn_shutdown(struct qpg__conn *c)
 		return;
 	r->credits -= rc->credits;
 	rc->credits = 0;
+	qpg__rdma_send_drop(rc);
 	qpg__map_del(&r->qpn_to_conn, rc->qp->qp_num);
 	/* ERR flushes posted sends back through the CQ; the conn is freed
 	 * only after they are all back (conn_busy). */
@@ -578,7 +562,7 @@ const struct qpg__transport_ops qpg__transport_rdma = {
     .check_peer = rdma_check_peer,
     .conn_prepare = rdma_conn_prepare,
     .conn_establish = rdma_conn_establish,
-    .send = rdma_send,
+    .send = qpg__rdma_send,
     .on_stream = rdma_on_stream,
     .conn_shutdown = rdma_conn_shutdown,
     .conn_busy = rdma_conn_busy,

@@ -273,3 +273,20 @@ int qpg_frame_hdr_decode(const uint8_t *in, size_t avail, int with_tag, uint32_t
 		return -EPROTO;
 	return 0;
 }
+
+int qpg_message_check(const uint8_t *in, size_t len, int with_tag, uint32_t max_len,
+		      unsigned *frames)
+{
+	unsigned n = 0;
+	size_t off = 0;
+	do {
+		struct qpg_frame_hdr h;
+		int rc = qpg_frame_hdr_decode(in + off, len - off, with_tag, max_len, &h);
+		if (rc)
+			return rc;
+		off += qpg_frame_len(h.len, with_tag);
+		n++;
+	} while (off < len);
+	*frames = n;
+	return 0;
+}

@@ -2,7 +2,9 @@
 /* libFuzzer harness for data-frame handling: header decoding and message
  * authentication, as a receiver applies them to each frame.
  *  - Arbitrary bytes: the header decoder must bound len by what arrived,
- *    and a forged tag must never verify (the input never holds the key).
+ *    and a forged tag must never verify (the input never holds the key);
+ *    as an rdma message, they pass only as whole frames that end where it
+ *    does.
  *  - The same bytes as a payload, framed and tagged by a sender with the
  *    receiver's key: must decode and verify, and must stop verifying when
  *    any one byte of header, payload or tag changes, or when the sequence
@@ -59,6 +61,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		if (qpg__auth_verify(&receiver.rx, h.seq, data, body, data + body) == 0)
 			abort(); /* a tag forged without the key verified */
+	}
+	/* ...and as an rdma message: accepted only as whole frames that end
+	 * exactly where it does, each within the bound. */
+	unsigned frames;
+	if (qpg_message_check(data, size, 1, MAX_PAYLOAD, &frames) == 0) {
+		size_t off = 0;
+		for (unsigned i = 0; i < frames; i++) {
+			if (qpg_frame_hdr_decode(data + off, size - off, 1, MAX_PAYLOAD, &h))
+				abort();
+			off += qpg_frame_len(h.len, 1);
+		}
+		if (frames == 0 || off != size)
+			abort();
 	}
 
 	/* 2. The bytes as the payload of a genuine frame. */

@@ -33,6 +33,16 @@ check "--server-pid of no process: usage error (2) that names it" \
 	eval '[ $prc -eq 2 ] && grep -q "server-pid 1073741823: no such process" "$work/pout"'
 if [ "$transport" = rdma ]; then
 	check "4 pooled connections = 8 QPs on the device (both ends)" j '.results.runs[0].device_qps == 8'
+	# Requests a connection sends in one turn of its loop travel in one
+	# SEND (docs/protocol.md, "Messages"): 4 workers a connection put
+	# several of their $ops requests in one, and every one was answered
+	# and verified above.
+	curl -fsS "http://127.0.0.1:$mport/metrics" >"$work/s.txt"
+	sval() { awk -v k="$1" '$1 == k {print $2}' "$work/s.txt"; }
+	frames=$(sval 'qpgate_messages_total{direction="in"}') sends=$(sval 'qpgate_rdma_sends_total{direction="in"}')
+	echo "  server: $frames frames in $sends SENDs received"
+	check "requests sent together travel in one SEND: fewer SENDs than frames received" \
+		eval '[ "$frames" -gt "$ops" ] && [ "$sends" -gt 0 ] && [ "$sends" -lt "$frames" ]'
 fi
 # --credits is what each connection asks for (it once was overridden by
 # the workers per connection: 2 here).

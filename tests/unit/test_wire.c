@@ -181,6 +181,43 @@ static void test_frame_header(void **state)
 	assert_int_equal(qpg_frame_hdr_decode(buf, 64, 1, 4096, &o), -EPROTO);
 }
 
+/* An rdma message: whole frames back to back, nothing before, between or
+ * after them, each within the agreed size. */
+static size_t put_frame(uint8_t *p, uint32_t len, uint64_t seq)
+{
+	struct qpg_frame_hdr h = {QPG_WIRE_VERSION, QPG_FRAME_ECHO_REQ, 0, len, seq};
+	qpg_frame_hdr_encode(p, &h);
+	memset(p + QPG_FRAME_HDR_LEN, 0xa5, len + QPG_FRAME_TAG_LEN);
+	return qpg_frame_len(len, 1);
+}
+
+static void test_message_of_frames(void **state)
+{
+	uint8_t buf[512];
+	unsigned n = 99;
+	size_t a = put_frame(buf, 40, 0);
+	size_t b = put_frame(buf + a, 0, 1);
+	size_t c = put_frame(buf + a + b, 100, 2);
+	size_t all = a + b + c;
+	assert_int_equal(qpg_message_check(buf, a, 1, 4096, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(qpg_message_check(buf, all, 1, 4096, &n), 0);
+	assert_int_equal(n, 3);
+	/* The last frame cut short, by a byte or down to part of its header. */
+	assert_int_equal(qpg_message_check(buf, all - 1, 1, 4096, &n), -EPROTO);
+	assert_int_equal(qpg_message_check(buf, a + b + 5, 1, 4096, &n), -EPROTO);
+	/* Bytes after the last frame. */
+	assert_int_equal(qpg_message_check(buf, all + 1, 1, 4096, &n), -EPROTO);
+	/* Without tags the same bytes are other frames: the first no longer
+	 * ends where the second begins. */
+	assert_int_not_equal(qpg_message_check(buf, all, 0, 4096, &n), 0);
+	/* A frame inside past the agreed size, or of another version. */
+	assert_int_equal(qpg_message_check(buf, all, 1, 64, &n), -EMSGSIZE);
+	buf[a] = QPG_WIRE_VERSION - 1;
+	assert_int_equal(qpg_message_check(buf, all, 1, 4096, &n), -EPROTO);
+	assert_int_equal(qpg_message_check(buf, 0, 1, 4096, &n), -EPROTO);
+}
+
 /* docs/protocol.md names the version the code sends: in its title, and in
  * the version byte of both headers (the bootstrap's and the frames'), each
  * checked against what the encoders write. */
@@ -217,4 +254,4 @@ QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_documented_version),
 	      cmocka_unit_test(test_roundtrip), cmocka_unit_test(test_every_field_validated),
 	      cmocka_unit_test(test_extra_qps), cmocka_unit_test(test_truncated_and_garbage),
 	      cmocka_unit_test(test_reject_roundtrip_and_sanitized),
-	      cmocka_unit_test(test_frame_header))
+	      cmocka_unit_test(test_frame_header), cmocka_unit_test(test_message_of_frames))
