@@ -48,7 +48,25 @@ dev=$(ibv_devices | awk 'NR==3{print $1}')
 # that up to three 4 KiB replies, or a turn's requests, share one SEND
 # (docs/protocol.md, "Messages"); the other runs' clients keep their
 # default of 8 KiB, which is what they agree.
-qpg_serve "$work" --handshake-timeout 120000 --service kv --kv-capacity 256M --kv-max-value 4M -s 16384
+qpg_serve "$work" --handshake-timeout 120000 --service kv --kv-capacity 256M --kv-max-value 4M -s 16384 \
+	--metrics 127.0.0.1:0
+# The server's frames and the SENDs they travelled in, both ways: "IN OUT"
+# frames per SEND between two snapshots of "FRAMES_IN SENDS_IN FRAMES_OUT SENDS_OUT".
+sends() {
+	curl -fsS "http://127.0.0.1:$mport/metrics" | awk '
+		$1 == "qpgate_messages_total{direction=\"in\"}" {fi = $2}
+		$1 == "qpgate_rdma_sends_total{direction=\"in\"}" {si = $2}
+		$1 == "qpgate_messages_total{direction=\"out\"}" {fo = $2}
+		$1 == "qpgate_rdma_sends_total{direction=\"out\"}" {so = $2}
+		END {print fi + 0, si + 0, fo + 0, so + 0}'
+}
+per_send() { # BEFORE AFTER
+	local a b
+	read -ra a <<<"$1"
+	read -ra b <<<"$2"
+	awk -v fi=$((b[0] - a[0])) -v si=$((b[1] - a[1])) -v fo=$((b[2] - a[2])) -v so=$((b[3] - a[3])) \
+		'BEGIN {printf "%.2f/%.2f", si ? fi / si : 0, so ? fo / so : 0}'
+}
 echo " server: $dev, QPs on the device before: $(rdma res show qp | grep -c lqpn)"
 # The digest the server chose for one-sided readers; the floor checks the same.
 digest=$(sed -n 's/.*values digested with \([a-z0-9-]*\).*/\1/p' "$work/server.log" | head -n 1)
@@ -63,6 +81,7 @@ kvbench() { # JSON FLAGS...
 send_rate=() read_bps=() floor_bps=() ops4k=() bps64k=() bad=() r1=() r2=() rf=()
 read4m=() bps4m=() r3=() zc4m=()
 cc4=() sc4=() cc64=() sc64=() # CPU per GET [us]: kvbench's and the server's
+fps4=()                       # the 4 KiB run's frames per SEND at the server, in/out
 if [ -z "$anchors" ]; then
 	kvbench "$out/kvbench.json" "$@"
 else
@@ -76,8 +95,10 @@ else
 		# Columns: #bytes #iterations BW_peak BW_average[MB/s] MsgRate[Mpps];
 		# perftest's MB is 2^20 bytes (figure: null for inf, nan or no row).
 		send_rate+=("$(qpg_perftest_figure 4096 5 5 1e6 ib_send_bw -s 4096 -n 20000)")
+		before=$(sends)
 		kvbench "$work/kv4k-$r.json" --value-size 4096 --get-mode two-sided -D "$secs" \
 			--num-clients 1 --threads 1 --credits 32 --num-workers 32 -s 16384 "$@"
+		fps4+=("$(per_send "$before" "$(sends)")")
 		read_bps+=("$(qpg_perftest_figure 65536 5 4 1048576 ib_read_bw -s 65536 -n 5000)")
 		kvbench "$work/kv64k-$r.json" --value-size 65536 --num-keys 1000 --get-mode one-sided \
 			-D "$secs" "$@"
@@ -126,6 +147,7 @@ if [ -n "$anchors" ]; then
 	printf ' %-50s %14.0f %14.0f %8s %8s   %s\n' "floor: 64 KiB READs + $digest, $(nproc) QPs / ib_read_bw" \
 		"$(med "${floor_bps[@]}")" "$(med "${read_bps[@]}")" "$mf" "" "${rf[*]}"
 	printf ' mismatches + errors per run (4 KiB+64 KiB): %s\n' "${bad[*]}"
+	printf ' 4 KiB run, frames per SEND at the server (requests in / replies out, with the preload), per run: %s\n' "${fps4[*]}"
 	# Less noisy than a rate here: what a GET costs, whatever else the
 	# host was doing. The device's work lands in whichever process posts.
 	us() { med "$@" | awk '{if ($1 == "null") print "-"; else printf "%.0f", $1}'; }
