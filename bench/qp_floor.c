@@ -6,7 +6,10 @@
  * destroys both. One thread, one device: no TLS, no socket, no bootstrap, no
  * loop. What is left is the device's and the kernel's work that any RC
  * connection pays, qpgate's or rdma_cm's.
- *   qpg_qp_floor [-d DEV] [-g GID_INDEX] [-n PAIRS] [--reuse]
+ *   qpg_qp_floor [-d DEV] [-g GID_INDEX] [-n PAIRS] [--reuse] [--inline N] [--sge N]
+ * --inline, --sge: the send queue's inline bytes and scatter entries (0 and
+ * 1; qpgate's QPs have 128 inline bytes, a client's 8 scatter entries: in
+ * the lab VM neither changed the pair's cost, docs/secure-path.md).
  * --reuse: the pair is created once and each round moves it back to RESET
  * instead of destroying it (what a spare QP costs to take again), and
  * sends one message from A to B through the shared receive queue, checked,
@@ -139,11 +142,21 @@ int main(int argc, char **argv)
 	int gid_index = -1;
 	long pairs = 500;
 	int c, reuse = 0;
-	static const struct option lo[] = {{"reuse", no_argument, NULL, 'R'}, {0}};
+	long inline_bytes = 0, sges = 1;
+	static const struct option lo[] = {{"reuse", no_argument, NULL, 'R'},
+					   {"inline", required_argument, NULL, 'I'},
+					   {"sge", required_argument, NULL, 'S'},
+					   {0}};
 	while ((c = getopt_long(argc, argv, "d:g:n:", lo, NULL)) != -1) {
 		switch (c) {
 		case 'R':
 			reuse = 1;
+			break;
+		case 'I':
+			inline_bytes = floor_num("qpg_qp_floor", optarg, 0, 1024);
+			break;
+		case 'S':
+			sges = floor_num("qpg_qp_floor", optarg, 1, 32);
 			break;
 		case 'd':
 			devname = optarg;
@@ -157,13 +170,14 @@ int main(int argc, char **argv)
 		default:
 			fprintf(
 			    stderr,
-			    "usage: qpg_qp_floor [-d DEV] [-g GID_INDEX] [-n PAIRS] [--reuse]\n");
+			    "usage: qpg_qp_floor [-d DEV] [-g GID_INDEX] [-n PAIRS] [--reuse] "
+			    "[--inline N] [--sge N]\n");
 			return 2;
 		}
 	}
 	if (optind != argc) {
-		fprintf(stderr,
-			"usage: qpg_qp_floor [-d DEV] [-g GID_INDEX] [-n PAIRS] [--reuse]\n");
+		fprintf(stderr, "usage: qpg_qp_floor [-d DEV] [-g GID_INDEX] [-n PAIRS] [--reuse] "
+				"[--inline N] [--sge N]\n");
 		return 2;
 	}
 	struct qpg_rdma_dev dev;
@@ -191,6 +205,8 @@ int main(int argc, char **argv)
 	qo.send_cq = qo.recv_cq = cq;
 	qo.srq = srq;
 	qo.max_send_wr = 3;
+	qo.max_inline = (uint32_t)inline_bytes;
+	qo.max_send_sge = (uint32_t)sges;
 	struct ibv_qp *kept[2] = {NULL, NULL};
 	probe.cq = cq;
 	probe.srq = srq;
