@@ -7,7 +7,10 @@
 #   bench/anchors.sh [-s SIZE] [-c CLIENTS] [-C CONNECT_CLIENTS] [-n ITERS] [-m ECHOES] [-L K] [-S SESSION_QPS_TOTAL] [-r RUNS] [-t THREADS]
 #
 # -S: how many QPs the multi-QP session runs bring up in all (default 8192),
-# in sessions of 64 (the server's default bound) and of 256 (the wire's).
+# in sessions of 64 (the server's default bound) and of 256 (the wire's),
+# with the defaults' threads on both sides, and (with -t 1) sessions of 64
+# once more with one event-loop thread a side, as cmtime does its verbs on
+# one worker thread.
 # -r: each anchor and the qpgate figure it is compared with run RUNS times,
 # one after the other (default 3); the table shows the median of each
 # figure, and of each ratio taken run by run, and the JSON keeps every run.
@@ -267,6 +270,13 @@ done
 for q in 64 256; do
 	perf "sess-$q" -c "$sess_clients" -q "$q" -n 1 --window 4 --no-tls-resume
 done
+# ...and sessions of 64 with one event-loop thread a side, as cmtime does
+# its verbs on one worker thread a side: the echo figures' server (-t,
+# default 1) and a client of one thread. With two threads a process on two
+# vCPUs each QP cost 15-20% more CPU on each side (docs/secure-path.md).
+if [ "$data_threads" = 1 ]; then
+	perf_port=$data_port perf "sess1-64" -c "$sess_clients" -q 64 -n 1 --window 4 --no-tls-resume --threads 1
+fi
 kill -TERM "$srv" "$data_srv" "$mtls_srv"
 wait "$srv" || true
 wait "$data_srv" || true
@@ -405,6 +415,13 @@ for q in 64 256; do
 	printf ' %-5s %-48s %12.1f %12s %8s %8s   (one run, against the median cmtime)\n' "on" "QPs/s, $ok in sessions of $q / cmtime" "$qps" "$m_cm" "$r6" ">= 3.0"
 	sess_rows+=("{\"qps_per_session\":$q,\"qps\":$ok,\"qps_per_s\":$qps,\"ratio\":$r6}")
 done
+if [ "$data_threads" = 1 ]; then
+	qps=$(j sess1-64 '.results.connections.succeeded / .results.connections.connect_phase_s')
+	ok=$(j sess1-64 '.results.connections.succeeded')
+	r6=$(ratio "$qps" "$m_cm")
+	printf ' %-5s %-48s %12.1f %12s %8s %8s   (one run; one thread a side, as cmtime)\n' "on" "QPs/s, $ok in sessions of 64, 1 thread / cmtime" "$qps" "$m_cm" "$r6" ">= 3.0"
+	sess_rows+=("{\"qps_per_session\":64,\"threads_per_side\":1,\"qps\":$ok,\"qps_per_s\":$qps,\"ratio\":$r6}")
+fi
 row on "tcp transport echo p50 [us] / sockperf TCP" "%12.1f" "${tcp_q[*]}" "${tcp_sp[*]}" "<= 1.2"
 r4=$rr
 rows=$(IFS=,; echo "${json_rows[*]}")

@@ -222,6 +222,8 @@ int qpg__loop_run_once(struct qpg__loop *l, int timeout_ms)
 static int run_once(struct qpg__loop *l, int timeout_ms)
 {
 	struct epoll_event evs[256];
+	if (l->flush)
+		l->flush(l);
 	int got = l->poll ? l->poll(l) : 0; /* no syscall: a CQ is user memory */
 	bool may_sleep = !l->deferred && !got && timeout_ms != 0;
 	int n = 0;
@@ -278,6 +280,8 @@ static int run_once(struct qpg__loop *l, int timeout_ms)
 		io->cb(io, 0);
 		n++;
 	}
+	if (l->flush)
+		l->flush(l);
 	if (l->on_batch_end)
 		l->on_batch_end(l);
 	return n;

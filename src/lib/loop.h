@@ -33,6 +33,12 @@ struct qpg__loop {
 	/* After each dispatch batch: where closed objects are freed, so no
 	 * event later in the same batch can reach freed memory. */
 	void (*on_batch_end)(struct qpg__loop *loop);
+	/* Work the turn gathered goes out (rdma: each connection's frames, one
+	 * SEND each): called at the start of every turn (what was gathered
+	 * outside one) and after its callbacks, before on_batch_end. Unlike a
+	 * deferred call it makes the turn look at no fd: at one echo in
+	 * flight, that look was a system call per message on each side. */
+	void (*flush)(struct qpg__loop *loop);
 	/* A source of work that needs no fd to be looked at (a CQ): poll
 	 * handles what it finds and returns how much; it is called at the
 	 * start of every turn. Before sleeping the loop polls for up to

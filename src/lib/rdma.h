@@ -48,10 +48,9 @@ struct rdma_ep {
 	int cq_size;
 	struct rdma_spares spares;
 	struct qpg__endpoint *ep;
-	/* Connections holding a message not posted yet (rdma_send.c), and
-	 * the deferred call that posts them at the end of the loop's batch. */
+	/* Connections holding a message not posted yet (rdma_send.c): the
+	 * loop's flush posts them as its turn ends. */
 	struct rdma_conn *unposted;
-	struct qpg__io post_io;
 };
 
 struct rdma_window {
@@ -123,6 +122,8 @@ void qpg__rdma_spare_fini(struct rdma_spares *s, struct qpg__ep_stats *st);
  * once the loop's batch ends, or before anything else C posts. */
 int qpg__rdma_send(struct qpg__conn *c, struct qpg_buf *b, size_t len);
 void qpg__rdma_post_now(struct rdma_conn *rc);
+/* Every connection's gathered message, now. */
+void qpg__rdma_post_all(struct rdma_ep *r);
 /* C is closing: its unposted frames are dropped, as a flush would. */
 void qpg__rdma_send_drop(struct rdma_conn *rc);
 void qpg__rdma_send_init(struct rdma_ep *r);

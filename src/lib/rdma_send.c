@@ -7,8 +7,10 @@
  * the others (a copy of each: the server's QPs have one scatter entry, and
  * a request is tens of bytes); their slots go back at once. A message
  * holds at most what one frame of the agreed size may (the peer's receives
- * are that large), and is posted when the batch ends (a deferred call of
- * the loop), when the next frame would not fit, or before any other work
+ * are that large), and is posted when the loop's turn ends (its flush) or
+ * a batch of completions has been handled (the answers to a batch of
+ * requests, before the receives are refilled), when the next frame would
+ * not fit, or before any other work
  * request of the connection, so work requests keep the order they were
  * asked for in. Each frame keeps its own header, sequence number and tag,
  * and counts in flight until the message's completion. */
@@ -76,17 +78,20 @@ void qpg__rdma_post_now(struct rdma_conn *rc)
 	post(rc);
 }
 
-/* The loop's batch ended: every gathered message goes. */
-static void post_all(struct qpg__io *io, uint32_t events)
+void qpg__rdma_post_all(struct rdma_ep *r)
 {
-	(void)events;
-	struct rdma_ep *r = qpg__container_of(io, struct rdma_ep, post_io);
 	while (r->unposted) {
 		struct rdma_conn *rc = r->unposted;
 		r->unposted = rc->next_unposted;
 		rc->next_unposted = NULL;
 		post(rc);
 	}
+}
+
+/* The loop's turn ended (or begins): every gathered message goes. */
+static void post_all(struct qpg__loop *l)
+{
+	qpg__rdma_post_all(((struct qpg__endpoint *)l->owner)->tep);
 }
 
 int qpg__rdma_send(struct qpg__conn *c, struct qpg_buf *b, size_t len)
@@ -115,7 +120,6 @@ int qpg__rdma_send(struct qpg__conn *c, struct qpg_buf *b, size_t len)
 	rc->msg_frames = 1;
 	rc->next_unposted = r->unposted;
 	r->unposted = rc;
-	qpg__loop_defer(&c->ep->loop, &r->post_io);
 	return 0;
 }
 
@@ -136,10 +140,10 @@ void qpg__rdma_send_drop(struct rdma_conn *rc)
 
 void qpg__rdma_send_init(struct rdma_ep *r)
 {
-	r->post_io = (struct qpg__io){.fd = -1, .cb = post_all};
+	r->ep->loop.flush = post_all;
 }
 
 void qpg__rdma_send_fini(struct rdma_ep *r)
 {
-	qpg__loop_del(&r->ep->loop, &r->post_io);
+	r->ep->loop.flush = NULL;
 }

@@ -137,6 +137,9 @@ static int drain_cq(struct rdma_ep *r)
 		for (int i = 0; i < n; i++)
 			handle_wc(r, &wcs[i]);
 		total += n;
+		/* What the batch answered goes first (one SEND a connection):
+		 * a reply waits for no refill, and an echo for no later poll. */
+		qpg__rdma_post_all(r);
 		/* Refill per batch, not once the CQ is empty: each reply
 		 * handled here can send a request whose answer lands in this
 		 * same loop, so a busy loop never finds the CQ empty, and

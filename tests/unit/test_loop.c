@@ -6,7 +6,8 @@
  * (a CQ) that never runs dry, the fds are still served, within a bound;
  * with one that is idle, the loop spins, arms it and sleeps on the fds.
  * Spinning on the fds (tcp) stops for a while after a spin that overran
- * its window (the thread was off its core), and comes back. */
+ * its window (the thread was off its core), and comes back. The flush hook
+ * brackets every turn. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/epoll.h>
@@ -191,6 +192,44 @@ static void test_wake_ends_the_spin(void **state)
 	/* The spin ended early: not halved, as a spin that ran out is. */
 	assert_true(l.spin_ns == l.spin_max_ns);
 	assert_int_equal(s.src.arms, 0); /* and no arm: the eventfd is ready */
+	qpg__loop_del(&l, &p.io);
+	close(fd);
+	qpg__loop_fini(&l);
+}
+
+/* The flush hook (rdma: the turn's frames go out, one SEND a connection)
+ * runs at the start of every turn, for what was gathered outside one, and
+ * after the turn's work; and it makes the turn look at no fd, as a deferred
+ * call would (a ready fd waits for the turn that looks). */
+static int flushes, flush_polls[4];
+
+static void count_flush(struct qpg__loop *l)
+{
+	struct source *s = l->owner;
+	if (flushes < 4)
+		flush_polls[flushes] = s->polls;
+	flushes++;
+}
+
+static void test_flush_starts_and_ends_each_turn(void **state)
+{
+	(void)state;
+	struct qpg__loop l;
+	struct source src = {.busy_left = 1000};
+	struct probe p = {0};
+	int fd = source_loop(&l, &src, 50 * 1000, &p);
+	l.flush = count_flush;
+	flushes = 0;
+	uint64_t one = 1;
+	assert_int_equal(write(fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	assert_true(qpg__loop_run_once(&l, -1) >= 1);
+	assert_int_equal(flushes, 2);
+	assert_int_equal(flush_polls[0], 0); /* before the turn's poll */
+	assert_int_equal(flush_polls[1], 1); /* after it */
+	assert_int_equal(p.calls, 0);	     /* the ready fd was not looked at */
+	assert_true(qpg__loop_run_once(&l, -1) >= 1);
+	assert_int_equal(flushes, 4);
+	l.flush = NULL;
 	qpg__loop_del(&l, &p.io);
 	close(fd);
 	qpg__loop_fini(&l);
@@ -473,4 +512,5 @@ QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_wake_soon_from_own_callback_writ
 	      cmocka_unit_test(test_busy_poll_source_still_serves_fds),
 	      cmocka_unit_test(test_fd_spin_backs_off_when_off_core),
 	      cmocka_unit_test(test_idle_poll_source_arms_then_sleeps),
-	      cmocka_unit_test(test_wake_ends_the_spin))
+	      cmocka_unit_test(test_wake_ends_the_spin),
+	      cmocka_unit_test(test_flush_starts_and_ends_each_turn))
