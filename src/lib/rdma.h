@@ -48,8 +48,8 @@ struct rdma_ep {
 	int cq_size;
 	struct rdma_spares spares;
 	struct qpg__endpoint *ep;
-	/* Connections holding a message not posted yet (rdma_send.c): the
-	 * loop's flush posts them as its turn ends. */
+	/* Connections holding a message not posted yet (rdma_send.c), posted
+	 * after each batch of completions and as the loop's turn ends. */
 	struct rdma_conn *unposted;
 };
 
@@ -119,7 +119,8 @@ void qpg__rdma_spare_drop_all(struct rdma_spares *s, struct qpg__ep_stats *st);
 void qpg__rdma_spare_fini(struct rdma_spares *s, struct qpg__ep_stats *st);
 
 /* rdma_send.c: a frame joins the connection's message, which is posted
- * once the loop's batch ends, or before anything else C posts. */
+ * after the batch of completions or the loop's turn that sent it, or
+ * before anything else C posts. */
 int qpg__rdma_send(struct qpg__conn *c, struct qpg_buf *b, size_t len);
 void qpg__rdma_post_now(struct rdma_conn *rc);
 /* Every connection's gathered message, now. */

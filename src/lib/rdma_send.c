@@ -7,13 +7,14 @@
  * the others (a copy of each: the server's QPs have one scatter entry, and
  * a request is tens of bytes); their slots go back at once. A message
  * holds at most what one frame of the agreed size may (the peer's receives
- * are that large), and is posted when the loop's turn ends (its flush) or
- * a batch of completions has been handled (the answers to a batch of
- * requests, before the receives are refilled), when the next frame would
- * not fit, or before any other work
- * request of the connection, so work requests keep the order they were
- * asked for in. Each frame keeps its own header, sequence number and tag,
- * and counts in flight until the message's completion. */
+ * are that large). It is posted once a batch of completions has been
+ * handled (the answers to a batch of requests, before the receives are
+ * refilled) or the loop's turn ends (its flush), when the next frame would
+ * not fit, and before any other work request of the connection, so work
+ * requests keep the order they were asked for in. Each frame keeps its own
+ * header, sequence number and tag, and counts in flight until the
+ * message's completion. A connection is on rdma_ep.unposted exactly while
+ * it holds a message. */
 #include <errno.h>
 #include <string.h>
 
@@ -22,11 +23,12 @@
 #include "frame.h"
 #include "rdma.h"
 
-/* A send's pool slot carries its message's frame count in io_len (a read's
- * length otherwise: sends and reads never share a slot). */
+/* A send's pool slot carries its message's frame count in io_len, set as
+ * it is posted (a read's length otherwise: sends and reads never share a
+ * slot). */
 uint32_t qpg__rdma_sent_frames(const struct qpg_buf *b)
 {
-	return b->io_len ? b->io_len : 1;
+	return b->io_len;
 }
 
 static void unlist(struct rdma_ep *r, struct rdma_conn *rc)
