@@ -52,7 +52,13 @@ for r in $(seq 1 "$rounds"); do
 	"${pre[@]}" "$bin/qpgate-perf" --ca "$work/ca.crt" -p "$port" -c "$clients" -n 1 --window "$clients" \
 		"${resume[@]}" --server-pid "$srv" --json "$work/run.json" "$@" 127.0.0.1 localhost >"$work/run.txt" 2>&1 || { cat "$work/run.txt"; exit 1; }
 	read -r i1 t1 <<<"$(cpu)"
-	cps=$(jq -r '.results.connections.succeeded / .results.connections.connect_phase_s' "$work/run.json")
+	# Resumed: the resumed connects over the time after the first one,
+	# which is a full handshake alone, for the ticket (prime_s).
+	if [ $kind = full ]; then
+		cps=$(jq -r '.results.connections.succeeded / .results.connections.connect_phase_s' "$work/run.json")
+	else
+		cps=$(jq -r '.results.connections | .tls_resumed / (.connect_phase_s - .prime_s)' "$work/run.json")
+	fi
 	# CPU per connect, each side, from the baseline snapshot (taken once
 	# the client has started) to the one taken when every client is up.
 	cpu_per=$(jq -r '.results.connections.succeeded as $n | .results.resources.snapshots as $s |

@@ -141,7 +141,7 @@ static json_t *build_json(const struct qpg_client_opts *co, const struct load_op
 	    (int)lo->qps_per_session, "latency_every", (json_int_t)lo->lat_every, "clock",
 	    lo->clock ? stamp_name(lo->clock) : "mono", "threads", s->threads);
 	json_t *results =
-	    json_pack("{s:{s:i, s:i, s:i, s:i, s:I, s:i, s:f, s:o, s:o, s:o, s:o, s:f},"
+	    json_pack("{s:{s:i, s:i, s:i, s:i, s:I, s:i, s:f, s:o, s:o, s:o, s:o, s:f, s:f},"
 		      " s:{s:I, s:I, s:I, s:o, s:f, s:f, s:f, s:f},"
 		      " s:{s:o, s:o}}",
 		      "connections", "attempted", r->nconns, "succeeded", r->established, "failed",
@@ -149,7 +149,8 @@ static json_t *build_json(const struct qpg_client_opts *co, const struct load_op
 		      "retried", r->retried, "success_rate",
 		      r->nconns ? (double)r->established / r->nconns : 0, "failures", fails,
 		      "failure_examples", examples, "connect_ms", hist_json(&r->setup, 1e6),
-		      "phases_us", phases, "connect_phase_s", r->connect_s, "data", "sent",
+		      "phases_us", phases, "connect_phase_s", r->connect_s, "prime_s",
+		      r->prime_s, "data", "sent",
 		      (json_int_t)r->sent, "verified", (json_int_t)r->verified, "mismatches",
 		      (json_int_t)r->mismatches, "latency_us", hist_json(&r->lat, 1e3),
 		      "msgs_per_s", rate, "bytes_per_s", rate * lo->size, "traffic_phase_s",

@@ -16,6 +16,8 @@ check_json_run qpgate-perf $rc "$work/r.json"
 check "parameters name the run" j ".tool == \"qpgate-perf\" and .parameters.clients == $n and .parameters.transport == \"$transport\" and .parameters.size == 300"
 check "100% success" j ".results.connections.success_rate == 1 and .results.connections.succeeded == $n"
 check "every message verified" j ".results.data.verified == $((n * 5)) and .results.data.mismatches == 0"
+check "the priming connect (a full handshake alone, for the ticket) timed within the connect phase" \
+	j '.results.connections.prime_s > 0 and .results.connections.prime_s < .results.connections.connect_phase_s'
 check "latency and connect percentiles filled" \
 	j '.results.data.latency_us.p50 > 0 and .results.data.latency_us.p999 >= .results.data.latency_us.p99 and .results.connections.connect_ms.p99 > 0'
 check "per-phase table present" j '.results.connections.phases_us.tls_handshake.count > 0'

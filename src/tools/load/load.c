@@ -378,6 +378,8 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 			r->started += (int)k;
 		}
 		qpg_client_run(cl, o->ramp > 0 ? 5 : 100);
+		if (o->prime && r->settled > 0 && r->prime_s == 0)
+			r->prime_s = (double)(now_ns() - t0) / 1e9;
 		tick(&e, "connect", &next);
 	}
 	for (int i = r->started; i < o->nconns; i++) { /* never started */

@@ -76,6 +76,10 @@ struct load_result {
 	long sent, verified, mismatches;
 	bool timed_out;
 	double connect_s, traffic_s;
+	/* With prime: from the start to the priming connection's settling,
+	 * the span in which only it ran (a full handshake, for the ticket
+	 * the others resume); 0 without. */
+	double prime_s;
 	double clock_drift;    /* stamp_check() at the end of the traffic */
 	struct qpg_hist lat;   /* echo round trip, ns */
 	struct qpg_hist setup; /* TCP connect to RTS, ns */

@@ -134,6 +134,9 @@ static void merge(struct load_result *dst, const struct load_result *src)
 	dst->timed_out |= src->timed_out;
 	if (src->connect_s > dst->connect_s)
 		dst->connect_s = src->connect_s; /* from the same start */
+	/* The earliest: once one engine has primed, its resumes run. */
+	if (src->prime_s > 0 && (dst->prime_s == 0 || src->prime_s < dst->prime_s))
+		dst->prime_s = src->prime_s;
 	if (src->traffic_s > dst->traffic_s)
 		dst->traffic_s = src->traffic_s;
 	if (src->clock_drift * src->clock_drift > dst->clock_drift * dst->clock_drift)
