@@ -27,7 +27,11 @@
 # 1, medians). The connect figures run with the defaults on both sides:
 # the server's threads, and qpgate-perf's (one per CPU), so that the
 # client's handshakes, which cost it more than the server's, use both
-# vCPUs as the server's do.
+# vCPUs as the server's do. With -t 1 the full and resumed connects run
+# once more with one thread a side (that server, a client of one thread),
+# the shape of the ceiling's floors, each timed as one thread's CPU.
+# Resumed connects are counted after the first connect (prime_s), a full
+# handshake made alone for the ticket the others resume.
 # -m: echoes per client in the message-rate run (default 100). The rate is
 # echoes over the whole traffic phase, whose tail has fewer and fewer
 # clients still sending; with 20 each, that tail was a large part of a
@@ -268,6 +272,17 @@ for r in $(seq 1 "$runs"); do
 	perf_port=$mtls_port perf "mreconn-on" -c "$conn_clients" -n 1 --window "$conn_clients" "${mtls[@]}"
 	add mreconn "$(j mreconn-on "$resumed_rate")"
 	add mresumed "$(j mreconn-on '.results.connections.tls_resumed')"
+	# Full and resumed connects again with one event-loop thread a side
+	# (the echo figures' server, -t 1, and a client of one thread): the
+	# ceiling's floors are each one thread's CPU, and with two threads a
+	# process on the VM's two vCPUs every connect costs more CPU on each
+	# side (docs/secure-path.md, "Threads a side").
+	if [ "$data_threads" = 1 ]; then
+		perf_port=$data_port perf "conn1-on" -c "$conn_clients" -n 1 --window "$conn_clients" --no-tls-resume --threads 1
+		add cps1 "$(j conn1-on '.results.connections.succeeded / .results.connections.connect_phase_s')"
+		perf_port=$data_port perf "reconn1-on" -c "$conn_clients" -n 1 --window "$conn_clients" --threads 1
+		add reconn1 "$(j reconn1-on "$resumed_rate")"
+	fi
 done
 # QPs over sessions (once: each brings up thousands of QPs): one full TLS
 # handshake brings up many QPs, each with its own keys and PSNs
@@ -306,7 +321,7 @@ kill -TERM "$srv"
 wait "$srv" || true
 
 # ---- medians, and ratios taken run by run -----------------------------------
-vals() { echo "${q[$1]}"; } # the runs' values of one qpgate figure
+vals() { echo "${q[$1]:-}"; } # the runs' values of one qpgate figure (none: empty)
 per_run_ratio() { # A-VALUES B-VALUES [SCALE_B] -> the ratios, run by run
 	local -a a b
 	read -ra a <<<"$1"
@@ -402,10 +417,17 @@ r10=$rr
 # The ceiling of a connect (TLS over TCP and both ends' QPs, nothing of
 # qpgate's own): how far qpgate is from it, and how far it is itself from
 # the socketpair floor that the >= 0.9 targets are set against.
-row on "full-handshake connects/s / ceiling (TCP + QPs)" "%12.1f" "$(vals cps-on)" "${qp_ceil_full[*]}" ""
+row on "full-handshake connects/s / ceiling (TCP + QPs)" "%12.1f" "$(vals cps-on)" "${qp_ceil_full[*]}" ">= 0.9"
 r16=$rr
-row on "resumed reconnects/s / ceiling (TCP + QPs)" "%12.1f" "$(vals reconn)" "${qp_ceil_res[*]}" ""
+row on "resumed reconnects/s / ceiling (TCP + QPs)" "%12.1f" "$(vals reconn)" "${qp_ceil_res[*]}" ">= 0.9"
 r17=$rr
+r21=null r22=null
+if [ "$data_threads" = 1 ]; then
+	row on "  the same, full, one thread a side" "%12.1f" "$(vals cps1)" "${qp_ceil_full[*]}" ">= 0.9"
+	r21=$rr
+	row on "  the same, resumed, one thread a side" "%12.1f" "$(vals reconn1)" "${qp_ceil_res[*]}" ">= 0.9"
+	r22=$rr
+fi
 row on "ceiling, full / TLS library floor" "%12.1f" "${qp_ceil_full[*]}" "${lib_full[*]}" ""
 r18=$rr
 row on "ceiling, resumed / TLS library floor" "%12.1f" "${qp_ceil_res[*]}" "${lib_res[*]}" ""
@@ -450,6 +472,8 @@ jq -n --arg version "$version" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg
 	--argjson resumed "$(med $(vals resumed))" --argjson r5 "$r5" --argjson sess "[$srows]" --argjson sessn "$sess_clients" \
 	--argjson qpup "$(med "${qp_up[@]}")" --argjson cfull "$(med "${qp_ceil_full[@]}")" --argjson cres "$(med "${qp_ceil_res[@]}")" \
 	--argjson r16 "$r16" --argjson r17 "$r17" --argjson r18 "$r18" --argjson r19 "$r19" --argjson r20 "$r20" \
+	--argjson r21 "$r21" --argjson r22 "$r22" \
+	--argjson cps1 "$(m=$(med $(vals cps1)); echo "${m:-null}")" --argjson reconn1 "$(m=$(med $(vals reconn1)); echo "${m:-null}")" \
 	--argjson rqpup "$(jarr "${qp_up[@]}")" \
 	--argjson rlat "$(jarr "${lat_typ[@]}")" --argjson rbw "$(jarr "${bw_rate[@]}")" --argjson rcm "$(jarr "${cm_rate[@]}")" \
 	--argjson rlf "$(jarr "${lib_full[@]}")" --argjson rlr "$(jarr "${lib_res[@]}")" \
@@ -473,7 +497,9 @@ jq -n --arg version "$version" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg
 	                              qp_pair_vs_cmtime: $r20,
 	                              full_per_s: $cfull, resumed_per_s: $cres,
 	                              full_vs_library_floor: $r18, resumed_vs_library_floor: $r19,
-	                              full_connect_ratio: $r16, reconnect_ratio: $r17},
+	                              full_connect_ratio: $r16, reconnect_ratio: $r17,
+	                              one_thread_a_side: {connects_per_s: $cps1, reconnects_per_s: $reconn1,
+	                                                  full_connect_ratio: $r21, reconnect_ratio: $r22}},
 	            auth_cost: {tag_ns: $tagns, four_tags_us: (if $tagns == null then null else 4 * $tagns / 1000 end),
 	                        extra_us_runs: $rextra, tag_ns_runs: $rtag, ratio: $r11},
 	            mtls: {connects_per_s: $mconn, reconnects_per_s: $mreconn, tls_resumed: $mresumed,
