@@ -167,7 +167,7 @@ ceiling() {
 }
 qp_up=() qp_ceil_full=() qp_ceil_res=()
 # Resumed connects a second, once the priming connect is up.
-resumed_rate='.results.connections | .tls_resumed / (.connect_phase_s - .prime_s)'
+resumed_rate='.results.connections | if .connect_phase_s > .prime_s then .tls_resumed / (.connect_phase_s - .prime_s) else null end'
 modprobe rdma_ucm # /dev/infiniband/rdma_cm for librdmacm
 for r in $(seq 1 "$runs"); do
 	log "---- run $r of $runs"

@@ -24,6 +24,10 @@ while [ $# -gt 0 ]; do
 	*) break ;; # the rest goes to qpgate-perf
 	esac
 done
+if [ $kind = resumed ] && ! [ "$clients" -ge 2 ] 2>/dev/null; then
+	echo "profile-connect: -R counts the connects after the first (a full handshake, for the ticket): give -c 2 or more" >&2
+	exit 2
+fi
 qpg_bench_setup profconn
 dev=$(ls /sys/class/infiniband | head -1)
 # shellcheck disable=SC2086 # QPG_SERVER_ARGS: extra server flags, split
@@ -57,7 +61,7 @@ for r in $(seq 1 "$rounds"); do
 	if [ $kind = full ]; then
 		cps=$(jq -r '.results.connections.succeeded / .results.connections.connect_phase_s' "$work/run.json")
 	else
-		cps=$(jq -r '.results.connections | .tls_resumed / (.connect_phase_s - .prime_s)' "$work/run.json")
+		cps=$(jq -r '.results.connections | if .connect_phase_s > .prime_s then .tls_resumed / (.connect_phase_s - .prime_s) else null end' "$work/run.json")
 	fi
 	# CPU per connect, each side, from the baseline snapshot (taken once
 	# the client has started) to the one taken when every client is up.
