@@ -96,6 +96,21 @@ static int source_loop(struct qpg__loop *l, struct source *src, uint64_t spin_ns
 	return probe_add(l, p);
 }
 
+/* Undoes source_loop. */
+static void source_loop_end(struct qpg__loop *l, struct probe *p, int fd)
+{
+	qpg__loop_del(l, &p->io);
+	close(fd);
+	qpg__loop_fini(l);
+}
+
+/* Makes the eventfd FD ready. */
+static void ready(int fd)
+{
+	uint64_t one = 1;
+	assert_int_equal(write(fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+}
+
 /* The fds are looked at once per few completions while the poll keeps
  * finding work (not at every turn: each look is a system call), and never
  * later than 64 turns of one completion each: an fd ready all along (a
@@ -107,8 +122,7 @@ static void test_busy_poll_source_still_serves_fds(void **state)
 	struct source src = {.busy_left = 1000};
 	struct probe p = {0};
 	int fd = source_loop(&l, &src, 50 * 1000, &p);
-	uint64_t one = 1;
-	assert_int_equal(write(fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	ready(fd);
 	int turns = 0;
 	while (p.calls == 0 && turns < 1000) {
 		assert_true(qpg__loop_run_once(&l, -1) >= 1);
@@ -118,9 +132,7 @@ static void test_busy_poll_source_still_serves_fds(void **state)
 	assert_true(turns > 1);	       /* not looked at on every turn with work */
 	assert_true(turns <= 64);      /* but within the bound */
 	assert_int_equal(src.arms, 0); /* never about to sleep */
-	qpg__loop_del(&l, &p.io);
-	close(fd);
-	qpg__loop_fini(&l);
+	source_loop_end(&l, &p, fd);
 }
 
 /* Idle: the loop spins on the poll, arms it and polls once more, then
@@ -135,13 +147,10 @@ static void test_idle_poll_source_arms_then_sleeps(void **state)
 	assert_int_equal(qpg__loop_run_once(&l, 10), 0); /* nothing: slept 10 ms */
 	assert_int_equal(src.arms, 1);
 	assert_true(src.polls >= 3); /* the turn's, the spin's, the arm's */
-	uint64_t one = 1;
-	assert_int_equal(write(fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	ready(fd);
 	assert_int_equal(qpg__loop_run_once(&l, -1), 1); /* would block forever if not */
 	assert_int_equal(p.calls, 1);
-	qpg__loop_del(&l, &p.io);
-	close(fd);
-	qpg__loop_fini(&l);
+	source_loop_end(&l, &p, fd);
 }
 
 /* Work handed over by another thread (qpg__loop_wake) while the loop spins
@@ -192,9 +201,7 @@ static void test_wake_ends_the_spin(void **state)
 	/* The spin ended early: not halved, as a spin that ran out is. */
 	assert_true(l.spin_ns == l.spin_max_ns);
 	assert_int_equal(s.src.arms, 0); /* and no arm: the eventfd is ready */
-	qpg__loop_del(&l, &p.io);
-	close(fd);
-	qpg__loop_fini(&l);
+	source_loop_end(&l, &p, fd);
 }
 
 /* The flush hook (rdma: the turn's frames go out, one SEND a connection)
@@ -220,8 +227,7 @@ static void test_flush_starts_and_ends_each_turn(void **state)
 	int fd = source_loop(&l, &src, 50 * 1000, &p);
 	l.flush = count_flush;
 	flushes = 0;
-	uint64_t one = 1;
-	assert_int_equal(write(fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	ready(fd);
 	assert_true(qpg__loop_run_once(&l, -1) >= 1);
 	assert_int_equal(flushes, 2);
 	assert_int_equal(flush_polls[0], 0); /* before the turn's poll */
@@ -230,9 +236,7 @@ static void test_flush_starts_and_ends_each_turn(void **state)
 	assert_true(qpg__loop_run_once(&l, -1) >= 1);
 	assert_int_equal(flushes, 4);
 	l.flush = NULL;
-	qpg__loop_del(&l, &p.io);
-	close(fd);
-	qpg__loop_fini(&l);
+	source_loop_end(&l, &p, fd);
 }
 
 static void test_deferred_io_runs_without_an_event(void **state)
@@ -425,8 +429,7 @@ static void test_wake_soon_from_own_callback_writes_nothing(void **state)
 	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	assert_true(fd >= 0);
 	assert_int_equal(qpg__loop_add(&l, &w.io, fd, EPOLLIN, wakes_its_loop), 0);
-	uint64_t one = 1;
-	assert_int_equal(write(fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	ready(fd);
 	/* The callback and, after it in the same turn, on_wake. */
 	assert_int_equal(qpg__loop_run_once(&l, 1000), 2);
 	assert_int_equal(w.wakes, 1);
@@ -441,7 +444,7 @@ static void test_wake_soon_from_own_callback_writes_nothing(void **state)
 	/* qpg__loop_wake, even from a callback (a signal handler can run
 	 * there), only writes the eventfd: it never touches the loop's lists. */
 	w.signal_safe = true;
-	assert_int_equal(write(fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	ready(fd);
 	assert_int_equal(qpg__loop_run_once(&l, 1000), 1);
 	assert_int_equal(w.wakes, 2);
 	assert_int_equal(wake_fd_count(&l), 1);
