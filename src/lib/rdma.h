@@ -72,7 +72,9 @@ struct rdma_conn {
 	 * batch of the loop go to the peer as one SEND. */
 	struct qpg_buf *msg;
 	uint32_t msg_len, msg_frames;
-	struct rdma_conn *next_unposted; /* on rdma_ep.unposted while msg is set */
+	/* On rdma_ep.unposted while msg is set: the next, and the pointer
+	 * that points at this one (so it leaves the list in constant time). */
+	struct rdma_conn *next_unposted, **pprev_unposted;
 };
 
 /* Small frames (an echo of up to 96 bytes with its header and tag) are

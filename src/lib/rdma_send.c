@@ -31,14 +31,24 @@ uint32_t qpg__rdma_sent_frames(const struct qpg_buf *b)
 	return b->io_len;
 }
 
-static void unlist(struct rdma_ep *r, struct rdma_conn *rc)
+static void unlist(struct rdma_conn *rc)
 {
-	for (struct rdma_conn **pp = &r->unposted; *pp; pp = &(*pp)->next_unposted)
-		if (*pp == rc) {
-			*pp = rc->next_unposted;
-			break;
-		}
+	if (rc->pprev_unposted) {
+		*rc->pprev_unposted = rc->next_unposted;
+		if (rc->next_unposted)
+			rc->next_unposted->pprev_unposted = rc->pprev_unposted;
+	}
 	rc->next_unposted = NULL;
+	rc->pprev_unposted = NULL;
+}
+
+static void enlist(struct rdma_ep *r, struct rdma_conn *rc)
+{
+	rc->next_unposted = r->unposted;
+	if (r->unposted)
+		r->unposted->pprev_unposted = &rc->next_unposted;
+	r->unposted = rc;
+	rc->pprev_unposted = &r->unposted;
 }
 
 /* Posts RC's message (nothing if it has none). A failed post fails its
@@ -76,7 +86,7 @@ void qpg__rdma_post_now(struct rdma_conn *rc)
 {
 	if (!rc->msg)
 		return;
-	unlist(rc->base.ep->tep, rc);
+	unlist(rc);
 	post(rc);
 }
 
@@ -84,8 +94,7 @@ void qpg__rdma_post_all(struct rdma_ep *r)
 {
 	while (r->unposted) {
 		struct rdma_conn *rc = r->unposted;
-		r->unposted = rc->next_unposted;
-		rc->next_unposted = NULL;
+		unlist(rc);
 		post(rc);
 	}
 }
@@ -120,8 +129,7 @@ int qpg__rdma_send(struct qpg__conn *c, struct qpg_buf *b, size_t len)
 	rc->msg = b;
 	rc->msg_len = (uint32_t)len;
 	rc->msg_frames = 1;
-	rc->next_unposted = r->unposted;
-	r->unposted = rc;
+	enlist(r, rc);
 	return 0;
 }
 
@@ -133,7 +141,7 @@ void qpg__rdma_send_drop(struct rdma_conn *rc)
 	if (!b)
 		return;
 	struct qpg__conn *c = &rc->base;
-	unlist(c->ep->tep, rc);
+	unlist(rc);
 	uint32_t frames = rc->msg_frames;
 	rc->msg = NULL;
 	qpg_pool_put(&c->ep->pool, b);
