@@ -151,6 +151,10 @@ struct qpg_server_stats {
 	 * msgs_in / msgs_out's frames: those one connection sends in one turn
 	 * of its loop (docs/protocol.md, "Messages"). */
 	unsigned long long rdma_sends_in, rdma_sends_out;
+	/* Resumption tickets sent: one to each HELLO that asked (a client
+	 * that resumes, after a full handshake or when its ticket is a
+	 * quarter through its lifetime). */
+	unsigned long long tls_tickets;
 };
 void qpg_server_stats(struct qpg_server *s, struct qpg_server_stats *out);
 /* The stats as Prometheus text (format 0.0.4) in a malloc'd *OUT; 0 or a

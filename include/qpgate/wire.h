@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #define QPG_WIRE_MAGIC		 0x51504742u /* "QPGB" */
-#define QPG_WIRE_VERSION	 10
+#define QPG_WIRE_VERSION	 11
 #define QPG_WIRE_HDR_LEN	 12
 #define QPG_WIRE_PARAMS_LEN	 48
 #define QPG_WIRE_REJECT_TEXT_MAX 200
@@ -50,6 +50,10 @@ enum qpg_wire_service {
 };
 
 #define QPG_WIRE_FLAG_AUTH 0x01u
+/* HELLO only: send a TLS resumption ticket before the answer. A client
+ * that will not resume, or holds a fresh ticket, leaves it clear, and the
+ * server seals none for it (docs/protocol.md, version 11). */
+#define QPG_WIRE_FLAG_TICKET 0x02u
 
 /* Why the server refused. Sent in REJECT, printed by the client. */
 enum qpg_reject_code {

@@ -36,6 +36,8 @@ void qpg__control_send_hello(struct qpg__conn *c)
 	}
 	c->local.extra_qps = c->nmembers;
 	struct qpg_wire_params hello = c->local;
+	if (qpg__tls_slot_wants_ticket(c->ep->tls, c->ssl))
+		hello.flags |= QPG_WIRE_FLAG_TICKET;
 	if (c->test_mutation == QPG_MUTATE_GID) {
 		static const uint8_t other[16] = {0, 0, 0,    0,    0,	 0, 0, 0,
 						  0, 0, 0xff, 0xff, 192, 0, 2, 1};

@@ -56,6 +56,10 @@ void qpg__control_on_hello(struct qpg__conn *c)
 		reject(c, QPG_REJECT_MALFORMED, "expected HELLO");
 		return;
 	}
+	/* Asked for: the ticket goes ahead of the answer, ACCEPT or REJECT (a
+	 * client refused for now resumes when it comes back). */
+	if ((peer.flags & QPG_WIRE_FLAG_TICKET) && qpg__tls_ticket_offer(c->ssl) == 1)
+		qpg__stat_add(&ep->stats.tls_tickets, 1);
 	if (peer.transport != c->t->wire_id) {
 		reject(c, QPG_REJECT_TRANSPORT, "this server runs the %s transport", c->t->name);
 		return;

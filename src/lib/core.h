@@ -129,6 +129,7 @@ const struct qpg__transport_ops *qpg__transport_by_kind(int kind);
 struct qpg__ep_stats {
 	atomic_ullong handshakes_ok;
 	atomic_ullong handshakes_resumed; /* of those, TLS resumed from a ticket */
+	atomic_ullong tls_tickets;	  /* resumption tickets sent, each asked for */
 	atomic_ullong handshakes_failed;
 	atomic_ullong rejected[16]; /* by enum qpg_reject_code */
 	atomic_ullong closed_by_reason[QPG_ERR_COUNT];

@@ -6,6 +6,7 @@
 #include <openssl/x509v3.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static void last_error(char *err, size_t len, const char *what)
 {
@@ -310,6 +311,7 @@ void qpg__tls_slot_init(struct qpg__tls_slot *s, SSL_CTX *ctx)
 	pthread_mutex_init(&s->lock, NULL);
 	s->ctx = ctx;
 	s->ticket = NULL;
+	s->resume = false;
 }
 
 SSL *qpg__tls_slot_session(struct qpg__tls_slot *s, int fd, int is_server, const char *servername)
@@ -378,12 +380,30 @@ int qpg__tls_slot_resume(struct qpg__tls_slot *s)
 	SSL_CTX_set_session_cache_mode(s->ctx,
 				       SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
 	SSL_CTX_sess_set_new_cb(s->ctx, new_ticket);
+	s->resume = true;
 	return 0;
 }
 
 bool qpg__tls_resumed(const SSL *ssl)
 {
 	return SSL_session_reused(ssl) == 1;
+}
+
+bool qpg__tls_slot_wants_ticket(struct qpg__tls_slot *s, const SSL *ssl)
+{
+	if (!s->resume)
+		return false;
+	if (!qpg__tls_resumed(ssl))
+		return true;
+	pthread_mutex_lock(&s->lock);
+	bool stale = true;
+	if (s->ticket) {
+		uint64_t hint = SSL_SESSION_get_ticket_lifetime_hint(s->ticket);
+		time_t age = time(NULL) - (time_t)SSL_SESSION_get_time(s->ticket);
+		stale = hint == 0 || age < 0 || (uint64_t)age * 4 >= hint;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return stale;
 }
 
 void qpg__tls_slot_fini(struct qpg__tls_slot *s)

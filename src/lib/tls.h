@@ -45,6 +45,7 @@ struct qpg__tls_slot {
 	/* Client: resume with the newest ticket the server gave us (NULL:
 	 * none yet, or resumption off). */
 	SSL_SESSION *ticket;
+	bool resume; /* client: qpg__tls_slot_resume was called */
 };
 void qpg__tls_slot_init(struct qpg__tls_slot *s, SSL_CTX *ctx);
 SSL *qpg__tls_slot_session(struct qpg__tls_slot *s, int fd, int is_server, const char *servername);
@@ -62,6 +63,12 @@ int qpg__tls_slot_resume(struct qpg__tls_slot *s);
 int qpg__tls_peer_name(const SSL *ssl, int which, char *out, size_t cap);
 /* True when this session was resumed from a ticket (no certificates). */
 bool qpg__tls_resumed(const SSL *ssl);
+/* Client, its handshake over: should its HELLO ask for a ticket? Yes when
+ * it resumes and SSL was a full handshake, or the ticket it holds is gone
+ * or past a quarter of its lifetime (a server's key accepts a ticket at
+ * least half that long after sealing it, so a client that connects this
+ * often never falls back to a full handshake). */
+bool qpg__tls_slot_wants_ticket(struct qpg__tls_slot *s, const SSL *ssl);
 
 enum qpg__tls_io {
 	QPG_TLS_DONE = 1,

@@ -448,9 +448,10 @@ int qpg__tls_tickets_attach(SSL_CTX *ctx, struct qpg__tls_tickets *t)
 		free(ct);
 		return -EIO;
 	}
-	/* One ticket per connection; a session is good for at most the two
-	 * periods its key is accepted. */
-	if (SSL_CTX_set_num_tickets(ctx, 1) != 1 ||
+	/* No ticket when the handshake ends: one when the client's HELLO asks
+	 * (qpg__tls_ticket_offer), sent ahead of the answer. A session is good
+	 * for at most the two periods its key is accepted. */
+	if (SSL_CTX_set_num_tickets(ctx, 0) != 1 ||
 	    SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, ticket_cb) != 1 ||
 	    SSL_CTX_set_session_ticket_cb(ctx, ticket_gen_cb, ticket_dec_cb, NULL) != 1 ||
 	    SSL_CTX_set_session_id_context(ctx, sid_ctx, sizeof(sid_ctx) - 1) != 1)
@@ -460,4 +461,12 @@ int qpg__tls_tickets_attach(SSL_CTX *ctx, struct qpg__tls_tickets *t)
 	if (t->cache && (SSL_CTX_get_verify_mode(ctx) & SSL_VERIFY_PEER))
 		return attach_cache(ctx);
 	return 0;
+}
+
+int qpg__tls_ticket_offer(SSL *ssl)
+{
+	pthread_once(&idx_once, make_indexes);
+	if (!of_ssl(ssl))
+		return 0; /* this server does not resume */
+	return SSL_new_session_ticket(ssl) == 1 ? 1 : -EIO;
 }

@@ -20,6 +20,10 @@ int qpg__tls_tickets_cache(struct qpg__tls_tickets *t, unsigned max);
 unsigned qpg__tls_tickets_cached(struct qpg__tls_tickets *t);
 /* Issue tickets from CTX under T, and accept them. */
 int qpg__tls_tickets_attach(SSL_CTX *ctx, struct qpg__tls_tickets *t);
+/* Server, once the handshake is over: send SSL one ticket ahead of what it
+ * writes next (the bootstrap's answer), if its context resumes. 1 queued,
+ * 0 none (no tickets here), -EIO. */
+int qpg__tls_ticket_offer(SSL *ssl);
 /* Forget every key (so every ticket), e.g. when the certificates change,
  * and start a new generation: NEXT (attached, not yet in use; may be NULL)
  * is of it, every context attached before is not, and the tickets those

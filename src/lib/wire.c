@@ -141,7 +141,7 @@ int qpg_wire_decode_params(const uint8_t *in, size_t len, struct qpg_wire_params
 	if (len != QPG_WIRE_HDR_LEN + QPG_WIRE_PARAMS_LEN +
 		       (size_t)p->extra_qps * QPG_WIRE_QP_ENTRY_LEN)
 		return fail(why, why_len, "length does not match the number of extra QPs", -EPROTO);
-	if (p->flags & ~QPG_WIRE_FLAG_AUTH)
+	if (p->flags & ~(QPG_WIRE_FLAG_AUTH | (type == QPG_WIRE_HELLO ? QPG_WIRE_FLAG_TICKET : 0)))
 		return fail(why, why_len, "unknown flags", -EINVAL);
 	/* Which services exist is the server's business (REJECT "service
 	 * not offered"); 0 names none. */

@@ -217,7 +217,7 @@ bad_input)
 		out=$(client --test-bad-hello $m -n 1 2>&1)
 		echo "  $m -> $(grep -m1 'e.g.' <<<"$out")"
 		case $m in
-		version) check "wrong version: version_mismatch error" grep -q 'version_mismatch, e.g. "server refused (version mismatch): version mismatch: server speaks protocol 10, client sent 11"' <<<"$out" ;;
+		version) check "wrong version: version_mismatch error" grep -q 'version_mismatch, e.g. "server refused (version mismatch): version mismatch: server speaks protocol 11, client sent 12"' <<<"$out" ;;
 		psn) check "out-of-range PSN: clear refusal" grep -Eq 'rejected, e.g. .*(PSN out of range|verbs fields set)' <<<"$out" ;;
 		qpn) check "QPN 1: clear refusal" grep -Eq 'rejected, e.g. .*(QPN out of range|verbs fields set)' <<<"$out" ;;
 		length) check "malformed bootstrap length: clear refusal" grep -q 'rejected, e.g. .*malformed' <<<"$out" ;;

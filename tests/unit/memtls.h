@@ -7,7 +7,8 @@
 #include <stdbool.h>
 
 /* One handshake between a server of SCTX and a client of CCTX (servername
- * localhost) that offers OFFER (or nothing). Returns the client's newest
+ * localhost) that offers OFFER (or nothing), given a ticket as a HELLO that
+ * asks for one is (if SCTX resumes). Returns the client's newest
  * session (with the ticket it was given) and whether it resumed; *PEER (if
  * not NULL): whether the server holds a client certificate. Both ends are
  * then freed as qpgate frees them after the bootstrap (qpg__tls_release):

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* TLS 1.3 resumption with stateless tickets (src/lib/tls_tickets.c): a
  * client resumes from the newest ticket, including tickets given on a
- * resumed connection; a reload of the server's certificates forgets every
- * ticket; a ticket is not accepted past two key periods; resumption off
- * on either side means full handshakes. Real connections over the tcp
- * transport to an echo server on loopback. */
+ * resumed connection; a ticket is sent only to a HELLO that asks for one
+ * (a client that resumes, after a full handshake or once its ticket is a
+ * quarter through its lifetime: protocol version 11); a reload of the server's certificates forgets
+ * every ticket; a ticket is not accepted past two key periods; resumption off on either side means
+ * full handshakes. Real connections over the tcp transport to an echo server on loopback. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -42,6 +43,13 @@ static unsigned long long resumed_on_server(struct qpg_loopback *lb)
 	return st.handshakes_resumed;
 }
 
+static unsigned long long tickets_sent(struct qpg_loopback *lb)
+{
+	struct qpg_server_stats st;
+	qpg_server_stats(lb->srv, &st);
+	return st.tls_tickets;
+}
+
 /* An echo server on loopback whose ticket keys rotate every PERIOD_S
  * seconds (0: no tickets). */
 static void serve(struct qpg_loopback *lb, unsigned period_s)
@@ -56,18 +64,22 @@ static void resumes_from_the_newest_ticket(void **state)
 	struct qpg_loopback lb;
 	serve(&lb, 3600);
 	struct qpg_client *cl = client(&lb, true);
-	assert_false(one(cl)); /* no ticket yet: a full handshake */
-	/* The second resumes from the first's ticket, the third from the
-	 * ticket the second (itself resumed) was given. */
+	assert_false(one(cl)); /* no ticket yet: a full handshake, which asks */
+	assert_int_equal(tickets_sent(&lb), 1);
+	/* The others resume from it. Its lifetime is two hours: a fresh
+	 * ticket, so they ask for no other. */
 	for (int i = 0; i < 3; i++)
 		assert_true(one(cl));
 	assert_int_equal(resumed_on_server(&lb), 3);
+	assert_int_equal(tickets_sent(&lb), 1);
 	qpg_client_destroy(cl);
-	/* A client that does not resume: full handshakes only. */
+	/* A client that does not resume: full handshakes only, and it is
+	 * sent no ticket. */
 	cl = client(&lb, false);
 	assert_false(one(cl));
 	assert_false(one(cl));
 	assert_int_equal(resumed_on_server(&lb), 3);
+	assert_int_equal(tickets_sent(&lb), 1);
 	qpg_client_destroy(cl);
 	qpg_loopback_fini(&lb);
 }
@@ -103,6 +115,22 @@ static void a_ticket_lasts_two_periods_at_most(void **state)
 	qpg_loopback_fini(&lb);
 }
 
+static void a_ticket_is_renewed_a_quarter_through_its_life(void **state)
+{
+	struct qpg_loopback lb;
+	serve(&lb, 2); /* a ticket's lifetime hint: two periods, 4 s */
+	struct qpg_client *cl = client(&lb, true);
+	assert_false(one(cl));
+	assert_int_equal(tickets_sent(&lb), 1);
+	usleep(1200 * 1000);  /* a second at least, whole seconds apart */
+	assert_true(one(cl)); /* resumed, and asked for a new one */
+	assert_int_equal(tickets_sent(&lb), 2);
+	assert_true(one(cl)); /* and the next resumes from the newest */
+	assert_int_equal(resumed_on_server(&lb), 2);
+	qpg_client_destroy(cl);
+	qpg_loopback_fini(&lb);
+}
+
 static void a_server_without_tickets_never_resumes(void **state)
 {
 	struct qpg_loopback lb;
@@ -111,6 +139,7 @@ static void a_server_without_tickets_never_resumes(void **state)
 	assert_false(one(cl));
 	assert_false(one(cl));
 	assert_int_equal(resumed_on_server(&lb), 0);
+	assert_int_equal(tickets_sent(&lb), 0); /* asked for each time, none to send */
 	qpg_client_destroy(cl);
 	qpg_loopback_fini(&lb);
 }
@@ -118,4 +147,5 @@ static void a_server_without_tickets_never_resumes(void **state)
 QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(resumes_from_the_newest_ticket),
 	      cmocka_unit_test(a_reload_forgets_every_ticket),
 	      cmocka_unit_test(a_ticket_lasts_two_periods_at_most),
+	      cmocka_unit_test(a_ticket_is_renewed_a_quarter_through_its_life),
 	      cmocka_unit_test(a_server_without_tickets_never_resumes))

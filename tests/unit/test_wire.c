@@ -30,6 +30,25 @@ static void test_roundtrip(void **state)
 	assert_memory_equal(&in, &out, sizeof(in));
 }
 
+/* The flags a HELLO and an ACCEPT may carry: TICKET is a HELLO's request
+ * (protocol version 11), never an answer's. */
+static void test_ticket_flag_only_in_hello(void **state)
+{
+	uint8_t buf[128];
+	char why[128];
+	struct qpg_wire_params in = good(), out;
+	in.flags = QPG_WIRE_FLAG_AUTH | QPG_WIRE_FLAG_TICKET;
+	int n = qpg_wire_encode_params(buf, sizeof(buf), QPG_WIRE_HELLO, &in, NULL);
+	assert_int_equal(qpg_wire_decode_params(buf, (size_t)n, &out, why, sizeof(why)), 0);
+	assert_int_equal(out.flags, QPG_WIRE_FLAG_AUTH | QPG_WIRE_FLAG_TICKET);
+	n = qpg_wire_encode_params(buf, sizeof(buf), QPG_WIRE_ACCEPT, &in, NULL);
+	assert_int_equal(qpg_wire_decode_params(buf, (size_t)n, &out, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "unknown flags"));
+	in.flags = QPG_WIRE_FLAG_AUTH | 0x04; /* the next bit is nobody's yet */
+	n = qpg_wire_encode_params(buf, sizeof(buf), QPG_WIRE_HELLO, &in, NULL);
+	assert_int_equal(qpg_wire_decode_params(buf, (size_t)n, &out, why, sizeof(why)), -EINVAL);
+}
+
 static int decode_mutated(size_t off, uint8_t val, char *why)
 {
 	uint8_t buf[128];
@@ -251,7 +270,8 @@ static void test_documented_version(void **state)
 }
 
 QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_documented_version),
-	      cmocka_unit_test(test_roundtrip), cmocka_unit_test(test_every_field_validated),
-	      cmocka_unit_test(test_extra_qps), cmocka_unit_test(test_truncated_and_garbage),
+	      cmocka_unit_test(test_roundtrip), cmocka_unit_test(test_ticket_flag_only_in_hello),
+	      cmocka_unit_test(test_every_field_validated), cmocka_unit_test(test_extra_qps),
+	      cmocka_unit_test(test_truncated_and_garbage),
 	      cmocka_unit_test(test_reject_roundtrip_and_sanitized),
 	      cmocka_unit_test(test_frame_header), cmocka_unit_test(test_message_of_frames))
