@@ -55,6 +55,10 @@ int main(int argc, char **argv)
 				    .credits = 64};
 	n = qpg_wire_encode_params(b, sizeof(b), QPG_WIRE_HELLO, &t, NULL);
 	put(boot, "hello-tcp", b, (size_t)n);
+	t.flags = QPG_WIRE_FLAG_TICKET; /* a client that resumes, asking for a ticket */
+	n = qpg_wire_encode_params(b, sizeof(b), QPG_WIRE_HELLO, &t, NULL);
+	put(boot, "hello-tcp-ticket", b, (size_t)n);
+	t.flags = 0;
 	n = qpg_wire_encode_reject(b, sizeof(b), QPG_REJECT_SERVER_FULL,
 				   "server full (100 of 100)");
 	put(boot, "reject-full", b, (size_t)n);
