@@ -3,9 +3,11 @@
  * client resumes from the newest ticket, including tickets given on a
  * resumed connection; a ticket is sent only to a HELLO that asks for one
  * (a client that resumes, after a full handshake or once its ticket is a
- * quarter through its lifetime: protocol version 11); a reload of the server's certificates forgets
- * every ticket; a ticket is not accepted past two key periods; resumption off on either side means
- * full handshakes. Real connections over the tcp transport to an echo server on loopback. */
+ * quarter through its lifetime: protocol version 11); a reload of the
+ * server's certificates forgets every ticket; a ticket is not accepted
+ * past two key periods; resumption off on either side means full
+ * handshakes. Real connections over the tcp transport to an echo server on
+ * loopback. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
