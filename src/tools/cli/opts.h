@@ -93,7 +93,8 @@ void qpg_opts_usage(FILE *f, const struct qpg_opt *const *tables, const char *sy
 	     0,                                                                                      \
 	     0,                                                                                      \
 	     NULL,                                                                                   \
-	     "a full TLS handshake every time (default: resume with the server's newest ticket)"},   \
+	     "a full TLS handshake every time, and no ticket asked for (default: resume with the "   \
+	     "server's newest ticket)"},                                                             \
 	    {"handshake-timeout",                                                                    \
 	     0,                                                                                      \
 	     OPT_UINT,                                                                               \
