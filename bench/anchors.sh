@@ -166,6 +166,7 @@ ceiling() {
 	awk -v a="$1" -v b="$2" 'BEGIN{if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && a > 0 && b > 0) printf "%.1f", 1 / (1/a + 1/b); else print "null"}'
 }
 qp_up=() qp_ceil_full=() qp_ceil_res=()
+wall_tfull=() wall_tres=() wall_qp=() wall_ceil_full=() wall_ceil_res=()
 # Resumed connects a second, once the priming connect is up.
 resumed_rate='.results.connections | if .connect_phase_s > .prime_s then .tls_resumed / (.connect_phase_s - .prime_s) else null end'
 modprobe rdma_ucm # /dev/infiniband/rdma_cm for librdmacm
@@ -202,6 +203,20 @@ for r in $(seq 1 "$runs"); do
 	qp_up+=("${a:-null}")
 	qp_ceil_full+=("$(ceiling "${lib_tfull[-1]}" "${a:-null}")")
 	qp_ceil_res+=("$(ceiling "${lib_tres[-1]}" "${a:-null}")")
+	# The same two floors by the wall clock, two threads at once (one per
+	# vCPU), as qpgate's connects are timed: what the library and the
+	# device reach on these cores with what a CPU figure leaves out (the
+	# kernel's work in other contexts, the scheduler, waits).
+	lib_out=$("$bin/qpg_tls_floor" --cert "$work/server.crt" --key "$work/server.key" --ca "$work/ca.crt" -n 300 --tcp --threads 2)
+	echo "$lib_out" >&2
+	read -r a b <<<"$(sed -n 's/^wall full=\([0-9]*\) resumed=\([0-9]*\) threads=2$/\1 \2/p' <<<"$lib_out")"
+	wall_tfull+=("${a:-null}") wall_tres+=("${b:-null}")
+	lib_out=$("$bin/qpg_qp_floor" -d "$dev" -n 300 --threads 2)
+	echo "$lib_out" >&2
+	a=$(sed -n 's/^wall qp_pairs=[0-9]* bringup_per_s=\([0-9]*\) threads=2$/\1/p' <<<"$lib_out")
+	wall_qp+=("${a:-null}")
+	wall_ceil_full+=("$(ceiling "${wall_tfull[-1]}" "${a:-null}")")
+	wall_ceil_res+=("$(ceiling "${wall_tres[-1]}" "${a:-null}")")
 	# One message tag of the echo's frame (header and payload), as the echo
 	# path makes it (bench/tag_floor.c): an echo round trip makes four.
 	a=$("$bin/qpg_tag_floor" -l $((16 + size)) | sed -n 's/^tag len=[0-9]* ns=\([0-9]*\)$/\1/p')
@@ -362,6 +377,11 @@ printf ' %-48s %14s   (runs: %s)\n' "TLS library floor over TCP, resumed/s" "$(m
 printf ' %-48s %14s   (create to RTS, both ends; runs: %s)\n' "QP pair floor, bring-ups/s (2 cores)" "$(med "${qp_up[@]}")" "${qp_up[*]}"
 printf ' %-48s %14s   (runs: %s)\n' "ceiling: floor over TCP + QP pair, full/s" "$(med "${qp_ceil_full[@]}")" "${qp_ceil_full[*]}"
 printf ' %-48s %14s   (runs: %s)\n' "ceiling: floor over TCP + QP pair, resumed/s" "$(med "${qp_ceil_res[@]}")" "${qp_ceil_res[*]}"
+printf ' %-48s %14s   (runs: %s)\n' "wall clock, 2 threads: floor over TCP, full/s" "$(med "${wall_tfull[@]}")" "${wall_tfull[*]}"
+printf ' %-48s %14s   (runs: %s)\n' "wall clock, 2 threads: floor over TCP, resumed/s" "$(med "${wall_tres[@]}")" "${wall_tres[*]}"
+printf ' %-48s %14s   (runs: %s)\n' "wall clock, 2 threads: QP pair bring-ups/s" "$(med "${wall_qp[@]}")" "${wall_qp[*]}"
+printf ' %-48s %14s   (runs: %s)\n' "wall-clock ceiling, full/s" "$(med "${wall_ceil_full[@]}")" "${wall_ceil_full[*]}"
+printf ' %-48s %14s   (runs: %s)\n' "wall-clock ceiling, resumed/s" "$(med "${wall_ceil_res[@]}")" "${wall_ceil_res[*]}"
 printf '\n %-5s %-48s %12s %12s %8s %8s   %s\n' "auth" "qpgate figure / anchor (medians)" "qpgate" "anchor" "ratio" "target" "ratio in each run"
 row() { # AUTH LABEL FORMAT QPGATE-VALUES ANCHOR-VALUES TARGET [SCALE_ANCHOR] -> prints; sets $rr (median ratio)
 	local rs
@@ -428,6 +448,16 @@ if [ "$data_threads" = 1 ]; then
 	row on "  the same, resumed, one thread a side" "%12.1f" "$(vals reconn1)" "${qp_ceil_res[*]}" ">= 0.9"
 	r22=$rr
 fi
+# The same against the ceiling by the wall clock (the floors two threads
+# at once), and what the wall clock takes from the floors themselves.
+row on "full-handshake connects/s / wall-clock ceiling" "%12.1f" "$(vals cps-on)" "${wall_ceil_full[*]}" ""
+r23=$rr
+row on "resumed reconnects/s / wall-clock ceiling" "%12.1f" "$(vals reconn)" "${wall_ceil_res[*]}" ""
+r24=$rr
+row on "wall-clock ceiling / ceiling, full" "%12.1f" "${wall_ceil_full[*]}" "${qp_ceil_full[*]}" ""
+r25=$rr
+row on "wall-clock ceiling / ceiling, resumed" "%12.1f" "${wall_ceil_res[*]}" "${qp_ceil_res[*]}" ""
+r26=$rr
 row on "ceiling, full / TLS library floor" "%12.1f" "${qp_ceil_full[*]}" "${lib_full[*]}" ""
 r18=$rr
 row on "ceiling, resumed / TLS library floor" "%12.1f" "${qp_ceil_res[*]}" "${lib_res[*]}" ""
@@ -473,6 +503,10 @@ jq -n --arg version "$version" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg
 	--argjson qpup "$(med "${qp_up[@]}")" --argjson cfull "$(med "${qp_ceil_full[@]}")" --argjson cres "$(med "${qp_ceil_res[@]}")" \
 	--argjson r16 "$r16" --argjson r17 "$r17" --argjson r18 "$r18" --argjson r19 "$r19" --argjson r20 "$r20" \
 	--argjson r21 "$r21" --argjson r22 "$r22" \
+	--argjson r23 "$r23" --argjson r24 "$r24" --argjson r25 "$r25" --argjson r26 "$r26" \
+	--argjson wcfull "$(m=$(med "${wall_ceil_full[@]}"); echo "${m:-null}")" --argjson wcres "$(m=$(med "${wall_ceil_res[@]}"); echo "${m:-null}")" \
+	--argjson wtfull "$(m=$(med "${wall_tfull[@]}"); echo "${m:-null}")" --argjson wtres "$(m=$(med "${wall_tres[@]}"); echo "${m:-null}")" \
+	--argjson wqp "$(m=$(med "${wall_qp[@]}"); echo "${m:-null}")" \
 	--argjson cps1 "$(m=$(med $(vals cps1)); echo "${m:-null}")" --argjson reconn1 "$(m=$(med $(vals reconn1)); echo "${m:-null}")" \
 	--argjson rqpup "$(jarr "${qp_up[@]}")" \
 	--argjson rlat "$(jarr "${lat_typ[@]}")" --argjson rbw "$(jarr "${bw_rate[@]}")" --argjson rcm "$(jarr "${cm_rate[@]}")" \
@@ -499,7 +533,12 @@ jq -n --arg version "$version" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg
 	                              full_vs_library_floor: $r18, resumed_vs_library_floor: $r19,
 	                              full_connect_ratio: $r16, reconnect_ratio: $r17,
 	                              one_thread_a_side: {connects_per_s: $cps1, reconnects_per_s: $reconn1,
-	                                                  full_connect_ratio: $r21, reconnect_ratio: $r22}},
+	                                                  full_connect_ratio: $r21, reconnect_ratio: $r22},
+	                              wall_clock: {tls_full_per_s: $wtfull, tls_resumed_per_s: $wtres,
+	                                           qp_pair_bringups_per_s: $wqp,
+	                                           full_per_s: $wcfull, resumed_per_s: $wcres,
+	                                           full_connect_ratio: $r23, reconnect_ratio: $r24,
+	                                           full_vs_cpu_ceiling: $r25, resumed_vs_cpu_ceiling: $r26}},
 	            auth_cost: {tag_ns: $tagns, four_tags_us: (if $tagns == null then null else 4 * $tagns / 1000 end),
 	                        extra_us_runs: $rextra, tag_ns_runs: $rtag, ratio: $r11},
 	            mtls: {connects_per_s: $mconn, reconnects_per_s: $mreconn, tls_resumed: $mresumed,

@@ -19,9 +19,17 @@
  * pair, every step), B = the same for the bring-up alone (create to RTS,
  * which a connect waits for; the destroy comes after it). Pairs/s with both
  * vCPUs at work, the unit of qpg_tls_floor's figures. Exits 1 if any step
- * failed. */
+ * failed.
+ * --threads N: N threads each bring PAIRS pairs up (create to RTS, on the
+ * one device) at once and keep them, then all are destroyed. Prints only
+ * "wall qp_pairs=P bringup_per_s=B threads=N": pairs brought up per second
+ * of the wall clock, all threads together, which counts what a CPU figure
+ * leaves out (the kernel's work in other contexts, the scheduler, a thread
+ * that waits for the peer's MAC), as qpgate's connects are timed by the
+ * wall clock too. */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +120,8 @@ static int pair_round(struct qpg_rdma_dev *dev, const struct qpg_qp_opts *qo, do
 		goto out;
 	}
 	u = floor_clock_s(CLOCK_PROCESS_CPUTIME_ID), step[S_RTS] += u - t, t = u;
+	if (keep && !probe) /* --threads: the pair stays up, the caller destroys it */
+		return 0;
 	if (keep) {
 		if ((rc = probe_send(q[0], probe, round)) != 0) {
 			*what = "a message through the pair";
@@ -136,21 +146,87 @@ out:
 	return rc;
 }
 
+struct lane {
+	pthread_t id;
+	struct qpg_rdma_dev *dev;
+	const struct qpg_qp_opts *qo;
+	struct ibv_qp **q; /* 2 * pairs */
+	long pairs, done;
+	int rc;
+};
+
+static void *lane_main(void *arg)
+{
+	struct lane *l = arg;
+	double step[S_N] = {0};
+	const char *what = NULL;
+	for (; l->done < l->pairs; l->done++)
+		if ((l->rc = pair_round(l->dev, l->qo, step, &what, &l->q[2 * l->done], NULL,
+					(unsigned)l->done)) != 0) {
+			fprintf(stderr, "qpg_qp_floor: pair %ld: %s: %s\n", l->done, what,
+				strerror(-l->rc));
+			break;
+		}
+	return NULL;
+}
+
+/* --threads: THREADS lanes of PAIRS bring-ups at once; 0, or 1. */
+static int wall_bringups(struct qpg_rdma_dev *dev, const struct qpg_qp_opts *qo, long pairs,
+			 int threads)
+{
+	struct lane l[8];
+	int started = 0, rc = 0;
+	long done = 0;
+	double w0 = floor_clock_s(CLOCK_MONOTONIC);
+	for (; started < threads; started++) {
+		l[started] = (struct lane){.dev = dev,
+					   .qo = qo,
+					   .pairs = pairs,
+					   .q = calloc(2 * (size_t)pairs, sizeof(struct ibv_qp *))};
+		if (!l[started].q || pthread_create(&l[started].id, NULL, lane_main, &l[started])) {
+			fprintf(stderr, "qpg_qp_floor: cannot start a thread\n");
+			free(l[started].q);
+			rc = 1;
+			break;
+		}
+	}
+	for (int i = 0; i < started; i++) {
+		pthread_join(l[i].id, NULL);
+		rc = rc || l[i].rc;
+		done += l[i].done;
+	}
+	double wall = floor_clock_s(CLOCK_MONOTONIC) - w0;
+	for (int i = 0; i < started; i++) {
+		for (long k = 0; k < 2 * pairs; k++)
+			if (l[i].q[k])
+				qpg_qp_destroy(&l[i].q[k]);
+		free(l[i].q);
+	}
+	if (!rc)
+		printf("wall qp_pairs=%ld bringup_per_s=%.0f threads=%d\n", done, done / wall,
+		       threads);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	const char *devname = NULL;
 	int gid_index = -1;
 	long pairs = 500;
-	int c, reuse = 0;
+	int c, reuse = 0, threads = 0;
 	long inline_bytes = 0, sges = 1;
 	static const struct option lo[] = {{"reuse", no_argument, NULL, 'R'},
 					   {"inline", required_argument, NULL, 'I'},
 					   {"sge", required_argument, NULL, 'S'},
+					   {"threads", required_argument, NULL, 'T'},
 					   {0}};
 	while ((c = getopt_long(argc, argv, "d:g:n:", lo, NULL)) != -1) {
 		switch (c) {
 		case 'R':
 			reuse = 1;
+			break;
+		case 'T':
+			threads = (int)floor_num("qpg_qp_floor", optarg, 1, 8);
 			break;
 		case 'I':
 			inline_bytes = floor_num("qpg_qp_floor", optarg, 0, 1024);
@@ -171,13 +247,13 @@ int main(int argc, char **argv)
 			fprintf(
 			    stderr,
 			    "usage: qpg_qp_floor [-d DEV] [-g GID_INDEX] [-n PAIRS] [--reuse] "
-			    "[--inline N] [--sge N]\n");
+			    "[--inline N] [--sge N] [--threads N]\n");
 			return 2;
 		}
 	}
 	if (optind != argc) {
 		fprintf(stderr, "usage: qpg_qp_floor [-d DEV] [-g GID_INDEX] [-n PAIRS] [--reuse] "
-				"[--inline N] [--sge N]\n");
+				"[--inline N] [--sge N] [--threads N]\n");
 		return 2;
 	}
 	struct qpg_rdma_dev dev;
@@ -207,6 +283,13 @@ int main(int argc, char **argv)
 	qo.max_send_wr = 3;
 	qo.max_inline = (uint32_t)inline_bytes;
 	qo.max_send_sge = (uint32_t)sges;
+	if (threads) {
+		ret = reuse ? 2 : wall_bringups(&dev, &qo, pairs, threads);
+		if (reuse)
+			fprintf(stderr,
+				"qpg_qp_floor: --threads measures new pairs, not --reuse\n");
+		goto out;
+	}
 	struct ibv_qp *kept[2] = {NULL, NULL};
 	probe.cq = cq;
 	probe.srq = srq;

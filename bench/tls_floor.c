@@ -2,7 +2,7 @@
 /* The TLS floor of a connect: N TLS 1.3 handshakes between a client and a
  * server made exactly as qpgate makes them (tls.c: the same contexts,
  * certificates, host check and stateless tickets), over a local socketpair,
- * with nothing else: no bootstrap, no QP, no event loop. One thread plays
+ * with nothing else: no bootstrap, no QP, no event loop. A thread plays
  * both ends in turn and times each end's CPU (CLOCK_THREAD_CPUTIME_ID, user
  * and kernel) from SSL_new to SSL_free.
  *
@@ -13,6 +13,7 @@
  *
  *   qpg_tls_floor --cert C --key K --ca CA [-n N] [--servername NAME]
  *                 [--client-cert CC --client-key CK] [--variant V] [--tcp]
+ *                 [--threads N]
  *
  * --tcp: over a TCP connection on loopback instead, with the options of
  * qpgate's control connection (qpg__sock_tune, the accepted end's
@@ -20,6 +21,16 @@
  * client and the server: what TCP adds to a connect, which a socketpair
  * leaves out. On loopback the sender's CPU also carries the receiving
  * end's TCP processing, as qpgate's processes do in one VM.
+ *
+ * --threads N: N threads (each with its own pairs and, over TCP, its own
+ * listener) make the handshakes of each kind at once, N times -n in all,
+ * sharing the contexts and the client's ticket as a qpgate process's event
+ * loops do. Besides the CPU figures, a line "wall full=F resumed=R
+ * threads=N": the handshakes each kind made per second of the wall clock,
+ * all threads together. That is what the library reaches on the host's
+ * cores with everything a CPU figure leaves out (the kernel's work in
+ * other contexts, the scheduler, threads that wait), as a qpgate client
+ * and server on the same cores are timed by the wall clock too.
  *
  * --variant changes one setting of tls.c on every context, to measure what
  * it is worth (docs/performance.md): auto-chain (OpenSSL builds the
@@ -41,6 +52,8 @@
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,8 +97,9 @@ static void take_ticket(struct side *c)
  * socketpairs), and its address. Its TCP options are qpgate's control
  * connection's (qpg__sock_tune), which the accepted end inherits, as a
  * qpgate server's does. */
-static int tcp_listener = -1;
-static struct sockaddr_in tcp_addr;
+static bool use_tcp;
+static _Thread_local int tcp_listener = -1; /* each thread its own (--threads) */
+static _Thread_local struct sockaddr_in tcp_addr;
 
 static int open_tcp_listener(void)
 {
@@ -107,7 +121,9 @@ static int open_tcp_listener(void)
  * the connect is client CPU and the accept server CPU. */
 static int make_pair(int fds[2], double *ccpu, double *scpu)
 {
-	if (tcp_listener < 0) {
+	if (use_tcp && tcp_listener < 0 && (tcp_listener = open_tcp_listener()) < 0)
+		return -1;
+	if (!use_tcp) {
 		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds)) {
 			perror("socketpair");
 			return -1;
@@ -224,6 +240,59 @@ fail:
 	return 0;
 }
 
+/* --threads: how many threads make each kind's handshakes at once. */
+static int nthreads = 1;
+
+struct lane {
+	pthread_t id;
+	struct qpg__tls_slot *cs;
+	SSL_CTX *sctx;
+	const char *name;
+	int resume, rc;
+	struct run r;
+};
+
+static void *lane_main(void *arg)
+{
+	struct lane *l = arg;
+	l->rc = handshakes(l->cs, l->sctx, l->name, l->resume, &l->r);
+	if (tcp_listener >= 0)
+		close(tcp_listener);
+	return NULL;
+}
+
+/* OUT->n handshakes of one kind in each of THREADS threads at once; OUT
+ * sums their counts and CPU, and OUT->wall is the wall time from the first
+ * start to the last end. One thread: in this one. */
+static int phase(struct qpg__tls_slot *cs, SSL_CTX *sctx, const char *name, int resume, int threads,
+		 struct run *out)
+{
+	if (threads == 1)
+		return handshakes(cs, sctx, name, resume, out);
+	struct lane l[8];
+	int started = 0, rc = 0;
+	double w0 = floor_clock_s(CLOCK_MONOTONIC);
+	for (; started < threads; started++) {
+		l[started] = (struct lane){
+		    .cs = cs, .sctx = sctx, .name = name, .resume = resume, .r = {.n = out->n}};
+		if (pthread_create(&l[started].id, NULL, lane_main, &l[started])) {
+			fprintf(stderr, "qpg_tls_floor: cannot start a thread\n");
+			rc = -1;
+			break;
+		}
+	}
+	for (int i = 0; i < started; i++) {
+		pthread_join(l[i].id, NULL);
+		rc = rc ? rc : l[i].rc;
+		out->resumed += l[i].r.resumed;
+		out->cli_cpu += l[i].r.cli_cpu;
+		out->srv_cpu += l[i].r.srv_cpu;
+	}
+	out->wall = floor_clock_s(CLOCK_MONOTONIC) - w0;
+	out->n *= threads;
+	return rc;
+}
+
 static double floor_rate(const struct run *r)
 {
 	return 2.0 * r->n / (r->cli_cpu + r->srv_cpu);
@@ -240,7 +309,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: qpg_tls_floor --cert FILE --key FILE --ca FILE [-n N] "
 		   "[--servername NAME] [--client-cert FILE --client-key FILE]\n"
 		   "       [--variant base|auto-chain|two-tickets|server-cache|x25519-only|no-compat|\n"
-		   "                 mtls-tickets] [--tcp]\n");
+		   "                 mtls-tickets] [--tcp] [--threads N]\n");
 }
 
 /* --variant: one setting of tls.c changed, to measure what it is worth. */
@@ -270,7 +339,7 @@ static int apply_variant(SSL_CTX *ctx, int is_server)
  * server's files) and CF (the client's); rows named PREFIX"full" and
  * PREFIX"resumed". 0, or 1 with the reason printed. */
 static int measure(const struct qpg__tls_files *sf, const struct qpg__tls_files *cf,
-		   const char *name, int n, const char *prefix, double rates[2])
+		   const char *name, int n, const char *prefix, double rates[4])
 {
 	char err[256];
 	struct qpg__tls_tickets *tickets = NULL;
@@ -304,9 +373,9 @@ static int measure(const struct qpg__tls_files *sf, const struct qpg__tls_files 
 	struct run full = {.n = n}, res = {.n = n};
 	struct run warm = {.n = 1}; /* a full handshake for the first ticket */
 	if (qpg__tls_slot_resume(&res_slot) == 0 &&
-	    handshakes(&full_slot, full_s, name, 0, &full) == 0 &&
+	    phase(&full_slot, full_s, name, 0, nthreads, &full) == 0 &&
 	    handshakes(&res_slot, res_s, name, 0, &warm) == 0 &&
-	    handshakes(&res_slot, res_s, name, 1, &res) == 0) {
+	    phase(&res_slot, res_s, name, 1, nthreads, &res) == 0) {
 		char what[32];
 		snprintf(what, sizeof(what), "%sfull", prefix);
 		row(what, &full);
@@ -314,6 +383,8 @@ static int measure(const struct qpg__tls_files *sf, const struct qpg__tls_files 
 		row(what, &res);
 		rates[0] = floor_rate(&full);
 		rates[1] = floor_rate(&res);
+		rates[2] = full.n / full.wall;
+		rates[3] = res.n / res.wall;
 		rc = 0;
 	}
 	qpg__tls_slot_fini(&full_slot);
@@ -340,6 +411,7 @@ int main(int argc, char **argv)
 		{"client-key", required_argument, NULL, 'k'},
 		{"variant", required_argument, NULL, 'v'},
 		{"tcp", no_argument, NULL, 't'},
+		{"threads", required_argument, NULL, 'T'},
 		{NULL, 0, NULL, 0}};
 	int o;
 	while ((o = getopt_long(argc, argv, "n:h", lo, NULL)) != -1) {
@@ -351,10 +423,8 @@ int main(int argc, char **argv)
 		case 'c': ccert = optarg; break;
 		case 'k': ckey = optarg; break;
 		case 'v': variant = optarg; break;
-		case 't':
-			if (tcp_listener < 0 && (tcp_listener = open_tcp_listener()) < 0)
-				return 1;
-			break;
+		case 't': use_tcp = true; break;
+		case 'T': nthreads = (int)floor_num("qpg_tls_floor: --threads", optarg, 1, 8); break;
 		case 'n': {
 			char *end;
 			errno = 0;
@@ -374,11 +444,11 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	printf(" TLS 1.3 handshakes in one thread, over %s, as qpgate makes them\n",
-	       tcp_listener < 0 ? "a socketpair" : "TCP on loopback");
+	printf(" TLS 1.3 handshakes in %d thread%s, over %s, as qpgate makes them\n", nthreads,
+	       nthreads == 1 ? "" : "s at once", use_tcp ? "TCP on loopback" : "a socketpair");
 	printf(" %-13s %8s %8s %14s %14s %16s\n", "kind", "count", "resumed", "client [us]",
 	       "server [us]", "floor/s, 2 cores");
-	double plain[2], mtls[2];
+	double plain[4], mtls[4];
 	if (measure(&sf, &cf, name, (int)n, "", plain))
 		return 1;
 	if (ccert) {
@@ -394,5 +464,9 @@ int main(int argc, char **argv)
 	printf("floor full=%.0f resumed=%.0f\n", plain[0], plain[1]);
 	if (ccert)
 		printf("floor mtls-full=%.0f mtls-resumed=%.0f\n", mtls[0], mtls[1]);
+	printf("wall full=%.0f resumed=%.0f threads=%d\n", plain[2], plain[3], nthreads);
+	if (ccert)
+		printf("wall mtls-full=%.0f mtls-resumed=%.0f threads=%d\n", mtls[2], mtls[3],
+		       nthreads);
 	return 0;
 }
