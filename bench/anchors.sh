@@ -4,7 +4,7 @@
 # device in one lab VM, printed as ratios (absolute times under qemu TCG are
 # inflated; ratios between runs in the same VM are what carry over).
 #
-#   bench/anchors.sh [-s SIZE] [-c CLIENTS] [-C CONNECT_CLIENTS] [-n ITERS] [-m ECHOES] [-L K] [-S SESSION_QPS_TOTAL] [-r RUNS] [-t THREADS]
+#   bench/anchors.sh [-s SIZE] [-c CLIENTS] [-C CONNECT_CLIENTS] [-n ITERS] [-m ECHOES] [-L K] [-S SESSION_QPS_TOTAL] [-r RUNS] [-t THREADS] [-K]
 #
 # -S: how many QPs the multi-QP session runs bring up in all (default 8192),
 # in sessions of 64 (the server's default bound) and of 256 (the wire's),
@@ -47,14 +47,19 @@
 # clock_drift; under 0.05% in the lab).
 # -L: the message-rate run times 1 echo in K on each client (qpgate-perf
 # --lat-every; default 1, every echo; all are verified either way).
+# Last, in the same VM, bench/kvbench-lab.sh --anchors -r RUNS -D 5 (its own
+# KV server): 4 KiB two-sided GETs against ib_send_bw 4 KiB, and its
+# one-sided pairs, each KV run right after its anchor; its 4 KiB row is
+# printed in this table too, and its JSON is kept in anchors.json. -K
+# leaves it out (about 7 minutes at -r 5).
 #
 # Boots the lab unless it already runs on an RDMA device. Writes
 # build/bench/anchors.json. Prints numbers; asserts nothing about them.
 # shellcheck disable=SC2046,SC2086 # run-by-run values travel as space-separated lists, split on purpose
 set -euo pipefail
 [ -n "${QPG_TRACE:-}" ] && set -x
-size=64 clients=1000 conn_clients=200 iters=2000 rate_msgs=100 rate_lat_every=1 sess_clients=8192 runs=3 data_threads=1
-while getopts "s:c:C:n:m:L:S:r:t:" o; do
+size=64 clients=1000 conn_clients=200 iters=2000 rate_msgs=100 rate_lat_every=1 sess_clients=8192 runs=3 data_threads=1 kv=1
+while getopts "s:c:C:n:m:L:S:r:t:K" o; do
 	case $o in
 	s) size=$OPTARG ;;
 	c) clients=$OPTARG ;;
@@ -65,7 +70,8 @@ while getopts "s:c:C:n:m:L:S:r:t:" o; do
 	S) sess_clients=$OPTARG ;;
 	r) runs=$OPTARG ;;
 	t) data_threads=$OPTARG ;;
-	*) echo "usage: $0 [-s SIZE] [-c CLIENTS] [-C CONNECT_CLIENTS] [-n ITERS] [-m ECHOES] [-L K] [-S SESSION_QPS_TOTAL] [-r RUNS] [-t THREADS]" >&2; exit 2 ;;
+	K) kv="" ;;
+	*) echo "usage: $0 [-s SIZE] [-c CLIENTS] [-C CONNECT_CLIENTS] [-n ITERS] [-m ECHOES] [-L K] [-S SESSION_QPS_TOTAL] [-r RUNS] [-t THREADS] [-K]" >&2; exit 2 ;;
 	esac
 done
 . "$(dirname "$0")/lib.sh"
@@ -335,6 +341,21 @@ done
 kill -TERM "$srv"
 wait "$srv" || true
 
+# ---- two-sided 4 KiB GETs against ib_send_bw 4 KiB (bench/kvbench-lab.sh) ---
+kv_json=null
+if [ -n "$kv" ]; then
+	log "bench/kvbench-lab.sh --anchors -r $runs -D 5 (-K leaves it out)"
+	rm -f "$out/kvbench-anchors.json"
+	if "$repo/bench/kvbench-lab.sh" --anchors -r "$runs" -D 5 >"$work/kvbench.out" 2>&1 &&
+		[ -s "$out/kvbench-anchors.json" ]; then
+		sed -n '/KV figure \/ anchor/,$p' "$work/kvbench.out" >&2
+		kv_json=$(jq -c . "$out/kvbench-anchors.json")
+	else
+		log "kvbench-lab.sh failed; its output:"
+		tail -30 "$work/kvbench.out" >&2
+	fi
+fi
+
 # ---- medians, and ratios taken run by run -----------------------------------
 vals() { echo "${q[$1]:-}"; } # the runs' values of one qpgate figure (none: empty)
 per_run_ratio() { # A-VALUES B-VALUES [SCALE_B] -> the ratios, run by run
@@ -481,6 +502,12 @@ if [ "$data_threads" = 1 ]; then
 fi
 row on "tcp transport echo p50 [us] / sockperf TCP" "%12.1f" "${tcp_q[*]}" "${tcp_sp[*]}" "<= 1.2"
 r4=$rr
+if [ "$kv_json" != null ]; then
+	# Its own runs, each GET rate right after its ib_send_bw run.
+	row on "4 KiB two-sided GETs/s / ib_send_bw 4 KiB msg/s" "%12.0f" \
+		"$(jq -r '.results.runs.gets_per_s_4k | map(tostring) | join(" ")' <<<"$kv_json")" \
+		"$(jq -r '.results.runs.ib_send_bw_4k_msgs_per_s | map(tostring) | join(" ")' <<<"$kv_json")" ">= 0.9"
+fi
 rows=$(IFS=,; echo "${json_rows[*]}")
 srows=$(IFS=,; echo "${sess_rows[*]}")
 version=$("$bin/qpgate-perf" --version | awk '{print $3}')
@@ -507,6 +534,7 @@ jq -n --arg version "$version" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg
 	--argjson wcfull "$(m=$(med "${wall_ceil_full[@]}"); echo "${m:-null}")" --argjson wcres "$(m=$(med "${wall_ceil_res[@]}"); echo "${m:-null}")" \
 	--argjson wtfull "$(m=$(med "${wall_tfull[@]}"); echo "${m:-null}")" --argjson wtres "$(m=$(med "${wall_tres[@]}"); echo "${m:-null}")" \
 	--argjson wqp "$(m=$(med "${wall_qp[@]}"); echo "${m:-null}")" \
+	--argjson kvb "$kv_json" \
 	--argjson cps1 "$(m=$(med $(vals cps1)); echo "${m:-null}")" --argjson reconn1 "$(m=$(med $(vals reconn1)); echo "${m:-null}")" \
 	--argjson rqpup "$(jarr "${qp_up[@]}")" \
 	--argjson rlat "$(jarr "${lat_typ[@]}")" --argjson rbw "$(jarr "${bw_rate[@]}")" --argjson rcm "$(jarr "${cm_rate[@]}")" \
@@ -547,6 +575,7 @@ jq -n --arg version "$version" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg
 	            reconnects: {connects_per_s: $reconn, tls_resumed: $resumed, ratio: $r5},
 	            sessions: $sess,
 	            tcp_transport: {echo_p50_us: $tcpq, ratio: $r4}, qpgate: $rows,
+	            kv_anchors: (if $kvb == null then null else $kvb.results end),
 	            runs: {ib_send_lat_typical_us: $rlat, ib_send_bw_msgs_per_s: $rbw, cmtime_connects_per_s: $rcm,
 	                   tls_library_full_per_s: $rlf, tls_library_resumed_per_s: $rlr,
 	                   reconnects_per_s: $rrc, tcp_pingpong_p50_us: $rtsp, tcp_transport_p50_us: $rtq}}}' >"$out/anchors.json"
