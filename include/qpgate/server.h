@@ -155,6 +155,10 @@ struct qpg_server_stats {
 	 * that resumes, after a full handshake or when its ticket is a
 	 * quarter through its lifetime). */
 	unsigned long long tls_tickets;
+	/* rdma: of msgs_out, frames whose value went from where the service
+	 * keeps it (a KV store's registered memory), gathered into the SEND
+	 * without a copy (qpg_conn_send_ref). */
+	unsigned long long msgs_by_ref;
 };
 void qpg_server_stats(struct qpg_server *s, struct qpg_server_stats *out);
 /* The stats as Prometheus text (format 0.0.4) in a malloc'd *OUT; 0 or a

@@ -128,6 +128,16 @@ uint8_t *qpg_buf_payload(struct qpg_buf *b);
  * -ENOTCONN closing; any other failure closes C. */
 int qpg_conn_send(struct qpg_conn *c, struct qpg_buf *b, uint8_t type, uint16_t flags,
 		  uint32_t len);
+/* As qpg_conn_send, for a payload of B's first HEAD_LEN bytes followed by
+ * VALUE's VALUE->io_len bytes at VALUE->addr, inside R (opened with
+ * qpg_conn_region_open; NULL: copy them). VALUE is the caller's: a
+ * qpg_buf with addr, io_len and a release, which is called once the bytes
+ * are no longer needed. On rdma the SEND gathers them from where they lie,
+ * without a copy, and release comes when it completes or fails; elsewhere
+ * they are copied into B and release comes at once. Either way it has come
+ * by the time this returns an error. The bytes must not change before it. */
+int qpg_conn_send_ref(struct qpg_conn *c, struct qpg_buf *b, uint8_t type, uint16_t flags,
+		      uint32_t head_len, struct qpg_region *r, struct qpg_buf *value);
 /* End C with ERR and a reason (deferred: see above). */
 void qpg_conn_close(struct qpg_conn *c, enum qpg_err_class err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

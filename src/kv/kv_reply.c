@@ -9,6 +9,7 @@
 
 #include "common.h"
 #include "kv_conn.h"
+#include "kv_ref.h"
 
 int qpg__kv_queue_job(struct kv_conn *kc, uint8_t kind, uint16_t grant, uint8_t op, uint8_t status,
 		      uint32_t req_id, uint32_t value_len, uint32_t off, struct qpg__kv_value *v)
@@ -104,10 +105,15 @@ void qpg__kv_pump(struct qpg_conn *c)
 					 .offset = j->off};
 		uint32_t chunk = 0;
 		uint16_t flags = 0;
+		struct qpg_buf *ref = NULL;
+		struct qpg_region *region = NULL;
 		if (j->v) {
 			chunk =
 			    QPG_MIN(j->value_len - j->off, qpg_conn_max_msg(c) - QPG_KV_HDR_LEN);
-			memcpy(p + QPG_KV_HDR_LEN, qpg__kv_data(st, j->v) + j->off, chunk);
+			if ((ref = qpg__kv_ref_new(st, j->v, j->off, chunk)) != NULL)
+				region = j->v->region;
+			else
+				memcpy(p + QPG_KV_HDR_LEN, qpg__kv_data(st, j->v) + j->off, chunk);
 			if (j->off + chunk < j->value_len)
 				flags = QPG_FRAME_FLAG_MORE;
 		} else if (j->nbits) {
@@ -122,7 +128,11 @@ void qpg__kv_pump(struct qpg_conn *c)
 		j->off += chunk;
 		if (!j->v || j->off >= j->value_len)
 			qpg__kv_pop(c, kc);
-		if (qpg_conn_send(c, b, QPG_FRAME_KV_REPLY, flags, QPG_KV_HDR_LEN + chunk))
+		int rc =
+		    ref ? qpg_conn_send_ref(c, b, QPG_FRAME_KV_REPLY, flags, QPG_KV_HDR_LEN, region,
+					    ref)
+			: qpg_conn_send(c, b, QPG_FRAME_KV_REPLY, flags, QPG_KV_HDR_LEN + chunk);
+		if (rc)
 			break; /* the connection is closing; closed() frees the queue */
 	}
 	kc->pumping = false;

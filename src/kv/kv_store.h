@@ -169,6 +169,11 @@ bool qpg__kv_exists(struct qpg__kv_store *s, struct qpg__kv_tenant *t, const uin
  * is stored, and returns how many keys from the first are all stored. */
 uint32_t qpg__kv_exists_list(struct qpg__kv_store *s, struct qpg__kv_tenant *t,
 			     const uint8_t *list, size_t len, uint8_t *bits);
+/* Take one more reference to V (a reader's: a send of its bytes in flight). */
+static inline void qpg__kv_retain(struct qpg__kv_value *v)
+{
+	atomic_fetch_add_explicit(&v->refs, 1, memory_order_relaxed);
+}
 /* Drop a reference; the last one frees the value's space. Also drops a
  * reservation that was never committed. */
 void qpg__kv_release(struct qpg__kv_store *s, struct qpg__kv_value *v);

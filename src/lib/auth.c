@@ -159,16 +159,18 @@ void qpg__auth_free(struct qpg__auth *a)
 	a->enabled = 0;
 }
 
-int qpg__auth_tag(struct qpg__auth_dir *d, uint64_t seq, const uint8_t *data, size_t len,
-		  uint8_t tag[16])
+int qpg__auth_tag2(struct qpg__auth_dir *d, uint64_t seq, const uint8_t *data, size_t len,
+		   const uint8_t *more, size_t more_len, uint8_t tag[16])
 {
 	if (!d->keyed || d->broken)
 		return -EIO;
 	uint8_t nonce[16];
 	nonce_of(d, seq, nonce);
-	if (len <= QPG__AUTH_SHORT) {
+	if (len + more_len <= QPG__AUTH_SHORT) {
 		poly1305_aes_set_nonce(&d->pa, nonce);
 		poly1305_aes_update(&d->pa, len, data);
+		if (more_len)
+			poly1305_aes_update(&d->pa, more_len, more);
 		poly1305_aes_digest(&d->pa, 16, tag);
 		return 0;
 	}
@@ -178,13 +180,20 @@ int qpg__auth_tag(struct qpg__auth_dir *d, uint64_t seq, const uint8_t *data, si
 	int rc = dir_mac(d);
 	size_t outl = 0;
 	if (rc || EVP_MAC_init(d->mac, key, sizeof(key), NULL) != 1 ||
-	    EVP_MAC_update(d->mac, data, len) != 1 || EVP_MAC_final(d->mac, tag, &outl, 16) != 1 ||
-	    outl != 16) {
+	    EVP_MAC_update(d->mac, data, len) != 1 ||
+	    (more_len && EVP_MAC_update(d->mac, more, more_len) != 1) ||
+	    EVP_MAC_final(d->mac, tag, &outl, 16) != 1 || outl != 16) {
 		d->broken = 1;
 		rc = rc ? rc : -EIO;
 	}
 	OPENSSL_cleanse(key, sizeof(key));
 	return rc;
+}
+
+int qpg__auth_tag(struct qpg__auth_dir *d, uint64_t seq, const uint8_t *data, size_t len,
+		  uint8_t tag[16])
+{
+	return qpg__auth_tag2(d, seq, data, len, NULL, 0, tag);
 }
 
 int qpg__auth_verify(struct qpg__auth_dir *d, uint64_t seq, const uint8_t *data, size_t len,

@@ -69,6 +69,11 @@ void qpg__auth_free(struct qpg__auth *a);
 /* Tag DATA[0..len) for sequence SEQ into TAG[16]. */
 int qpg__auth_tag(struct qpg__auth_dir *d, uint64_t seq, const uint8_t *data, size_t len,
 		  uint8_t tag[16]);
+/* The same tag over DATA[0..len) followed by MORE[0..more_len), which need
+ * not follow it in memory (a frame whose payload ends in a value sent from
+ * where it is stored). */
+int qpg__auth_tag2(struct qpg__auth_dir *d, uint64_t seq, const uint8_t *data, size_t len,
+		   const uint8_t *more, size_t more_len, uint8_t tag[16]);
 /* 0 when TAG matches, -EBADMSG otherwise. Constant time. */
 int qpg__auth_verify(struct qpg__auth_dir *d, uint64_t seq, const uint8_t *data, size_t len,
 		     const uint8_t tag[16]);

@@ -81,6 +81,13 @@ struct qpg__transport_ops {
 	int (*conn_establish)(struct qpg__conn *c, const struct qpg_wire_params *peer);
 	/* Post a frame of LEN bytes in B; B comes back through the pool. */
 	int (*send)(struct qpg__conn *c, struct qpg_buf *b, size_t len);
+	/* Post a frame of B's HEAD bytes, V's bytes (V->io_len, inside
+	 * REGION, the transport's handle), then B's next TAG bytes, without
+	 * copying V's; V comes back through its release once sent (or
+	 * failed). NULL, or can_ref false for C: frames are copied whole. */
+	int (*send_ref)(struct qpg__conn *c, struct qpg_buf *b, size_t head, struct qpg_buf *v,
+			void *region, size_t tag);
+	bool (*can_ref)(const struct qpg__conn *c);
 	/* The control socket is readable after the bootstrap. */
 	void (*on_stream)(struct qpg__conn *c);
 	/* Stop traffic; busy() stays true while work is still in flight. */
@@ -152,6 +159,7 @@ struct qpg__ep_stats {
 	atomic_llong srq_posted;	/* rdma: receives on the SRQ, copied at every tick */
 	atomic_ullong recv_flushed;	/* rdma: receives a closing QP had begun, flushed back */
 	atomic_ullong rdma_msgs_in, rdma_msgs_out; /* rdma: SENDs, each of one or more frames */
+	atomic_ullong frames_by_ref;		   /* of msgs_out: a value gathered, not copied */
 	atomic_ullong handshake_ns_bucket[24];	   /* log2 buckets from 1 us */
 	atomic_ullong handshake_ns_sum;
 };

@@ -30,50 +30,111 @@ uint32_t qpg__conn_send_room(const struct qpg__conn *c)
 	return c->in_flight < depth ? depth - c->in_flight : 0;
 }
 
-int qpg__conn_send_flags(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, uint16_t flags,
-			 uint32_t payload_len)
+/* Whether C may send a frame of PAYLOAD_LEN now; if not, B (and V, a
+ * value sent by reference) go back and the reason is returned. */
+static int may_send(struct qpg__conn *c, struct qpg_buf *b, struct qpg_buf *v, uint32_t payload_len)
 {
 	struct qpg__endpoint *ep = c->ep;
-	if (c->state != QPG_CONN_ESTABLISHED) {
-		qpg_pool_put(&ep->pool, b);
-		return -ENOTCONN;
-	}
-	if (payload_len > c->max_msg && !c->oversize_next) {
-		qpg_pool_put(&ep->pool, b);
-		return -EMSGSIZE;
-	}
+	int rc = 0;
+	if (c->state != QPG_CONN_ESTABLISHED)
+		rc = -ENOTCONN;
+	else if (payload_len > c->max_msg && !c->oversize_next)
+		rc = -EMSGSIZE;
 	/* Full: a peer's reply can arrive before the ACK of our request does
 	 * (lost ACKs are only repaired by the next one), so a full send queue
 	 * is normal under loss. The caller retries on the next completion. */
-	if (qpg__conn_send_room(c) == 0) {
+	else if (qpg__conn_send_room(c) == 0)
+		rc = -EAGAIN;
+	if (rc) {
 		qpg_pool_put(&ep->pool, b);
-		return -EAGAIN;
+		qpg_pool_put(&ep->pool, v);
 	}
-	struct qpg_frame_hdr h = {QPG_WIRE_VERSION, type, flags, payload_len, c->auth.tx.seq++};
+	return rc;
+}
+
+/* Frames B's header for TYPE, FLAGS and PAYLOAD_LEN and tags header and
+ * payload: B's first HEAD payload bytes, then MORE_LEN bytes at MORE (all
+ * of it in B when MORE_LEN is 0). The tag goes right after B's HEAD bytes.
+ * 0, or the tag's failure (B and V then go back). */
+static int seal(struct qpg__conn *c, struct qpg_buf *b, struct qpg_buf *v, uint8_t type,
+		uint16_t flags, uint32_t head, const uint8_t *more, uint32_t more_len)
+{
+	struct qpg_frame_hdr h = {QPG_WIRE_VERSION, type, flags, head + more_len, c->auth.tx.seq++};
 	uint8_t *p = b->addr;
 	qpg_frame_hdr_encode(p, &h);
-	if (c->auth.enabled) {
-		uint8_t *tag = p + QPG_FRAME_HDR_LEN + payload_len;
-		int rc = qpg__auth_tag(&c->auth.tx, h.seq, p, QPG_FRAME_HDR_LEN + payload_len, tag);
-		if (rc) {
-			qpg_pool_put(&ep->pool, b);
-			return rc;
-		}
-		if (c->corrupt_next_tag) {
-			tag[0] ^= 0x80;
-			c->corrupt_next_tag = false;
-		}
+	if (!c->auth.enabled)
+		return 0;
+	uint8_t *tag = p + QPG_FRAME_HDR_LEN + head;
+	int rc =
+	    qpg__auth_tag2(&c->auth.tx, h.seq, p, QPG_FRAME_HDR_LEN + head, more, more_len, tag);
+	if (rc) {
+		qpg_pool_put(&c->ep->pool, b);
+		qpg_pool_put(&c->ep->pool, v);
+		return rc;
 	}
-	if (c->in_flight++ == 0)
-		c->progress_ns = qpg__coarse_ns();
+	if (c->corrupt_next_tag) {
+		tag[0] ^= 0x80;
+		c->corrupt_next_tag = false;
+	}
+	return 0;
+}
+
+/* The frame is sealed: count it in flight and hand it to the transport
+ * (POST's result); a failure closes C. */
+static int posted(struct qpg__conn *c, uint32_t payload_len, int rc)
+{
+	struct qpg__endpoint *ep = c->ep;
 	qpg__stat_add(&ep->stats.msgs_out, 1);
 	qpg__stat_add(&ep->stats.bytes_out, payload_len);
-	int rc = c->t->send(c, b, qpg_frame_len(payload_len, c->auth.enabled));
 	if (rc) {
 		c->in_flight--;
 		qpg__conn_close(c, QPG_ERR_QP, "send failed: %s", strerror(-rc));
 	}
 	return rc;
+}
+
+static void begin_flight(struct qpg__conn *c)
+{
+	if (c->in_flight++ == 0)
+		c->progress_ns = qpg__coarse_ns();
+}
+
+int qpg__conn_send_flags(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, uint16_t flags,
+			 uint32_t payload_len)
+{
+	int rc = may_send(c, b, NULL, payload_len);
+	if (rc || (rc = seal(c, b, NULL, type, flags, payload_len, NULL, 0)) != 0)
+		return rc;
+	begin_flight(c);
+	return posted(c, payload_len,
+		      c->t->send(c, b, qpg_frame_len(payload_len, c->auth.enabled)));
+}
+
+int qpg__conn_send_ref(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, uint16_t flags,
+		       uint32_t head, struct qpg_buf *v, void *region)
+{
+	uint32_t vlen = v->io_len, payload_len = head + vlen;
+	int rc = may_send(c, b, v, payload_len);
+	if (rc)
+		return rc;
+	if (!region || !c->t->send_ref || !c->t->can_ref(c)) {
+		/* Copied whole: the value lands after the head, and V goes
+		 * back at once. */
+		memcpy((uint8_t *)b->addr + QPG_FRAME_HDR_LEN + head, v->addr, vlen);
+		qpg_pool_put(&c->ep->pool, v);
+		if ((rc = seal(c, b, NULL, type, flags, payload_len, NULL, 0)) != 0)
+			return rc;
+		begin_flight(c);
+		return posted(c, payload_len,
+			      c->t->send(c, b, qpg_frame_len(payload_len, c->auth.enabled)));
+	}
+	if ((rc = seal(c, b, v, type, flags, head, v->addr, vlen)) != 0)
+		return rc;
+	begin_flight(c);
+	qpg__stat_add(&c->ep->stats.frames_by_ref, 1);
+	return posted(c, payload_len,
+		      c->t->send_ref(c, b, QPG_FRAME_HDR_LEN + head, v, region,
+				     c->auth.enabled ? QPG_FRAME_TAG_LEN : 0));
 }
 
 /* One-sided work requests are in flight like sends until they complete. */

@@ -16,6 +16,14 @@ struct qpg__conn;
 /* Frame B (payload already at qpg__frame_payload(B)) and send it. */
 int qpg__conn_send(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, uint32_t payload_len);
 /* The same with frame FLAGS (QPG_FRAME_FLAG_MORE: more replies follow). */
+/* As qpg__conn_send_flags, with the payload's HEAD bytes in B followed by
+ * V's V->io_len bytes, which lie in REGION (a region's transport handle;
+ * NULL: copy them). Where the transport gathers (rdma), V's bytes are not
+ * copied and V goes back through its release when the SEND completes;
+ * elsewhere they are copied into B and V goes back at once. Either way V
+ * has gone back by the time of an error. */
+int qpg__conn_send_ref(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, uint16_t flags,
+		       uint32_t head, struct qpg_buf *v, void *region);
 int qpg__conn_send_flags(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, uint16_t flags,
 			 uint32_t payload_len);
 /* The send queue depth a connection's data path is created with, and the

@@ -210,6 +210,10 @@ int qpg_server_prometheus(struct qpg_server *s, char **out, size_t *len)
 	       "rdma: SENDs, by direction; each carries one or more of the messages above.");
 	fprintf(f, "qpgate_rdma_sends_total{direction=\"in\"} %llu\n", st.rdma_sends_in);
 	fprintf(f, "qpgate_rdma_sends_total{direction=\"out\"} %llu\n", st.rdma_sends_out);
+	header(f, "qpgate_messages_by_reference_total", "counter",
+	       "rdma: sent messages whose value the SEND gathered from where the service keeps it, "
+	       "without a copy.");
+	fprintf(f, "qpgate_messages_by_reference_total %llu\n", st.msgs_by_ref);
 	header(f, "qpgate_message_bytes_total", "counter", "Message payload bytes, by direction.");
 	fprintf(f, "qpgate_message_bytes_total{direction=\"in\"} %llu\n", st.bytes_in);
 	fprintf(f, "qpgate_message_bytes_total{direction=\"out\"} %llu\n", st.bytes_out);

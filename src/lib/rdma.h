@@ -61,17 +61,32 @@ struct rdma_window {
 	bool revoking;
 };
 
+/* Scatter entries of a gathered SEND: the first slot's bytes, and for each
+ * frame sent by reference its value and the slot's bytes after it (its tag,
+ * the next frames' heads), so a message carries up to three values without
+ * copying them: at 16 KiB messages, three 4 KiB GETs' replies. On rxe a
+ * send queue entry of 8 scatter entries is no larger than one of 128 inline
+ * bytes (below), so the QP costs no more memory. */
+#define QPG__RDMA_SEND_SGE 8
+
 struct rdma_conn {
 	struct qpg__conn base;
 	struct ibv_qp *qp;
 	struct rdma_window *windows, *free_windows;
 	uint32_t credits;	  /* this connection's share of rdma_ep.credits */
 	uint32_t max_inline;	  /* sends up to this long go inline (0: none) */
+	uint32_t max_sge;	  /* scatter entries its QP's work requests may have */
 	struct rdma_qp_caps caps; /* what its QP was asked for */
 	/* The message being gathered (rdma_send.c): frames sent in one
-	 * batch of the loop go to the peer as one SEND. */
-	struct qpg_buf *msg;
+	 * batch of the loop go to the peer as one SEND. MSG is its first
+	 * frame's slot, which the later frames' bytes are copied into; a
+	 * frame sent by reference adds its value as a scatter entry of its
+	 * own, chained to MSG (MSG_TAIL: the chain's last) until the SEND
+	 * completes. */
+	struct qpg_buf *msg, *msg_tail;
 	uint32_t msg_len, msg_frames;
+	uint32_t msg_used; /* bytes of MSG's slot taken */
+	uint32_t msg_refs; /* values chained to MSG */
 	/* On rdma_ep.unposted while msg is set: the next, and the pointer
 	 * that points at this one (so it leaves the list in constant time). */
 	struct rdma_conn *next_unposted, **pprev_unposted;
@@ -124,6 +139,13 @@ void qpg__rdma_spare_fini(struct rdma_spares *s, struct qpg__ep_stats *st);
  * after the batch of completions or the loop's turn that sent it, or
  * before anything else C posts. */
 int qpg__rdma_send(struct qpg__conn *c, struct qpg_buf *b, size_t len);
+/* Sends a frame whose HEAD bytes in B are followed on the wire by V's
+ * bytes (in REGION, an MR of the endpoint's PD) and then by B's next TAG
+ * bytes. V comes back through its release once the SEND completes.
+ * Only where qpg__rdma_can_ref. */
+int qpg__rdma_send_ref(struct qpg__conn *c, struct qpg_buf *b, size_t head, struct qpg_buf *v,
+		       void *region, size_t tag);
+bool qpg__rdma_can_ref(const struct qpg__conn *c);
 void qpg__rdma_post_now(struct rdma_conn *rc);
 /* Every connection's gathered message, now. */
 void qpg__rdma_post_all(struct rdma_ep *r);

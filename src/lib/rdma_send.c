@@ -14,7 +14,15 @@
  * requests keep the order they were asked for in. Each frame keeps its own
  * header, sequence number and tag, and counts in flight until the
  * message's completion. A connection is on rdma_ep.unposted exactly while
- * it holds a message. */
+ * it holds a message.
+ *
+ * A frame sent by reference (qpg__rdma_send_ref: a KV reply whose value is
+ * sent from the store's registered memory) has its head and tag copied
+ * into the message's slot like any frame, and its value gathered from
+ * where it lies as a scatter entry of its own: the value is chained to the
+ * message's slot, its offset in the slot's bytes (where it goes between
+ * them) in its cookie, and is given back through its release when the
+ * message completes or fails. */
 #include <errno.h>
 #include <string.h>
 
@@ -51,6 +59,26 @@ static void enlist(struct rdma_ep *r, struct rdma_conn *rc)
 	rc->pprev_unposted = &r->unposted;
 }
 
+/* The message's scatter list into SGE: its slot's bytes, cut where each
+ * chained value goes between them. The count. */
+static int scatter(const struct rdma_conn *rc, struct ibv_sge sge[QPG__RDMA_SEND_SGE])
+{
+	const struct qpg_buf *b = rc->msg;
+	uint32_t from = 0;
+	int n = 0;
+	for (const struct qpg_buf *v = b->chain; v; v = v->chain) {
+		uint32_t at = (uint32_t)v->cookie;
+		if (at > from)
+			sge[n++] = (struct ibv_sge){(uintptr_t)b->addr + from, at - from, b->lkey};
+		sge[n++] = (struct ibv_sge){(uintptr_t)v->addr, v->io_len, v->lkey};
+		from = at;
+	}
+	if (rc->msg_used > from)
+		sge[n++] =
+		    (struct ibv_sge){(uintptr_t)b->addr + from, rc->msg_used - from, b->lkey};
+	return n;
+}
+
 /* Posts RC's message (nothing if it has none). A failed post fails its
  * frames as a failed completion would, which closes the connection. */
 static void post(struct rdma_conn *rc)
@@ -60,15 +88,16 @@ static void post(struct rdma_conn *rc)
 		return;
 	struct qpg__conn *c = &rc->base;
 	uint32_t len = rc->msg_len, frames = rc->msg_frames;
-	rc->msg = NULL;
+	struct ibv_sge sge[QPG__RDMA_SEND_SGE];
+	int nsge = scatter(rc, sge);
+	rc->msg = rc->msg_tail = NULL;
 	b->io_len = frames;
-	struct ibv_sge sge = {(uintptr_t)b->addr, len, b->lkey};
 	/* Still signaled when inline: the completion is what ends the send
 	 * (in flight, the progress deadline) and gives the buffer back. */
 	unsigned flags = IBV_SEND_SIGNALED | (len <= rc->max_inline ? IBV_SEND_INLINE : 0);
 	struct ibv_send_wr wr = {.wr_id = wr_id_of(b, WR_BUF),
-				 .sg_list = &sge,
-				 .num_sge = 1,
+				 .sg_list = sge,
+				 .num_sge = nsge,
 				 .opcode = IBV_WR_SEND,
 				 .send_flags = flags},
 			   *bad;
@@ -77,7 +106,7 @@ static void post(struct rdma_conn *rc)
 		qpg__stat_add(&c->ep->stats.rdma_msgs_out, 1);
 		return;
 	}
-	qpg_pool_put(&c->ep->pool, b);
+	qpg_pool_put(&c->ep->pool, b); /* and the values chained to it */
 	for (uint32_t i = 0; i < frames; i++)
 		qpg__conn_on_sent(c, false, strerror(err));
 }
@@ -105,31 +134,99 @@ static void post_all(struct qpg__loop *l)
 	qpg__rdma_post_all(((struct qpg__endpoint *)l->owner)->tep);
 }
 
+/* Appends LEN bytes at P to RC's message slot. */
+static void append(struct rdma_conn *rc, const void *p, uint32_t len)
+{
+	memcpy((uint8_t *)rc->msg->addr + rc->msg_used, p, len);
+	rc->msg_used += len;
+	rc->msg_len += len;
+}
+
+/* Whether RC's message has room for a frame of BYTES on the wire, COPIED of
+ * them into its slot, and REFS more values. */
+static bool fits(const struct rdma_conn *rc, size_t room, size_t bytes, size_t copied,
+		 uint32_t refs)
+{
+	return rc->msg && rc->msg_len + bytes <= room && rc->msg_used + copied <= rc->msg->len &&
+	       1 + 2 * (rc->msg_refs + refs) <= rc->max_sge;
+}
+
+/* Starts RC's message with B, LEN bytes of its slot taken (after posting
+ * the one it held). False when that post failed and closed C. */
+static bool begin(struct qpg__conn *c, struct rdma_conn *rc, struct qpg_buf *b, uint32_t len)
+{
+	if (rc->msg)
+		qpg__rdma_post_now(rc);
+	if (c->state != QPG_CONN_ESTABLISHED)
+		return false;
+	b->chain = NULL;
+	rc->msg = rc->msg_tail = b;
+	rc->msg_len = rc->msg_used = len;
+	rc->msg_frames = 1;
+	rc->msg_refs = 0;
+	enlist(c->ep->tep, rc);
+	return true;
+}
+
+/* Chains value V to RC's message, at the slot's present end. */
+static void chain(struct rdma_conn *rc, struct qpg_buf *v)
+{
+	v->cookie = rc->msg_used;
+	v->chain = NULL;
+	rc->msg_tail->chain = v;
+	rc->msg_tail = v;
+	rc->msg_refs++;
+	rc->msg_len += v->io_len;
+}
+
 int qpg__rdma_send(struct qpg__conn *c, struct qpg_buf *b, size_t len)
 {
 	struct rdma_conn *rc = to_rdma(c);
-	struct rdma_ep *r = c->ep->tep;
 	b->owner = c;
 	/* What one frame of the agreed size takes: the peer's receives hold
 	 * at least that. */
 	size_t room = qpg_frame_len(c->max_msg, c->auth.enabled);
-	if (rc->msg && rc->msg_len + len <= room) {
-		memcpy((uint8_t *)rc->msg->addr + rc->msg_len, b->addr, len);
-		rc->msg_len += (uint32_t)len;
+	if (fits(rc, room, len, len, 0)) {
+		append(rc, b->addr, (uint32_t)len);
 		rc->msg_frames++;
 		qpg_pool_put(&c->ep->pool, b);
 		return 0;
 	}
-	if (rc->msg)
-		qpg__rdma_post_now(rc);
-	if (c->state != QPG_CONN_ESTABLISHED) { /* that post failed and closed C */
+	if (!begin(c, rc, b, (uint32_t)len)) {
 		qpg_pool_put(&c->ep->pool, b);
 		return -ENOTCONN;
 	}
-	rc->msg = b;
-	rc->msg_len = (uint32_t)len;
-	rc->msg_frames = 1;
-	enlist(r, rc);
+	return 0;
+}
+
+bool qpg__rdma_can_ref(const struct qpg__conn *c)
+{
+	return to_rdma((struct qpg__conn *)c)->max_sge >= 3;
+}
+
+int qpg__rdma_send_ref(struct qpg__conn *c, struct qpg_buf *b, size_t head, struct qpg_buf *v,
+		       void *region, size_t tag)
+{
+	struct rdma_conn *rc = to_rdma(c);
+	b->owner = c;
+	v->lkey = ((struct ibv_mr *)region)->lkey;
+	size_t room = qpg_frame_len(c->max_msg, c->auth.enabled);
+	if (fits(rc, room, head + v->io_len + tag, head + tag, 1)) {
+		append(rc, b->addr, (uint32_t)head);
+		chain(rc, v);
+		append(rc, (uint8_t *)b->addr + head, (uint32_t)tag);
+		rc->msg_frames++;
+		qpg_pool_put(&c->ep->pool, b);
+		return 0;
+	}
+	if (!begin(c, rc, b, (uint32_t)head)) {
+		qpg_pool_put(&c->ep->pool, b);
+		qpg_pool_put(&c->ep->pool, v);
+		return -ENOTCONN;
+	}
+	chain(rc, v);
+	rc->msg_used += (uint32_t)tag; /* already in place, after the head */
+	rc->msg_len += (uint32_t)tag;
 	return 0;
 }
 
@@ -143,8 +240,8 @@ void qpg__rdma_send_drop(struct rdma_conn *rc)
 	struct qpg__conn *c = &rc->base;
 	unlist(rc);
 	uint32_t frames = rc->msg_frames;
-	rc->msg = NULL;
-	qpg_pool_put(&c->ep->pool, b);
+	rc->msg = rc->msg_tail = NULL;
+	qpg_pool_put(&c->ep->pool, b); /* and the values chained to it */
 	c->in_flight -= frames; /* as their flushes would have */
 }
 

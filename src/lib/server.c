@@ -518,6 +518,7 @@ void qpg_server_stats(struct qpg_server *s, struct qpg_server_stats *out)
 		out->rdma_sends_in += ld(&st->rdma_msgs_in);
 		out->rdma_sends_out += ld(&st->rdma_msgs_out);
 		out->tls_tickets += ld(&st->tls_tickets);
+		out->msgs_by_ref += ld(&st->frames_by_ref);
 	}
 	out->refused_pending = ld(&s->refused_pending);
 	out->refused_per_peer = ld(&s->refused_per_peer);

@@ -109,6 +109,15 @@ int qpg_conn_send(struct qpg_conn *c, struct qpg_buf *b, uint8_t type, uint16_t 
 	return qpg__conn_send_flags(core(c), b, type, flags, len);
 }
 
+int qpg_conn_send_ref(struct qpg_conn *c, struct qpg_buf *b, uint8_t type, uint16_t flags,
+		      uint32_t head_len, struct qpg_region *r, struct qpg_buf *value)
+{
+	struct qpg__conn *cc = core(c);
+	value->chain = NULL;
+	return qpg__conn_send_ref(cc, b, type, flags, head_len, value,
+				  r && r->t == cc->t ? r->handle : NULL);
+}
+
 void qpg_conn_close(struct qpg_conn *c, enum qpg_err_class err, const char *fmt, ...)
 {
 	char why[256];

@@ -331,10 +331,12 @@ static int rdma_conn_prepare(struct qpg__conn *c, struct qpg_wire_params *local)
 	o.srq = r->srq;
 	o.max_send_wr = qpg__conn_send_depth(c);
 	o.max_inline = QPG__RDMA_INLINE;
-	/* Only a client READs: a server's QPs keep one scatter entry. */
-	if (!c->is_server)
-		o.max_send_sge =
-		    (uint32_t)QPG_MAX(1, QPG_MIN(QPG__RDMA_READ_SGE, ep->dev->max_sge_rd));
+	/* A client's READs scatter into up to READ_SGE slots; anyone's SEND
+	 * gathers up to SEND_SGE entries (rdma_send.c). max_sge_rd is at
+	 * most the device's max_sge. */
+	o.max_send_sge = (uint32_t)QPG_MAX(
+	    1, QPG_MIN(QPG_MAX(c->is_server ? 1 : QPG__RDMA_READ_SGE, QPG__RDMA_SEND_SGE),
+		       ep->dev->max_sge_rd));
 	rc->caps = (struct rdma_qp_caps){o.max_send_wr, o.max_inline, o.max_send_sge};
 	struct rdma_spare sp;
 	if (qpg__rdma_spare_take(&r->spares, &rc->caps, &sp)) {
@@ -349,6 +351,7 @@ static int rdma_conn_prepare(struct qpg__conn *c, struct qpg_wire_params *local)
 		atomic_fetch_add_explicit(&ep->stats.qps_created, 1, memory_order_relaxed);
 	}
 	rc->max_inline = o.max_inline;
+	rc->max_sge = o.max_send_sge;
 	c->read_slots = (uint8_t)QPG_MAX(1, o.max_send_sge);
 	qpg__phase_end(c, QPG_PHASE_QP_CREATE);
 	/* Remote access on the QP only lets peers use windows granted to it;
@@ -566,6 +569,8 @@ const struct qpg__transport_ops qpg__transport_rdma = {
     .conn_prepare = rdma_conn_prepare,
     .conn_establish = rdma_conn_establish,
     .send = qpg__rdma_send,
+    .send_ref = qpg__rdma_send_ref,
+    .can_ref = qpg__rdma_can_ref,
     .on_stream = rdma_on_stream,
     .conn_shutdown = rdma_conn_shutdown,
     .conn_busy = rdma_conn_busy,

@@ -46,6 +46,8 @@ check "metrics: 2 PUTs and 2 GETs ok, 1 DEL, 2 GETs not found" eval 'kvm "qpgate
 check "metrics: 2 hits, 2 misses" eval 'kvm "qpgate_kv_gets_total{result=\"hit\"}" 2 && kvm "qpgate_kv_gets_total{result=\"miss\"}" 2'
 check "metrics: value bytes in and out are 4096 + 1 MiB each" eval 'kvm "qpgate_kv_value_bytes_total{direction=\"in\"}" 1052672 &&
 	kvm "qpgate_kv_value_bytes_total{direction=\"out\"}" 1052672'
+[ "$transport" = tcp ] && check "over tcp each value is copied into its TLS records: 0 frames by reference" \
+	kvm qpgate_messages_by_reference_total 0
 check "metrics: one key left, its 1 MiB block used" eval 'kvm qpgate_kv_keys 1 && kvm "qpgate_kv_store_bytes{state=\"used\"}" 1048576'
 check "values digested with SHA-512/256, as asked (log and metrics)" eval 'grep -q "values digested with sha512-256\$" "$work/server.log" &&
 	kvm "qpgate_kv_digest_info{digest=\"sha512-256\"}" 1'
@@ -106,10 +108,16 @@ check "metrics: the watermarks, 95% and 90% of 4 MiB" eval 'curl -fsS "http://12
 # Four times the store, while 2 readers stream a 1 MiB value that
 # eviction wants: no PUT refused, the newest read back verified, and no
 # GET that answers ok is torn (a reader may miss once its key is gone).
+# Over rdma the second reader insists on two-sided GETs, whose frames the
+# server sends from the value where it is stored (by reference): the value
+# must outlive every SEND in flight, or a PUT that reuses its space changes
+# the bytes under a frame already tagged, and the frame fails its tag.
 kv put hot 1M 77 >/dev/null 2>&1
 rd=()
 for r in 1 2; do
-	(for _ in $(seq 1 12); do kv get hot 1M 77 2>&1; done) >"$work/reader$r.out" &
+	how=()
+	[ "$transport" = rdma ] && [ $r = 2 ] && how=(--two-sided)
+	(for _ in $(seq 1 12); do kvf "${how[@]}" -- get hot 1M 77 2>&1; done) >"$work/reader$r.out" &
 	rd+=($!)
 done
 cmds=()
@@ -119,10 +127,12 @@ for p in "${rd[@]}"; do wait "$p" || true; done
 full=$(grep -c 'store full' <<<"$out")
 ok=$(cat "$work"/reader*.out | grep -c '^GET hot: ok, .*verified')
 torn=$(cat "$work"/reader*.out | grep -c 'MISMATCH')
+cut=$(cat "$work"/reader*.out | grep -c 'connection failed')
 check "64 PUTs of 256 KiB (4x the store) beside 2 readers: none refused ($full 'store full')" [ "$full" -eq 0 ]
 check "the newest read back verified" eval 'grep -q "^GET four64: ok, .*verified" <<<"$out" &&
 	grep -q "^GET four63: ok, .*verified" <<<"$out"'
 check "the readers' GETs: none torn ($ok of 24 verified, the rest missed once evicted; $torn mismatches)" [ "$torn" -eq 0 ]
+check "... and no reader's connection failed ($cut; a frame that failed its tag would)" [ "$cut" -eq 0 ]
 for i in $(seq 1 64); do echo del; echo "four$i"; done | xargs "$bin/qpgate-kv" --synthetic --transport "$transport" \
 	--ca "$work/ca.crt" -p "$port" 127.0.0.1 localhost >/dev/null 2>&1
 kv del hot >/dev/null 2>&1
@@ -161,10 +171,16 @@ if [ "$transport" = rdma ]; then
 	# Left to the server (the default), 1 MiB comes by READ (delivered
 	# whole, after its digest check) and 4 KiB is sent; --two-sided gets
 	# 1 MiB in 129 frames.
+	byref0=$(curl -fsS "http://127.0.0.1:$mport/metrics" | sed -n 's/^qpgate_messages_by_reference_total //p')
 	out=$(kv get os1m 1M 22 get os4k 4096 21 2>&1; kvf --two-sided -- get os1m 1M 22 2>&1)
 	sed 's/^/  /' <<<"$out"
 	check "by default, 1 MiB by READ and 4 KiB sent, both verified; forced two-sided too" \
 		[ "$(grep -Ec '^GET os1m: ok, 1048576 bytes in 1 chunk,.*verified|^GET os4k: ok, 4096 bytes in 1 chunk,.*verified|^GET os1m: ok, 1048576 bytes in 129 chunks.*verified' <<<"$out")" -eq 3 ]
+	# Those sent values went from the store itself, gathered by each SEND
+	# (qpg_conn_send_ref): 4 KiB in one frame, 1 MiB in 129.
+	byref=$(curl -fsS "http://127.0.0.1:$mport/metrics" | sed -n 's/^qpgate_messages_by_reference_total //p')
+	check "sent values were gathered from the store, not copied: $((byref - byref0)) frames by reference, of 130" \
+		[ "$((byref - byref0))" -eq 130 ]
 
 	# Reads outside the grant must fail, and nobody else may notice.
 	kv put other 64K 31 >/dev/null 2>&1

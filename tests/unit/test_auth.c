@@ -301,8 +301,51 @@ static void test_every_length_matches_evp(void **state)
 	free(msg);
 }
 
+/* A frame sent by reference is tagged in two pieces (its head, then its
+ * value from where it lies): at every length, on either side of the 512-byte
+ * switch, and at every cut (block edges and off them), the tag is the one
+ * over the whole frame, so the receiver, which checks one piece, accepts
+ * it; and one changed byte of the second piece changes it. */
+static void test_tag_in_two_pieces_is_the_whole_frames(void **state)
+{
+	static const size_t lens[] = {1, 17, 48, 511, 512, 513, 4096 + 32, 16384 + 32};
+	enum { MAX = 16384 + 32 };
+	uint8_t *msg = malloc(MAX);
+	assert_non_null(msg);
+	for (size_t i = 0; i < MAX; i++)
+		msg[i] = (uint8_t)(i * 7 + (i >> 9));
+	struct qpg__auth a;
+	assert_int_equal(qpg__auth_init_raw(&a, k1, s1, k2, s2), 0);
+	uint8_t whole[16], split[16];
+	unsigned checked = 0;
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		size_t len = lens[i];
+		assert_int_equal(qpg__auth_tag(&a.tx, 42 + i, msg, len, whole), 0);
+		const size_t cuts[] = {0, 1, 15, 16, 32, 33, len / 2, len - 1, len};
+		for (size_t k = 0; k < sizeof(cuts) / sizeof(cuts[0]); k++) {
+			size_t cut = cuts[k] > len ? len : cuts[k];
+			assert_int_equal(
+			    qpg__auth_tag2(&a.tx, 42 + i, msg, cut, msg + cut, len - cut, split),
+			    0);
+			assert_memory_equal(split, whole, 16);
+			checked++;
+		}
+		if (len > 33) {
+			msg[len - 1] ^= 1;
+			assert_int_equal(
+			    qpg__auth_tag2(&a.tx, 42 + i, msg, 32, msg + 32, len - 32, split), 0);
+			assert_memory_not_equal(split, whole, 16);
+			msg[len - 1] ^= 1;
+		}
+	}
+	assert_int_equal(checked, 8 * 9);
+	qpg__auth_free(&a);
+	free(msg);
+}
+
 QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_tag_verifies_and_binds_seq_and_bytes),
 	      cmocka_unit_test(test_session_qps_have_their_own_keys),
 	      cmocka_unit_test(test_member_keys_are_hkdf_expand),
 	      cmocka_unit_test(test_poly1305_is_rfc8439), cmocka_unit_test(test_tags_match_evp),
-	      cmocka_unit_test(test_every_length_matches_evp))
+	      cmocka_unit_test(test_every_length_matches_evp),
+	      cmocka_unit_test(test_tag_in_two_pieces_is_the_whole_frames))

@@ -10,6 +10,7 @@
 #include <openssl/evp.h>
 
 #include "kv_digest.h"
+#include "kv_ref.h"
 #include "kv_store.h"
 #include "qpgate/kv.h"
 
@@ -555,6 +556,57 @@ static void test_store_reader_keeps_value(void **st)
 	qpg__kv_store_fini(&s);
 }
 
+static int regions_closed;
+static void count_close(void *region)
+{
+	(void)region;
+	regions_closed++;
+}
+
+/* A reply's chunk lent to a send (kv_ref.c) keeps its value: the GET's own
+ * reference goes (its job is done once the last chunk is queued) and the
+ * key is deleted while the SEND is in flight, and the value's block is
+ * neither given to the PUTs that want it nor its region closed, so the
+ * bytes the frame's tag was computed over are the bytes the device reads.
+ * When the send gives the loan back, the block and region go. Short chunks
+ * and values without a region are not lent (copied instead). */
+static void test_lent_chunk_keeps_its_value(void **st)
+{
+	struct qpg__kv_store s;
+	assert_int_equal(qpg__kv_store_init(&s, 64 << 10, 16 << 10), 0); /* 8 blocks of 8 KiB */
+	s.evict = false;
+	s.region_close = count_close;
+	regions_closed = 0;
+	assert_int_equal(put(&s, "k", "A", 8192), QPG__KVS_OK);
+	struct qpg__kv_value *v = qpg__kv_get(&s, NULL, (const uint8_t *)"k", 1);
+	assert_non_null(v);
+	assert_null(qpg__kv_ref_new(&s, v, 0, 4096)); /* no region: copied */
+	v->region = &s;				      /* as the service's opened region */
+	assert_null(qpg__kv_ref_new(&s, v, 0, QPG__KV_REF_MIN - 1));
+	struct qpg_buf *lent = qpg__kv_ref_new(&s, v, 4096, 4096);
+	assert_non_null(lent);
+	assert_ptr_equal(lent->addr, qpg__kv_data(&s, v) + 4096);
+	assert_int_equal(lent->io_len, 4096);
+	qpg__kv_release(&s, v); /* the GET's job, popped */
+	assert_int_equal(qpg__kv_del(&s, NULL, (const uint8_t *)"k", 1), QPG__KVS_OK);
+	int stored = 0;
+	for (int i = 0; i < 8; i++) {
+		char key[8];
+		snprintf(key, sizeof(key), "o%d", i);
+		stored += put(&s, key, "B", 8192) == QPG__KVS_OK;
+	}
+	assert_int_equal(stored, 7); /* its block still lent */
+	const uint8_t *p = lent->addr;
+	for (uint32_t i = 0; i < 4096; i++)
+		if (p[i] != 'A')
+			fail_msg("byte %u of the lent chunk is '%c', not 'A'", i, p[i]);
+	assert_int_equal(regions_closed, 0);
+	lent->release(lent); /* the SEND completed */
+	assert_int_equal(regions_closed, 1);
+	assert_int_equal(put(&s, "o7", "B", 8192), QPG__KVS_OK);
+	qpg__kv_store_fini(&s);
+}
+
 /* A store past 4 GiB: offsets are 64-bit. Six 1 GiB reservations (never
  * written, so they cost no memory) take all of a 6 GiB store, each at its
  * own offset; the highest is given back, and a small value then lands past
@@ -729,6 +781,7 @@ QPG_UNIT_MAIN(NULL, NULL,
 	      cmocka_unit_test(test_store_limits),
 	      cmocka_unit_test(test_store_no_fragmentation),
 	      cmocka_unit_test(test_store_reader_keeps_value),
+	      cmocka_unit_test(test_lent_chunk_keeps_its_value),
 	      cmocka_unit_test(test_store_sieve_trace),
 	      cmocka_unit_test(test_store_evicts_for_largest),
 	      cmocka_unit_test(test_store_fill_four_times),
