@@ -13,9 +13,14 @@
 #include "kv_store.h"
 #include "qpgate/verbs.h"
 
-/* Chunks shorter than this are copied: a scatter entry of their own costs
- * the device more than the copy. */
-#define QPG__KV_REF_MIN 1024
+/* Chunks shorter than this are copied. On Soft-RoCE a scatter entry costs
+ * the device a lookup of its memory region for each packet it touches: 4
+ * KiB values lent cost as much as their copies saved (4 KiB GETs, 10
+ * alternating rounds in one lab VM: 0.715 of ib_send_bw lent, 0.749
+ * copied), where 64 KiB values in 16 KiB frames lent gained 7% in GETs/s
+ * and 9% in server CPU (docs/performance.md). So a value's chunks of a
+ * default 8 KiB frame (8,176 bytes) are lent, and 4 KiB values copied. */
+#define QPG__KV_REF_MIN 6144
 
 /* LEN bytes of V from OFF, lent: a buffer (addr, io_len) whose release
  * drops the loan's reference. NULL when V has no region (no registered

@@ -580,13 +580,13 @@ static void test_lent_chunk_keeps_its_value(void **st)
 	assert_int_equal(put(&s, "k", "A", 8192), QPG__KVS_OK);
 	struct qpg__kv_value *v = qpg__kv_get(&s, NULL, (const uint8_t *)"k", 1);
 	assert_non_null(v);
-	assert_null(qpg__kv_ref_new(&s, v, 0, 4096)); /* no region: copied */
+	assert_null(qpg__kv_ref_new(&s, v, 0, 8192)); /* no region: copied */
 	v->region = &s;				      /* as the service's opened region */
 	assert_null(qpg__kv_ref_new(&s, v, 0, QPG__KV_REF_MIN - 1));
-	struct qpg_buf *lent = qpg__kv_ref_new(&s, v, 4096, 4096);
+	struct qpg_buf *lent = qpg__kv_ref_new(&s, v, 1024, 7168);
 	assert_non_null(lent);
-	assert_ptr_equal(lent->addr, qpg__kv_data(&s, v) + 4096);
-	assert_int_equal(lent->io_len, 4096);
+	assert_ptr_equal(lent->addr, qpg__kv_data(&s, v) + 1024);
+	assert_int_equal(lent->io_len, 7168);
 	qpg__kv_release(&s, v); /* the GET's job, popped */
 	assert_int_equal(qpg__kv_del(&s, NULL, (const uint8_t *)"k", 1), QPG__KVS_OK);
 	int stored = 0;
@@ -597,7 +597,7 @@ static void test_lent_chunk_keeps_its_value(void **st)
 	}
 	assert_int_equal(stored, 7); /* its block still lent */
 	const uint8_t *p = lent->addr;
-	for (uint32_t i = 0; i < 4096; i++)
+	for (uint32_t i = 0; i < 7168; i++)
 		if (p[i] != 'A')
 			fail_msg("byte %u of the lent chunk is '%c', not 'A'", i, p[i]);
 	assert_int_equal(regions_closed, 0);
