@@ -15,7 +15,7 @@
 
 /* Chunks shorter than this are copied. On Soft-RoCE a scatter entry costs
  * the device a lookup of its memory region for each packet it touches: 4
- * KiB values lent cost as much as their copies saved (4 KiB GETs, 10
+ * KiB values lent cost as much as their copies saved (4 KiB GETs, 9
  * alternating rounds in one lab VM: 0.715 of ib_send_bw lent, 0.749
  * copied), where 64 KiB values in 16 KiB frames lent gained 7% in GETs/s
  * and 9% in server CPU (docs/performance.md). So a value's chunks of a
