@@ -10,9 +10,11 @@
     async with qpgate.AsyncKVPool(...) as kv:
         await asyncio.gather(*(kv.get(k) for k in keys))
 """
+from ._async import AsyncKVPool
 from ._errors import (ConnectionError, CorruptValue, Error, KeyTooLarge, OverQuota,
                       StoreFull, Unavailable, ValueTooLarge)
-from ._pool import MAX_KEY, AsyncKVPool, KVPool
+from ._pool import MAX_KEY
+from ._sync import KVPool
 
 __all__ = ["KVPool", "AsyncKVPool", "Error", "ConnectionError", "KeyTooLarge", "ValueTooLarge",
            "StoreFull", "OverQuota", "Unavailable", "CorruptValue", "MAX_KEY"]
