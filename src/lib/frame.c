@@ -114,8 +114,14 @@ int qpg__conn_send_ref(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, uin
 		       uint32_t head, struct qpg_buf *v, void *region)
 {
 	uint32_t vlen = v->io_len, payload_len = head + vlen;
-	int rc = may_send(c, b, v, payload_len);
-	if (rc)
+	/* (No oversize test hook here: the value would not fit B's slot.) */
+	int rc = vlen > c->max_msg || head > c->max_msg - vlen ? -EMSGSIZE : 0;
+	if (rc) {
+		qpg_pool_put(&c->ep->pool, b);
+		qpg_pool_put(&c->ep->pool, v);
+		return rc;
+	}
+	if ((rc = may_send(c, b, v, payload_len)) != 0)
 		return rc;
 	if (!region || !c->t->send_ref || !c->t->can_ref(c)) {
 		/* Copied whole: the value lands after the head, and V goes
