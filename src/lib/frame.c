@@ -128,11 +128,7 @@ int qpg__conn_send_ref(struct qpg__conn *c, struct qpg_buf *b, uint8_t type, uin
 		 * back at once. */
 		memcpy((uint8_t *)b->addr + QPG_FRAME_HDR_LEN + head, v->addr, vlen);
 		qpg_pool_put(&c->ep->pool, v);
-		if ((rc = seal(c, b, NULL, type, flags, payload_len, NULL, 0)) != 0)
-			return rc;
-		begin_flight(c);
-		return posted(c, payload_len,
-			      c->t->send(c, b, qpg_frame_len(payload_len, c->auth.enabled)));
+		return qpg__conn_send_flags(c, b, type, flags, payload_len);
 	}
 	if ((rc = seal(c, b, v, type, flags, head, v->addr, vlen)) != 0)
 		return rc;
