@@ -6,6 +6,7 @@
  * the rdma transport calls (qpg__conn_on_message), driven here on a real
  * client connection over tcp to an echo server on loopback, keyed with
  * tags as an rdma connection is (tcp frames carry none). */
+#include <errno.h>
 #include <string.h>
 
 #include "unit.h"
@@ -99,6 +100,78 @@ static void forged_frame_stops_the_message(void **state)
 	qpg_client_destroy(cl);
 }
 
+static uint8_t echoed[256];
+static uint32_t echoed_len;
+static int releases;
+
+static void on_echo(struct qpg_client_conn *c, void *user, uint8_t type, const uint8_t *p,
+		    uint32_t len)
+{
+	(void)c;
+	(void)type;
+	((struct qpg_loopback_conn *)user)->replies++;
+	echoed_len = len < sizeof(echoed) ? len : (uint32_t)sizeof(echoed);
+	memcpy(echoed, p, echoed_len);
+}
+
+static void count_release(struct qpg_buf *b)
+{
+	(void)b;
+	releases++;
+}
+
+/* A frame whose payload ends in lent bytes (qpg__conn_send_ref) where the
+ * transport cannot gather them (tcp, or no region): they are copied into
+ * the frame at once and given back through their release, once, before the
+ * call returns; the peer gets head and value as one payload (the echo
+ * brings back the copy, not the buffer changed afterwards). A payload over
+ * max_msg is refused, and the value given back too. */
+static void lent_value_copied_where_it_cannot_be_gathered(void **state)
+{
+	(void)state;
+	struct qpg_client_opts o;
+	qpg_loopback_client_opts(&qpg_lb, &o);
+	o.connect_attempts = 1;
+	struct qpg_client_cbs cbs = qpg_loopback_cbs;
+	cbs.reply = on_echo;
+	struct qpg_client *cl;
+	char err[256];
+	assert_int_equal(qpg_client_create(&cl, &o, &cbs, err, sizeof(err)), 0);
+	struct qpg_loopback_conn k = {0};
+	assert_int_equal(qpg_client_connect(cl, &k, &k.c), 0);
+	RUN_UNTIL(cl, k.up);
+	assert_int_equal(k.up, 1);
+	struct qpg__conn *c = qpg__client_test_conn(k.c);
+	uint8_t value[100], want[108];
+	for (int i = 0; i < 100; i++)
+		value[i] = (uint8_t)(i * 7 + 1);
+	memcpy(want, "head1234", 8);
+	memcpy(want + 8, value, 100);
+	struct qpg_buf v = {.addr = value, .len = 100, .io_len = 100, .release = count_release};
+	struct qpg_buf *b = qpg_pool_get(&c->ep->pool);
+	assert_non_null(b);
+	memcpy((uint8_t *)b->addr + QPG_FRAME_HDR_LEN, "head1234", 8);
+	releases = 0;
+	k.c->outstanding++; /* as a request the client made */
+	assert_int_equal(qpg__conn_send_ref(c, b, QPG_FRAME_ECHO_REQ, 0, 8, &v, NULL), 0);
+	assert_int_equal(releases, 1);
+	memset(value, 0, sizeof(value));
+	RUN_UNTIL(cl, k.replies == 1);
+	assert_int_equal(k.replies, 1);
+	assert_int_equal(echoed_len, 108);
+	assert_memory_equal(echoed, want, 108);
+	v.io_len = c->max_msg; /* with the 8-byte head, over max_msg */
+	b = qpg_pool_get(&c->ep->pool);
+	assert_non_null(b);
+	assert_int_equal(qpg__conn_send_ref(c, b, QPG_FRAME_ECHO_REQ, 0, 8, &v, NULL), -EMSGSIZE);
+	assert_int_equal(releases, 2);
+	assert_int_equal(k.closed, 0);
+	qpg_client_close(k.c);
+	RUN_UNTIL(cl, k.closed);
+	qpg_client_destroy(cl);
+}
+
 QPG_UNIT_MAIN(qpg_loopback_group_start, qpg_loopback_group_stop,
 	      cmocka_unit_test(all_frames_of_a_message_delivered),
-	      cmocka_unit_test(forged_frame_stops_the_message))
+	      cmocka_unit_test(forged_frame_stops_the_message),
+	      cmocka_unit_test(lent_value_copied_where_it_cannot_be_gathered))
