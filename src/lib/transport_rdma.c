@@ -352,7 +352,10 @@ static int rdma_conn_prepare(struct qpg__conn *c, struct qpg_wire_params *local)
 	}
 	rc->max_inline = o.max_inline;
 	rc->max_sge = o.max_send_sge;
-	c->read_slots = (uint8_t)QPG_MAX(1, o.max_send_sge);
+	/* A READ's chain stays within READ_SGE slots (qpg_conn_info's
+	 * read_max, the client's iovec of QPG_CLIENT_READ_SLOTS), whatever a
+	 * SEND may gather. */
+	c->read_slots = (uint8_t)QPG_MAX(1, QPG_MIN(o.max_send_sge, QPG__RDMA_READ_SGE));
 	qpg__phase_end(c, QPG_PHASE_QP_CREATE);
 	/* Remote access on the QP only lets peers use windows granted to it;
 	 * no region is registered with remote access of its own. */
@@ -528,7 +531,7 @@ static void rdma_conn_release(struct qpg__conn *c)
 		struct rdma_spare sp = {.qp = rc->qp,
 					.caps = rc->caps,
 					.max_inline = rc->max_inline,
-					.max_send_sge = c->read_slots,
+					.max_send_sge = rc->max_sge,
 					.since_ns = qpg__now_ns()};
 		if (qpg__rdma_spare_put(&r->spares, &sp)) {
 			rc->qp = NULL;
