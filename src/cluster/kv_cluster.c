@@ -6,9 +6,9 @@
  * members that stay), publishes it, waits for the readers of the old one
  * to leave, then closes the pools of members that left.
  *
- * Two threads of its own. The worker completes what fails fast (a key with
- * no usable owner) and routes again what a server answered WRONG_OWNER once
- * the view has caught up with the server's. The builder brings up the
+ * Two threads of its own. The worker (kv_cluster_req.c, with the request
+ * path) completes what fails fast and routes again what a server answered
+ * WRONG_OWNER. The builder brings up the
  * pools of members that joined, and again those of suspect members, with
  * no lock held while it connects: a member that drops packets costs its
  * own keys a connect deadline, never a view change or another member's
@@ -26,10 +26,6 @@
 
 #include "kv_cluster_int.h"
 #include "view.h"
-
-#define REDIRECTS_MAX	 2
-#define CATCH_UP_MS	 1000
-#define SUSPECT_RETRY_NS 2000000000ull
 
 static uint64_t now_ns(void)
 {
@@ -68,11 +64,6 @@ static struct mstats *stats_for(struct qpg_kv_cluster *c, const char *id)
 	}
 	pthread_mutex_unlock(&c->st_lock);
 	return s;
-}
-
-static void count(atomic_ullong *a)
-{
-	atomic_fetch_add_explicit(a, 1, memory_order_relaxed);
 }
 
 /* A pool for member E, pinned to its certificate's public key. */
@@ -127,7 +118,7 @@ static void publish(struct qpg_kv_cluster *c, struct route *r)
 	struct route *old = atomic_exchange(&c->cur, r);
 	while (atomic_load(&c->readers))
 		sched_yield();
-	count(&c->views);
+	qpg__kv_cluster_count(&c->views);
 	if (!old)
 		return;
 	for (unsigned i = 0; i < old->v->n; i++) {
@@ -171,7 +162,7 @@ static struct route *route_for(struct qpg_kv_cluster *c, const struct qpg_cluste
 			m->pool = atomic_load(&c->first_built) ? NULL : pool_for(c, e);
 			if (!m->pool && !atomic_load(&c->first_built)) {
 				atomic_store(&m->suspect, true);
-				m->retry_ns = now_ns() + SUSPECT_RETRY_NS;
+				m->retry_ns = now_ns() + QPG__KV_CLUSTER_SUSPECT_RETRY_NS;
 			}
 		}
 		r->m[i] = m;
@@ -194,153 +185,6 @@ static void on_view(void *user, const struct qpg_cluster_view *old,
 			c->o.on_view(c->o.user, now);
 	}
 	pthread_mutex_unlock(&c->build);
-}
-
-static void enqueue(struct qpg_kv_cluster *c, struct clreq **head, struct clreq **tail,
-		    struct clreq *op)
-{
-	pthread_mutex_lock(&c->lock);
-	op->next = NULL;
-	if (*tail)
-		(*tail)->next = op;
-	else
-		*head = op;
-	*tail = op;
-	pthread_cond_signal(&c->cv);
-	pthread_mutex_unlock(&c->lock);
-}
-
-static void fail_later(struct qpg_kv_cluster *c, struct clreq *op)
-{
-	enqueue(c, &c->fail_head, &c->fail_tail, op);
-}
-
-/* The caller's request is over: what the member set, then its callback. */
-static void finish(struct clreq *cr, int status, uint32_t len)
-{
-	struct qpg_kv_request *op = cr->op;
-	op->view_rev = cr->in.view_rev;
-	op->owner_rev = cr->in.owner_rev;
-	free(cr);
-	op->done(op, status, len);
-}
-
-/* A GET's piece, from the member's pool to the caller's callback. */
-static void member_chunk(struct qpg_kv_request *in, const uint8_t *data, uint32_t len,
-			 uint32_t offset, uint32_t value_len)
-{
-	struct clreq *cr = (struct clreq *)in;
-	cr->op->chunk(cr->op, data, len, offset, value_len);
-}
-
-/* On a pool thread: the member's answer, or its failure. */
-static void member_done(struct qpg_kv_request *in, int status, uint32_t len)
-{
-	struct clreq *cr = (struct clreq *)in;
-	struct member *m = cr->m;
-	struct qpg_kv_cluster *c = m->c;
-	if (status == QPG_KV_WRONG_OWNER) {
-		count(&m->st->wrong_owner);
-		if (cr->redirects < REDIRECTS_MAX) {
-			cr->redirects++;
-			enqueue(c, &c->redo_head, &c->redo_tail, cr);
-			return;
-		}
-		status = QPG_KV_UNAVAILABLE;
-	}
-	if (status < 0) {
-		/* A reset, a QP error, a timeout, or its pool closing: suspect,
-		 * and its keys are not sent elsewhere until the view changes. */
-		if (!atomic_exchange(&m->suspect, true)) {
-			m->retry_ns = now_ns() + SUSPECT_RETRY_NS;
-			/* With the reason its pool heard, when a connection closed. */
-			struct qpg_kv_pool_info pi;
-			qpg_kv_pool_info(m->pool, &pi);
-			fprintf(stderr, "qpgate: cluster: member %s suspect (%s%s%s)\n", m->e.id,
-				strerror(-status),
-				pi.last_error[0] ? "; its pool's last closed connection: " : "",
-				pi.last_error);
-		}
-		status = QPG_KV_UNAVAILABLE;
-	}
-	if (status == QPG_KV_UNAVAILABLE)
-		count(&m->st->unavailable);
-	else if (status == QPG_KV_OK || status == QPG_KV_NOT_FOUND)
-		count(&m->st->ops);
-	else
-		count(&m->st->errors);
-	if (status == QPG_KV_NOT_FOUND)
-		count(&m->st->misses);
-	finish(cr, status, len);
-}
-
-/* The owner of OP's key in view V; an EXISTS's, of its first key (the
- * keys of one were grouped by owner: qpg_kv_target_exists). */
-static int owner_of(const struct qpg_cluster_view *v, const struct qpg_kv_request *op)
-{
-	if (op->op != QPG_KV_EXISTS)
-		return qpg_cluster_owner(v, op->key, op->key_len);
-	size_t pos = 0;
-	const uint8_t *key = NULL;
-	uint8_t n = qpg_kv_exists_next(op->value, op->value_len, &pos, &key);
-	return qpg_cluster_owner(v, key, n);
-}
-
-/* Route CR by the view in use. */
-static void route(struct qpg_kv_cluster *c, struct clreq *cr)
-{
-	atomic_fetch_add(&c->readers, 1);
-	struct route *r = atomic_load(&c->cur);
-	int o = owner_of(r->v, &cr->in);
-	struct member *m = o >= 0 ? r->m[o] : NULL;
-	int rc = -EAGAIN;
-	if (m && m->pool && !atomic_load(&m->suspect)) {
-		memset(cr->in.qpg__private, 0, sizeof(cr->in.qpg__private));
-		cr->in.view_rev = (uint64_t)r->v->revision;
-		cr->in.owner_rev = 0;
-		cr->m = m;
-		rc = qpg_kv_submit(m->pool, &cr->in); /* IN is the pool's from here on */
-	}
-	/* Member stats live as long as the cluster; M itself may not once the
-	 * readers section ends. */
-	atomic_ullong *failed = m ? &m->st->unavailable : &c->unroutable;
-	atomic_fetch_sub(&c->readers, 1);
-	if (rc == 0)
-		return;
-	count(failed);
-	fail_later(c, cr);
-}
-
-/* (Through qpg_kv_target_submit, which checked OP.) */
-int qpg__kv_cluster_submit(struct qpg_kv_target *t, struct qpg_kv_request *op)
-{
-	struct qpg_kv_cluster *c = (struct qpg_kv_cluster *)t;
-	struct clreq *cr = malloc(sizeof(*cr));
-	if (!cr)
-		return -ENOMEM;
-	cr->in = (struct qpg_kv_request){
-	    .op = op->op,
-	    .key = op->key,
-	    .key_len = op->key_len,
-	    .value = op->value,
-	    .value_len = op->value_len,
-	    .ttl_ms = op->ttl_ms,
-	    .chunk = op->chunk ? member_chunk : NULL,
-	    .done = member_done,
-	    .into = op->into,
-	    .into_cap = op->into_cap,
-	};
-	cr->op = op;
-	cr->m = NULL;
-	cr->next = NULL;
-	cr->redirects = 0;
-	route(c, cr);
-	return 0;
-}
-
-int qpg_kv_cluster_submit(struct qpg_kv_cluster *c, struct qpg_kv_request *op)
-{
-	return qpg_kv_target_submit(&c->base, op);
 }
 
 /* Whether member M needs a pool now: none yet (it joined), or a suspect
@@ -398,9 +242,9 @@ static void build_pools(struct qpg_kv_cluster *c)
 		pthread_mutex_lock(&c->build);
 		bool used = p && !atomic_load(&c->closing) && install(c, &want[i], p);
 		struct member *m = p ? NULL : find_member(atomic_load(&c->cur), &want[i]);
-		if (m) { /* tried again in SUSPECT_RETRY_NS */
+		if (m) { /* tried again in QPG__KV_CLUSTER_SUSPECT_RETRY_NS */
 			atomic_store(&m->suspect, true);
-			m->retry_ns = now_ns() + SUSPECT_RETRY_NS;
+			m->retry_ns = now_ns() + QPG__KV_CLUSTER_SUSPECT_RETRY_NS;
 		}
 		pthread_mutex_unlock(&c->build);
 		if (p && !used)
@@ -431,52 +275,6 @@ static void *builder_main(void *arg)
 		for (int i = 0; i < 10 && !atomic_load(&c->closing); i++)
 			nanosleep(&(struct timespec){0, 10000000}, NULL);
 	}
-	return NULL;
-}
-
-static struct clreq *pop(struct clreq **head, struct clreq **tail)
-{
-	struct clreq *op = *head;
-	if (op && !(*head = op->next))
-		*tail = NULL;
-	return op;
-}
-
-static void *worker_main(void *arg)
-{
-	struct qpg_kv_cluster *c = arg;
-	pthread_mutex_lock(&c->lock);
-	while (!c->stop || c->fail_head || c->redo_head) {
-		struct clreq *op;
-		if ((op = pop(&c->fail_head, &c->fail_tail))) {
-			pthread_mutex_unlock(&c->lock);
-			finish(op, QPG_KV_UNAVAILABLE, 0);
-			pthread_mutex_lock(&c->lock);
-			continue;
-		}
-		if ((op = pop(&c->redo_head, &c->redo_tail))) {
-			bool stopping = c->stop;
-			pthread_mutex_unlock(&c->lock);
-			count(&c->redirects);
-			/* Route again once our view is at least the server's. */
-			if (stopping ||
-			    qpg_cluster_watch_catch_up(c->w, (int64_t)op->in.owner_rev, CATCH_UP_MS))
-				finish(op, QPG_KV_UNAVAILABLE, 0);
-			else
-				route(c, op);
-			pthread_mutex_lock(&c->lock);
-			continue;
-		}
-		if (c->stop)
-			break;
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 250000000;
-		if (ts.tv_nsec >= 1000000000)
-			ts.tv_sec++, ts.tv_nsec -= 1000000000;
-		pthread_cond_timedwait(&c->cv, &c->lock, &ts);
-	}
-	pthread_mutex_unlock(&c->lock);
 	return NULL;
 }
 
@@ -541,7 +339,8 @@ int qpg_kv_cluster_create(struct qpg_kv_cluster **out, const struct qpg_kv_clust
 		rc = -ENOMEM;
 	}
 	atomic_store(&c->first_built, true);
-	if (rc == 0 && (rc = -pthread_create(&c->worker, NULL, worker_main, c)) != 0) {
+	if (rc == 0 &&
+	    (rc = -pthread_create(&c->worker, NULL, qpg__kv_cluster_worker_main, c)) != 0) {
 		snprintf(err, err_len, "cannot start the cluster's worker thread");
 		qpg_cluster_watch_stop(c->w);
 	}

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The KV cluster client's structures, shared by kv_cluster.c (routes,
- * pools, requests) and kv_cluster_target.c (the cluster as a target: its
+ * pools), kv_cluster_req.c (requests) and kv_cluster_target.c (the cluster as a target: its
  * info and statistics). */
 #ifndef QPG_KV_CLUSTER_INT_H
 #define QPG_KV_CLUSTER_INT_H
@@ -89,7 +89,17 @@ extern const struct qpg_kv_target_ops qpg__kv_cluster_target_ops;
 void qpg__kv_cluster_regions_apply(struct qpg_kv_cluster *c, const struct route *r);
 int qpg__kv_cluster_reg(struct qpg_kv_target *t, void *addr, size_t len);
 int qpg__kv_cluster_unreg(struct qpg_kv_target *t, void *addr);
-/* kv_cluster.c: the cluster's submit (qpg_kv_cluster_submit). */
+/* A suspect member's pool is tried again this long after. */
+#define QPG__KV_CLUSTER_SUSPECT_RETRY_NS 2000000000ull
+
+static inline void qpg__kv_cluster_count(atomic_ullong *a)
+{
+	atomic_fetch_add_explicit(a, 1, memory_order_relaxed);
+}
+
+/* kv_cluster_req.c: the cluster's submit (qpg_kv_cluster_submit), and its
+ * worker thread's body. */
 int qpg__kv_cluster_submit(struct qpg_kv_target *t, struct qpg_kv_request *op);
+void *qpg__kv_cluster_worker_main(void *arg);
 
 #endif
