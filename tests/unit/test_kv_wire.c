@@ -102,7 +102,7 @@ static void test_exists_wire(void **st)
 	const uint8_t list[] = {1, 'a', 3, 'b', 'c', 'd', 2, 'e', 'f'};
 	assert_int_equal(qpg_kv_exists_count(list, sizeof(list)), 3);
 	assert_int_equal(qpg_kv_exists_count(list, sizeof(list) - 1), -EINVAL); /* cut short */
-	assert_int_equal(qpg_kv_exists_count(list, 0), -EINVAL);		  /* no key */
+	assert_int_equal(qpg_kv_exists_count(list, 0), -EINVAL);		/* no key */
 	const uint8_t empty_key[] = {1, 'a', 0};
 	assert_int_equal(qpg_kv_exists_count(empty_key, sizeof(empty_key)), -EINVAL);
 	uint8_t many[257 * 2];
@@ -189,8 +189,8 @@ static void test_ttl_wire(void **st)
 	q.value_len = 14;
 	n = qpg_kv_encode_req(buf, sizeof(buf), &q);
 	expect_bad(buf, (size_t)n + 10, QPG_KV_MALFORMED, "reserved flags");
-	q = (struct qpg_kv_req){.op = QPG_KV_GET, .flags = QPG_KV_F_TTL, .key_len = 1,
-				.key = (const uint8_t *)"k"};
+	q = (struct qpg_kv_req){
+	    .op = QPG_KV_GET, .flags = QPG_KV_F_TTL, .key_len = 1, .key = (const uint8_t *)"k"};
 	n = qpg_kv_encode_req(buf, sizeof(buf), &q);
 	expect_bad(buf, (size_t)n, QPG_KV_MALFORMED, "reserved flags");
 }
@@ -294,10 +294,7 @@ static void test_one_sided_wire(void **st)
 	assert_int_not_equal(qpg_kv_decode_grant(d.chunk, QPG_KV_GRANT_LEN + 1, &dg), 0);
 }
 
-QPG_UNIT_MAIN(NULL, NULL,
-	      cmocka_unit_test(test_req_round_trip),
-	      cmocka_unit_test(test_req_refusals),
-	      cmocka_unit_test(test_reply_round_trip),
-	      cmocka_unit_test(test_exists_wire),
-	      cmocka_unit_test(test_ttl_wire),
+QPG_UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_req_round_trip),
+	      cmocka_unit_test(test_req_refusals), cmocka_unit_test(test_reply_round_trip),
+	      cmocka_unit_test(test_exists_wire), cmocka_unit_test(test_ttl_wire),
 	      cmocka_unit_test(test_one_sided_wire))
