@@ -208,6 +208,78 @@ int qpg_server_enable_grants(struct qpg_server *s)
 	return 0;
 }
 
+/* Thread I's endpoint and its listener on *PORT (0: any, then the one the
+ * first thread bound, for the others). */
+static int worker_init(struct qpg_server *s, unsigned i, const struct qpg__transport_ops *t,
+		       uint16_t *port, char *err, size_t err_len)
+{
+	struct worker *w = &s->workers[i];
+	w->srv = s;
+	w->index = (int)i;
+	w->listen_io.fd = -1;
+	struct qpg__ep_opts eo = {
+	    .t = t,
+	    .dev = t->setup ? &s->dev : NULL,
+	    .max_msg = s->o.max_msg,
+	    .srq_depth = s->o.srq_depth,
+	    .pool_max = QPG__SERVER_POOL_SLOTS,
+	    /* 3, not 4: rxe rounds a send queue up to a power of two of
+	     * slots (WRs + 1) of 512 bytes each (a WQE with 128 bytes of
+	     * inline data), plus a header, so 4 WRs took 8 slots and two
+	     * pages per client, 3 take 4 slots and one page: 4 kB less of
+	     * every client's server memory (in the lab at 3,000 clients,
+	     * every server QP mapped 8,192 bytes). A one-credit client has
+	     * one reply in flight; a late ACK leaves a send for the next
+	     * completion (frame.c), as a full queue always could. */
+	    .qp_max_send_wr = 3,
+	    .qp_timeout = s->o.qp_timeout,
+	    .tclass = s->o.tclass,
+	    .busy_poll_us = s->o.busy_poll_us,
+	    .sl = s->o.sl,
+	    .spare_qps = s->o.spare_qps,
+	    .spare_idle_ms = s->o.spare_idle_ms,
+	};
+	int rc = qpg__endpoint_init(&w->ep, &eo);
+	if (rc) {
+		snprintf(err, err_len, "cannot set up thread %u's %s resources: %s", i, t->name,
+			 strerror(-rc));
+		return rc;
+	}
+	s->nworkers++;
+	w->ep.is_server = true;
+	w->ep.tls = &s->tls;
+	w->ep.service = s->service->id;
+	w->ep.service_ctx = s->o.service_ctx;
+	w->ep.min_msg = s->service->min_msg ? s->service->min_msg : 1;
+	w->ep.credits_max = 64; /* pipelining services use them; echo clients ask few */
+	w->ep.auth_required = !s->o.allow_no_auth;
+	w->ep.allow_any_gid = s->o.allow_any_gid;
+	w->ep.session_qps_max = s->o.max_session_qps;
+	w->ep.handshake_timeout_ns = (uint64_t)s->o.handshake_timeout_ms * 1000000ull;
+	w->ep.progress_ns_max = (uint64_t)s->o.progress_timeout_ms * 1000000ull;
+	w->ep.idle_ns_max = (uint64_t)s->o.idle_timeout_ms * 1000000ull;
+	w->ep.bringup_ns_max = (uint64_t)s->o.bringup_timeout_ms * 1000000ull;
+	w->ep.cbs = (struct qpg__endpoint_cbs){
+	    .admit = qpg__srv_admit,
+	    .established = srv_established,
+	    .message = srv_message,
+	    .sent = srv_sent,
+	    .closed = srv_closed,
+	    .revoked = srv_revoked,
+	    .tick = srv_tick,
+	};
+	int fd = qpg__srv_open_listener(s, *port, i == 0, err, err_len);
+	if (fd < 0)
+		return fd;
+	*port = qpg__srv_bound_port(fd);
+	if ((rc = qpg__loop_add(&w->ep.loop, &w->listen_io, fd, EPOLLIN, qpg__srv_listen_cb)) < 0) {
+		close(fd);
+		snprintf(err, err_len, "epoll: %s", strerror(errno));
+		return rc;
+	}
+	return 0;
+}
+
 int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, char *err,
 		      size_t err_len)
 {
@@ -287,75 +359,9 @@ int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, 
 		goto fail;
 	}
 	uint16_t port = s->o.port;
-	for (unsigned i = 0; i < s->o.threads; i++) {
-		struct worker *w = &s->workers[i];
-		w->srv = s;
-		w->index = (int)i;
-		w->listen_io.fd = -1;
-		struct qpg__ep_opts eo = {
-		    .t = t,
-		    .dev = t->setup ? &s->dev : NULL,
-		    .max_msg = s->o.max_msg,
-		    .srq_depth = s->o.srq_depth,
-		    .pool_max = QPG__SERVER_POOL_SLOTS,
-		    /* 3, not 4: rxe rounds a send queue up to a power of two of
-		     * slots (WRs + 1) of 512 bytes each (a WQE with 128 bytes of
-		     * inline data), plus a header, so 4 WRs took 8 slots and two
-		     * pages per client, 3 take 4 slots and one page: 4 kB less of
-		     * every client's server memory (in the lab at 3,000 clients,
-		     * every server QP mapped 8,192 bytes). A one-credit client has
-		     * one reply in flight; a late ACK leaves a send for the next
-		     * completion (frame.c), as a full queue always could. */
-		    .qp_max_send_wr = 3,
-		    .qp_timeout = s->o.qp_timeout,
-		    .tclass = s->o.tclass,
-		    .busy_poll_us = s->o.busy_poll_us,
-		    .sl = s->o.sl,
-		    .spare_qps = s->o.spare_qps,
-		    .spare_idle_ms = s->o.spare_idle_ms,
-		};
-		rc = qpg__endpoint_init(&w->ep, &eo);
-		if (rc) {
-			snprintf(err, err_len, "cannot set up thread %u's %s resources: %s", i,
-				 t->name, strerror(-rc));
+	for (unsigned i = 0; i < s->o.threads; i++)
+		if ((rc = worker_init(s, i, t, &port, err, err_len)) != 0)
 			goto fail;
-		}
-		s->nworkers++;
-		w->ep.is_server = true;
-		w->ep.tls = &s->tls;
-		w->ep.service = s->service->id;
-		w->ep.service_ctx = s->o.service_ctx;
-		w->ep.min_msg = s->service->min_msg ? s->service->min_msg : 1;
-		w->ep.credits_max = 64; /* pipelining services use them; echo clients ask few */
-		w->ep.auth_required = !s->o.allow_no_auth;
-		w->ep.allow_any_gid = s->o.allow_any_gid;
-		w->ep.session_qps_max = s->o.max_session_qps;
-		w->ep.handshake_timeout_ns = (uint64_t)s->o.handshake_timeout_ms * 1000000ull;
-		w->ep.progress_ns_max = (uint64_t)s->o.progress_timeout_ms * 1000000ull;
-		w->ep.idle_ns_max = (uint64_t)s->o.idle_timeout_ms * 1000000ull;
-		w->ep.bringup_ns_max = (uint64_t)s->o.bringup_timeout_ms * 1000000ull;
-		w->ep.cbs = (struct qpg__endpoint_cbs){
-		    .admit = qpg__srv_admit,
-		    .established = srv_established,
-		    .message = srv_message,
-		    .sent = srv_sent,
-		    .closed = srv_closed,
-		    .revoked = srv_revoked,
-		    .tick = srv_tick,
-		};
-		int fd = qpg__srv_open_listener(s, port, i == 0, err, err_len);
-		if (fd < 0) {
-			rc = fd;
-			goto fail;
-		}
-		port = qpg__srv_bound_port(fd);
-		if ((rc = qpg__loop_add(&w->ep.loop, &w->listen_io, fd, EPOLLIN,
-					qpg__srv_listen_cb)) < 0) {
-			close(fd);
-			snprintf(err, err_len, "epoll: %s", strerror(errno));
-			goto fail;
-		}
-	}
 	s->port = port;
 	if (s->service->start && (rc = s->service->start(s, s->o.service_ctx, err, err_len)) < 0)
 		goto fail;

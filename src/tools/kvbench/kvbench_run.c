@@ -314,6 +314,167 @@ static void kvb_close(struct bench *b)
 	b->cluster_report = kvb_target_close(b);
 }
 
+/* The pool's options for a run: the credits given (--credits), else enough
+ * for every worker of a connection to be in flight. */
+static struct qpg_kv_pool_opts run_opts(const struct bench *b, unsigned threads, unsigned clients,
+					unsigned workers, bool do_preload)
+{
+	struct qpg_kv_pool_opts po = b->po;
+	po.threads = threads;
+	po.conns = clients;
+	if (!po.client.credits) {
+		unsigned per = (workers + clients - 1) / clients;
+		po.client.credits = (uint16_t)(per < 1 ? 1 : per > 1024 ? 1024 : per);
+		if (do_preload && po.client.credits < 16)
+			po.client.credits = 16;
+	}
+	return po;
+}
+
+/* Open the target and preload the keys; 0, or the target is closed and
+ * RES says why. */
+static int open_and_preload(struct bench *b, const struct qpg_kv_pool_opts *po, bool do_preload,
+			    struct run_result *res)
+{
+	struct dev_counts d0, d1;
+	dev_counts(po->client.ib_dev, &d0);
+	char err[256] = "";
+	int rc = kvb_target_open(b, po, err, sizeof(err));
+	if (rc) {
+		res->connect_error = rc;
+		snprintf(res->why, sizeof(res->why), "%s", err);
+		return rc;
+	}
+	dev_counts(po->client.ib_dev, &d1);
+	res->dev_qps = d0.ok && d1.ok ? d1.qp - d0.qp : -1;
+	struct qpg_kv_target_info pi;
+	qpg_kv_target_info(b->target, &pi);
+	res->credits = pi.credits;
+	if (pi.retries)
+		fprintf(stderr, "kvbench: %u connections up, %u of them after a retry (%s)\n",
+			pi.connected, pi.retries, pi.last_error);
+	if (!do_preload)
+		return 0;
+	uint64_t t = now_ns();
+	long unav = 0;
+	rc = preload(b, &unav);
+	fprintf(stderr, "kvbench: preloaded %u keys of %u bytes in %.1f s%s\n", b->nkeys,
+		b->value_size, (double)(now_ns() - t) / 1e9, rc ? " (FAILED)" : "");
+	if (unav)
+		fprintf(stderr,
+			"kvbench: %ld preload PUT(s) answered unavailable (a member failing): "
+			"those keys miss once and are filled again\n",
+			unav);
+	res->unavailable += unav;
+	if (rc) {
+		res->connect_error = rc;
+		snprintf(res->why, sizeof(res->why), "preload failed: %s",
+			 rc == -EIO ? "the server refused a PUT" : strerror(-rc));
+		kvb_close(b);
+	}
+	return rc;
+}
+
+/* --register: one arena of BYTES, a value's room per worker, registered
+ * once; NULL without --register, or (RES saying why) when it cannot be. */
+static uint8_t *register_arena(struct bench *b, size_t bytes, struct run_result *res)
+{
+	uint8_t *arena = aligned_alloc(4096, bytes);
+	int rc = arena ? qpg_kv_register(b->target, arena, bytes) : -ENOMEM;
+	if (rc) {
+		res->connect_error = rc;
+		snprintf(res->why, sizeof(res->why), "--register of %zu bytes: %s%s", bytes,
+			 strerror(-rc), rc == -ENOMEM || rc == -EPERM ? " (ulimit -l)" : "");
+		free(arena);
+		return NULL;
+	}
+	return arena;
+}
+
+static void workers_free(struct bench *b, struct worker *w, unsigned workers)
+{
+	for (unsigned i = 0; w && i < workers; i++) {
+		XXH64_freeState(w[i].xxh); /* no callback of theirs can run now */
+		free(w[i].refill);
+		if (b->workload)
+			b->workload->turn_free(w[i].turn);
+	}
+	free(w);
+}
+
+/* WORKERS workers with their checksum states (and refill buffers, turns),
+ * and the run's latency slots; NULL when any cannot be had. */
+static struct worker *workers_new(struct bench *b, unsigned workers)
+{
+	struct worker *w = calloc(workers, sizeof(*w));
+	b->lat = calloc(KVB_LAT_SLOTS, sizeof(*b->lat));
+	bool states = w != NULL;
+	for (unsigned i = 0; w && i < workers; i++) {
+		states &= (w[i].xxh = XXH64_createState()) != NULL;
+		if (b->refill_misses)
+			states &= (w[i].refill = malloc(b->value_size ? b->value_size : 1)) != NULL;
+		if (b->workload)
+			states &= (w[i].turn = b->workload->turn_new(b)) != NULL;
+	}
+	if (!w || !b->lat || !states) {
+		workers_free(b, w, workers);
+		free(b->lat);
+		b->lat = NULL;
+		return NULL;
+	}
+	for (unsigned i = 0; i < KVB_LAT_SLOTS; i++)
+		qpg_hist_init(&b->lat[i]);
+	atomic_store(&b->lat_slots, 0);
+	b->lat_generation++;
+	atomic_store(&b->stop, false);
+	atomic_store(&b->issued, 0);
+	atomic_store(&b->trace_n, 0);
+	atomic_store(&b->active, (int)workers);
+	return w;
+}
+
+/* Until every worker has stopped: at the end of the duration they are told
+ * to (with an op count, they stop by themselves). */
+static void wait_workers(struct bench *b, uint64_t t0)
+{
+	uint64_t end = t0 + (uint64_t)(b->duration_s * 1e9);
+	pthread_mutex_lock(&b->lock);
+	while (atomic_load(&b->active) > 0) {
+		if (b->max_ops <= 0 && now_ns() >= end)
+			atomic_store(&b->stop, true);
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&b->cv, &b->lock, &ts);
+	}
+	pthread_mutex_unlock(&b->lock);
+}
+
+/* The workers' counts and latencies into RES. */
+static void sum_workers(struct bench *b, const struct worker *w, unsigned workers,
+			struct run_result *res)
+{
+	for (unsigned i = 0; i < workers; i++) {
+		res->ops += w[i].ops;
+		res->puts += w[i].puts;
+		res->mismatches += w[i].mismatches;
+		res->errors += w[i].errors;
+		res->misses += w[i].misses;
+		res->unavailable += w[i].unavailable;
+		res->refills += w[i].refills;
+		res->turns += w[i].turns;
+		res->lookups += w[i].lookups;
+		res->blocks += w[i].blocks;
+		res->blocks_hit += w[i].blocks_hit;
+	}
+	for (int i = 0; i < KVB_LAT_SLOTS; i++)
+		qpg_hist_merge(&res->lat, &b->lat[i]);
+}
+
 /* One measured run: a fresh pool of CLIENTS connections on THREADS threads,
  * WORKERS workers, for the duration or op count. */
 void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsigned workers,
@@ -326,105 +487,22 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 	res->threads = threads;
 	res->get_mode = b->po.get_mode;
 	qpg_hist_init(&res->lat);
-	struct qpg_kv_pool_opts po = b->po;
-	po.threads = threads;
-	po.conns = clients;
-	/* The credits given (--credits), else enough for every worker of a
-	 * connection to be in flight. */
-	if (!po.client.credits) {
-		unsigned per = (workers + clients - 1) / clients;
-		po.client.credits = (uint16_t)(per < 1 ? 1 : per > 1024 ? 1024 : per);
-		if (do_preload && po.client.credits < 16)
-			po.client.credits = 16;
-	}
-	struct dev_counts d0, d1;
-	dev_counts(po.client.ib_dev, &d0);
-	char err[256] = "";
-	int rc = kvb_target_open(b, &po, err, sizeof(err));
-	if (rc) {
-		res->connect_error = rc;
-		snprintf(res->why, sizeof(res->why), "%s", err);
+	struct qpg_kv_pool_opts po = run_opts(b, threads, clients, workers, do_preload);
+	if (open_and_preload(b, &po, do_preload, res))
 		return;
-	}
-	dev_counts(po.client.ib_dev, &d1);
-	res->dev_qps = d0.ok && d1.ok ? d1.qp - d0.qp : -1;
-	struct qpg_kv_target_info pi;
-	qpg_kv_target_info(b->target, &pi);
-	res->credits = pi.credits;
-	if (pi.retries)
-		fprintf(stderr, "kvbench: %u connections up, %u of them after a retry (%s)\n",
-			pi.connected, pi.retries, pi.last_error);
-	if (do_preload) {
-		uint64_t t = now_ns();
-		long unav = 0;
-		rc = preload(b, &unav);
-		fprintf(stderr, "kvbench: preloaded %u keys of %u bytes in %.1f s%s\n", b->nkeys,
-			b->value_size, (double)(now_ns() - t) / 1e9, rc ? " (FAILED)" : "");
-		if (unav)
-			fprintf(
-			    stderr,
-			    "kvbench: %ld preload PUT(s) answered unavailable (a member failing): "
-			    "those keys miss once and are filled again\n",
-			    unav);
-		res->unavailable += unav;
-		if (rc) {
-			res->connect_error = rc;
-			snprintf(res->why, sizeof(res->why), "preload failed: %s",
-				 rc == -EIO ? "the server refused a PUT" : strerror(-rc));
-			kvb_close(b);
-			return;
-		}
-	}
-	/* --register: one arena, a value's room per worker, registered once. */
 	uint8_t *arena = NULL;
 	size_t room = ((size_t)b->value_size + 63) & ~(size_t)63;
-	if (b->reg) {
-		size_t bytes = (room * workers + 4095) & ~(size_t)4095;
-		arena = aligned_alloc(4096, bytes);
-		rc = arena ? qpg_kv_register(b->target, arena, bytes) : -ENOMEM;
-		if (rc) {
-			res->connect_error = rc;
-			snprintf(res->why, sizeof(res->why), "--register of %zu bytes: %s%s", bytes,
-				 strerror(-rc),
-				 rc == -ENOMEM || rc == -EPERM ? " (ulimit -l)" : "");
-			free(arena);
-			kvb_close(b);
-			return;
-		}
+	if (b->reg && !(arena = register_arena(b, (room * workers + 4095) & ~(size_t)4095, res))) {
+		kvb_close(b);
+		return;
 	}
-	struct worker *w = calloc(workers, sizeof(*w));
-	b->lat = calloc(KVB_LAT_SLOTS, sizeof(*b->lat));
-	bool states = w != NULL;
-	for (unsigned i = 0; w && i < workers; i++) {
-		states &= (w[i].xxh = XXH64_createState()) != NULL;
-		if (b->refill_misses)
-			states &= (w[i].refill = malloc(b->value_size ? b->value_size : 1)) != NULL;
-		if (b->workload)
-			states &= (w[i].turn = b->workload->turn_new(b)) != NULL;
-	}
-	if (!w || !b->lat || !states) {
-		for (unsigned i = 0; w && i < workers; i++) {
-			XXH64_freeState(w[i].xxh);
-			free(w[i].refill);
-			if (b->workload)
-				b->workload->turn_free(w[i].turn);
-		}
-		free(w);
-		free(b->lat);
-		b->lat = NULL;
+	struct worker *w = workers_new(b, workers);
+	if (!w) {
 		res->connect_error = -ENOMEM;
 		kvb_close(b);
 		free(arena);
 		return;
 	}
-	for (unsigned i = 0; i < KVB_LAT_SLOTS; i++)
-		qpg_hist_init(&b->lat[i]);
-	atomic_store(&b->lat_slots, 0);
-	b->lat_generation++;
-	atomic_store(&b->stop, false);
-	atomic_store(&b->issued, 0);
-	atomic_store(&b->trace_n, 0);
-	atomic_store(&b->active, (int)workers);
 	struct proc_sample c0, c1, s0 = {0}, s1 = {0};
 	proc_sample(0, &c0);
 	if (b->server_pid)
@@ -441,26 +519,13 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 		w[i].rng = 0x9e3779b97f4a7c15ull * (i + 1) ^ t0;
 		kvb_issue(&w[i]);
 	}
-	uint64_t end = t0 + (uint64_t)(b->duration_s * 1e9);
-	pthread_mutex_lock(&b->lock);
-	while (atomic_load(&b->active) > 0) {
-		if (b->max_ops <= 0 && now_ns() >= end)
-			atomic_store(&b->stop, true);
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&b->cv, &b->lock, &ts);
-	}
-	pthread_mutex_unlock(&b->lock);
+	wait_workers(b, t0);
 	res->secs = (double)(now_ns() - t0) / 1e9;
 	proc_sample(0, &c1);
 	if (b->server_pid)
 		proc_sample(b->server_pid, &s1);
 	res->rss_kb = c1.rss_kb;
+	struct qpg_kv_target_info pi;
 	qpg_kv_target_info(b->target, &pi); /* why connections failed, if any did */
 	struct qpg_kv_target_stats ts;
 	if (qpg_kv_target_stats(b->target, &ts) == 0) {
@@ -470,23 +535,10 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 	}
 	kvb_close(b); /* (and its registration) */
 	free(arena);
-	for (unsigned i = 0; i < workers; i++) {
-		res->ops += w[i].ops;
-		res->puts += w[i].puts;
-		res->mismatches += w[i].mismatches;
-		res->errors += w[i].errors;
-		res->misses += w[i].misses;
-		res->unavailable += w[i].unavailable;
-		res->refills += w[i].refills;
-		res->turns += w[i].turns;
-		res->lookups += w[i].lookups;
-		res->blocks += w[i].blocks;
-		res->blocks_hit += w[i].blocks_hit;
-		XXH64_freeState(w[i].xxh); /* no callback of theirs can run now */
-		free(w[i].refill);
-		if (b->workload)
-			b->workload->turn_free(w[i].turn);
-	}
+	sum_workers(b, w, workers, res);
+	workers_free(b, w, workers);
+	free(b->lat);
+	b->lat = NULL;
 	if (b->reg)
 		fprintf(stderr,
 			"kvbench: %ld of %ld GETs read straight into the registered arena\n",
@@ -497,11 +549,6 @@ void kvbench_run_once(struct bench *b, unsigned threads, unsigned clients, unsig
 		fprintf(stderr, "kvbench: %ld GETs failed; the last connection to fail: %s\n",
 			res->errors, pi.last_error);
 	}
-	for (int i = 0; i < KVB_LAT_SLOTS; i++)
-		qpg_hist_merge(&res->lat, &b->lat[i]);
-	free(b->lat);
-	b->lat = NULL;
-	free(w);
 	res->ops_per_s = res->secs > 0 ? res->ops / res->secs : 0;
 	res->client_cpu_us = per_get_us(&c0, &c1, res->ops);
 	res->server_cpu_us = per_get_us(&s0, &s1, res->ops);
