@@ -8,11 +8,10 @@
  *
  * Two threads of its own. The worker (kv_cluster_req.c, with the request
  * path) completes what fails fast and routes again what a server answered
- * WRONG_OWNER. The builder brings up the
- * pools of members that joined, and again those of suspect members, with
- * no lock held while it connects: a member that drops packets costs its
- * own keys a connect deadline, never a view change or another member's
- * keys. */
+ * WRONG_OWNER. The builder brings up the pools of members that joined, and
+ * again those of suspect members, with no lock held while it connects: a
+ * member that drops packets costs its own keys a connect deadline, never a
+ * view change or another member's keys. */
 #include "qpgate/kv_cluster.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The KV cluster client's structures, shared by kv_cluster.c (routes,
- * pools), kv_cluster_req.c (requests) and kv_cluster_target.c (the cluster as a target: its
- * info and statistics). */
+ * pools), kv_cluster_req.c (requests) and kv_cluster_target.c (the cluster
+ * as a target: its info and statistics). */
 #ifndef QPG_KV_CLUSTER_INT_H
 #define QPG_KV_CLUSTER_INT_H
 
