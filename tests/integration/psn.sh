@@ -20,8 +20,9 @@ pairs=$(wc -l <"$work/psn")
 check "$pairs connections logged (client PSN, server PSN)" [ "$pairs" -eq $((n * rounds)) ]
 
 # One awk pass prints "name value limit" rows; each must be within its limit.
-# Significance: every limit is a >= 4.4-sigma bound (p < 1e-5 per test), so
-# a correct CSPRNG fails this test about once in 10^4 runs.
+# Significance: a correct CSPRNG exceeds each row's limit with a chance of
+# about 1e-5 (the bit bias row's: over its 24 bits together), so it fails
+# this test about once in 10^4 to 10^5 runs.
 awk '
 function fabs(x) { return x < 0 ? -x : x }
 {
@@ -42,9 +43,13 @@ END {
 	for (k = 0; k < 64; k++) chi += (bucket[k] - e) ^ 2 / e
 	printf "out_of_range %d 0\n", out_of_range
 	printf "chi_square_64_buckets %.1f 124.8\n", chi
-	# each bit set half the time: |z| <= 4.4 for every one of the 24 bits
+	# each bit set half the time: the largest |z| of the 24 bits. Its limit
+	# is the p = 1e-5 of the other rows, corrected for 24 tries (Bonferroni):
+	# 24 * P(|z| > 5.06) = 1e-5. At 4.4 it was 24 * 1.1e-5 = 2.6e-4, and a CI run of
+	# 2026-11-30 read 4.74 with PSNs that 2,000,000 more draws showed
+	# unbiased (largest |z| 1.98 to 3.34). A stuck bit reads about 100 here.
 	for (b = 0; b < 24; b++) { z = fabs(ones[b] - N / 2) / sqrt(N / 4); if (z > zmax) zmax = z }
-	printf "max_bit_bias_z %.2f 4.4\n", zmax
+	printf "max_bit_bias_z %.2f 5.06\n", zmax
 	# serial independence: lag-1 correlation of consecutive PSNs,
 	# and client vs server PSN of the same connection
 	for (i = 1; i <= N; i++) m += v[i]; m /= N
