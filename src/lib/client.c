@@ -124,6 +124,26 @@ static void cl_read_done(struct qpg__conn *c, struct qpg_buf *b)
 	qpg_pool_put(&c->ep->pool, b); /* and the slots chained to it */
 }
 
+/* The server's address (cl->o.host, port), and the --source addresses. */
+static int client_resolve(struct qpg_client *cl, char *err, size_t err_len)
+{
+	const struct qpg_client_opts *o = &cl->o;
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;
+	char ps[8];
+	snprintf(ps, sizeof(ps), "%u", o->port);
+	int rc = getaddrinfo(o->host, ps, &hints, &ai);
+	if (rc != 0) {
+		snprintf(err, err_len, "cannot resolve '%s': %s", o->host, gai_strerror(rc));
+		return -EINVAL;
+	}
+	memcpy(&cl->addr, ai->ai_addr, ai->ai_addrlen);
+	cl->addr_len = ai->ai_addrlen;
+	freeaddrinfo(ai);
+	if (o->source)
+		return qpg__client_parse_sources(cl, o->source, cl->addr.ss_family, err, err_len);
+	return 0;
+}
+
 int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 		      const struct qpg_client_cbs *cbs, char *err, size_t err_len)
 {
@@ -138,29 +158,14 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	snprintf(cl->host, sizeof(cl->host), "%s", o->host);
 	snprintf(cl->servername, sizeof(cl->servername), "%s",
 		 o->servername ? o->servername : o->host);
-	int rc;
-	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;
-	char ps[8];
-	snprintf(ps, sizeof(ps), "%u", o->port);
-	if ((rc = getaddrinfo(o->host, ps, &hints, &ai)) != 0) {
-		snprintf(err, err_len, "cannot resolve '%s': %s", o->host, gai_strerror(rc));
-		free(cl);
-		return -EINVAL;
-	}
-	memcpy(&cl->addr, ai->ai_addr, ai->ai_addrlen);
-	cl->addr_len = ai->ai_addrlen;
-	freeaddrinfo(ai);
-	if (o->source &&
-	    (rc = qpg__client_parse_sources(cl, o->source, cl->addr.ss_family, err, err_len))) {
-		free(cl);
-		return rc;
-	}
-
+	int rc = client_resolve(cl, err, err_len);
+	if (rc)
+		goto fail_free;
 	const struct qpg__transport_ops *t = qpg__transport_by_kind(o->transport);
 	if (!t) {
 		snprintf(err, err_len, "unknown transport");
-		free(cl);
-		return -EINVAL;
+		rc = -EINVAL;
+		goto fail_free;
 	}
 	/* Message slots the client's pool may register (and, over rdma, pin). */
 	uint32_t pool_slots = o->pool_max ? o->pool_max : 16384;
@@ -183,10 +188,8 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	    .pinned_bytes = (uint64_t)pool_slots * qpg__pool_slot_size(o->max_msg),
 	    .pinned_what = "the client's message pool",
 	};
-	if (t->setup && (rc = t->setup(&su, &cl->dev, err, err_len)) != 0) {
-		free(cl);
-		return rc;
-	}
+	if (t->setup && (rc = t->setup(&su, &cl->dev, err, err_len)) != 0)
+		goto fail_free;
 	cl->t = t;
 	struct qpg__ep_opts eo = {
 	    .t = t,
@@ -207,27 +210,20 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	rc = qpg__endpoint_init(&cl->ep, &eo);
 	if (rc) {
 		snprintf(err, err_len, "cannot set up %s resources: %s", t->name, strerror(-rc));
-		transport_teardown(cl);
-		free(cl);
-		return rc;
+		goto fail_transport;
 	}
 	struct qpg__tls_files tf = {
 	    .cert = o->cert, .key = o->key, .ca = o->ca, .spki_pin = o->spki_sha256};
 	SSL_CTX *ctx = qpg__tls_client_ctx(&tf, err, err_len);
 	if (!ctx) {
-		qpg__endpoint_fini(&cl->ep);
-		transport_teardown(cl);
-		free(cl);
-		return -EINVAL;
+		rc = -EINVAL;
+		goto fail_endpoint;
 	}
 	qpg__tls_slot_init(&cl->tls, ctx);
 	if (o->tls_resume && qpg__tls_slot_resume(&cl->tls)) {
 		snprintf(err, err_len, "cannot set up TLS resumption");
-		qpg__tls_slot_fini(&cl->tls);
-		qpg__endpoint_fini(&cl->ep);
-		transport_teardown(cl);
-		free(cl);
-		return -EIO;
+		rc = -EIO;
+		goto fail_tls;
 	}
 	cl->ep.tls = &cl->tls;
 	cl->ep.service = o->service;
@@ -242,6 +238,15 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	};
 	*out = cl;
 	return 0;
+fail_tls:
+	qpg__tls_slot_fini(&cl->tls);
+fail_endpoint:
+	qpg__endpoint_fini(&cl->ep);
+fail_transport:
+	transport_teardown(cl);
+fail_free:
+	free(cl);
+	return rc;
 }
 
 static void client_on_wake(struct qpg__loop *l)

@@ -312,6 +312,121 @@ void load_result_init(struct load_result *r, int nconns)
 		qpg_hist_init(&r->phase[p]);
 }
 
+/* Open sessions while the ramp (ALLOWED so far) and the window let us: QPS
+ * connections each, and a connection that cannot be started is failed. */
+static void start_sessions(struct engine *e, struct qpg_client *cl, long allowed)
+{
+	const struct load_opts *o = e->o;
+	struct load_result *r = e->r;
+	/* Priming: a window of one until the first session is up. The window
+	 * counts sessions: each brings up QPS connections. */
+	long qps = o->qps_per_session ? o->qps_per_session : 1;
+	long window = (o->prime && r->settled == 0 ? 1 : o->window) * qps;
+	while (r->started < o->nconns && r->started < allowed && r->started - r->settled < window) {
+		long left = o->nconns - r->started;
+		unsigned k = (unsigned)(qps < left ? qps : left);
+		void *users[QPG_WIRE_MAX_EXTRA_QPS + 1];
+		struct qpg_client_conn *cc[QPG_WIRE_MAX_EXTRA_QPS + 1];
+		for (unsigned j = 0; j < k; j++) {
+			struct conn_state *s = &e->conns[r->started + (int)j];
+			s->e = e;
+			s->index = o->base + r->started + (int)j;
+			users[j] = s;
+		}
+		int crc = qpg_client_connect_session(cl, k, users, cc);
+		for (unsigned j = 0; j < k; j++) {
+			struct conn_state *s = &e->conns[r->started + (int)j];
+			if ((int)j < crc) {
+				s->c = cc[j];
+				continue;
+			}
+			s->closed = true; /* finished when the traffic starts */
+			r->failed++;
+			r->settled++;
+			if (r->fail_by_class[QPG_ERR_LOCAL]++ == 0)
+				snprintf(r->fail_example[QPG_ERR_LOCAL],
+					 sizeof(r->fail_example[QPG_ERR_LOCAL]), "connect: %s",
+					 qpg_strerror(crc < 0 ? crc : -ENOMEM));
+		}
+		r->started += (int)k;
+	}
+}
+
+/* Open connections keeping at most WINDOW handshakes in flight (and at most
+ * RAMP per second), as a fleet of real clients arrives: the server's
+ * handshake deadline then measures the server, not a queue we made
+ * ourselves. Until every one has settled or DEADLINE. */
+static void connect_phase(struct engine *e, struct qpg_client *cl, uint64_t t0, uint64_t deadline,
+			  uint64_t *next)
+{
+	const struct load_opts *o = e->o;
+	struct load_result *r = e->r;
+	/* A connection that fails after it was established counts in both
+	 * established and failed: SETTLED counts each handshake once. */
+	while (r->settled < o->nconns) {
+		uint64_t now = stamp_coarse_ns();
+		if (now >= deadline)
+			break;
+		/* The coarse clock can be up to a tick behind T0. */
+		uint64_t since = now > t0 ? now - t0 : 0;
+		start_sessions(e, cl,
+			       o->ramp > 0 ? (long)((double)since / 1e9 * o->ramp) + 1 : o->nconns);
+		qpg_client_run(cl, o->ramp > 0 ? 5 : 100);
+		if (o->prime && r->settled > 0 && r->prime_s == 0)
+			r->prime_s = (double)(now_ns() - t0) / 1e9;
+		tick(e, "connect", next);
+	}
+	for (int i = r->started; i < o->nconns; i++) { /* never started */
+		e->conns[i].closed = true;
+		r->failed++;
+		if (r->fail_by_class[QPG_ERR_TIMEOUT]++ == 0)
+			snprintf(r->fail_example[QPG_ERR_TIMEOUT], sizeof(r->fail_example[0]),
+				 "not started before the run's timeout (--timeout MS raises it)");
+	}
+}
+
+/* Every established connection sends until the duration, the count or the
+ * stop file ends it (or DEADLINE), and its replies come back. */
+static void traffic_phase(struct engine *e, struct qpg_client *cl, uint64_t deadline,
+			  uint64_t *next)
+{
+	const struct load_opts *o = e->o;
+	struct load_result *r = e->r;
+	uint64_t t_traffic = now_ns();
+	uint64_t stop_at = o->duration_s > 0 ? t_traffic + (uint64_t)(o->duration_s * 1e9) : 0;
+	for (int i = 0; i < o->nconns; i++) {
+		struct conn_state *s = &e->conns[i];
+		if (s->established && !s->closed && more_to_send(e, s))
+			send_next(e, s);
+		else
+			finish(e, s);
+	}
+	/* The files are looked for every 10 ms, not on every turn: each look
+	 * is a system call. */
+	uint64_t files_due = 0;
+	while (e->done_traffic < o->nconns) {
+		uint64_t now = stamp_coarse_ns();
+		bool look = now >= files_due;
+		if (now >= deadline)
+			break;
+		if (look)
+			files_due = now + 10000000ull;
+		if ((stop_at && now >= stop_at) ||
+		    (look && o->stop_file && access(o->stop_file, F_OK) == 0))
+			e->stop_sending = true; /* outstanding replies still come back */
+		qpg_client_run(cl, 50);
+		tick(e, "traffic", next);
+		if (look && e->paused && access(o->resume_file, F_OK) == 0) {
+			e->paused = false;
+			if (!e->conns[0].closed && !e->conns[0].done)
+				send_next(e, &e->conns[0]);
+		}
+	}
+	r->traffic_s = (double)(now_ns() - t_traffic) / 1e9;
+	r->clock_drift = stamp_check(e->clock);
+	r->timed_out = e->done_traffic < o->nconns;
+}
+
 int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_result *r)
 {
 	static const struct stamp mono = {.source = STAMP_MONO};
@@ -329,68 +444,8 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 	}
 	uint64_t t0 = o->sync ? o->sync_t0(o->sync) : now_ns();
 	uint64_t deadline = t0 + (uint64_t)o->timeout_ms * 1000000ull, next = 0;
-
-	/* Open connections keeping at most WINDOW handshakes in flight (and at
-	 * most RAMP per second), as a fleet of real clients arrives: the
-	 * server's handshake deadline then measures the server, not a queue we
-	 * made ourselves. */
-	/* A connection that fails after it was established counts in both
-	 * established and failed: SETTLED counts each handshake once. */
-	while (r->settled < o->nconns) {
-		uint64_t now = stamp_coarse_ns();
-		if (now >= deadline)
-			break;
-		/* The coarse clock can be up to a tick behind T0. */
-		uint64_t since = now > t0 ? now - t0 : 0;
-		long allowed = o->ramp > 0 ? (long)((double)since / 1e9 * o->ramp) + 1 : o->nconns;
-		/* Priming: a window of one until the first session is up. The
-		 * window counts sessions: each brings up QPS connections. */
-		long qps = o->qps_per_session ? o->qps_per_session : 1;
-		long window = (o->prime && r->settled == 0 ? 1 : o->window) * qps;
-		while (r->started < o->nconns && r->started < allowed &&
-		       r->started - r->settled < window) {
-			long left = o->nconns - r->started;
-			unsigned k = (unsigned)(qps < left ? qps : left);
-			void *users[QPG_WIRE_MAX_EXTRA_QPS + 1];
-			struct qpg_client_conn *cc[QPG_WIRE_MAX_EXTRA_QPS + 1];
-			for (unsigned j = 0; j < k; j++) {
-				struct conn_state *s = &e.conns[r->started + (int)j];
-				s->e = &e;
-				s->index = o->base + r->started + (int)j;
-				users[j] = s;
-			}
-			int crc = qpg_client_connect_session(cl, k, users, cc);
-			for (unsigned j = 0; j < k; j++) {
-				struct conn_state *s = &e.conns[r->started + (int)j];
-				if ((int)j < crc) {
-					s->c = cc[j];
-					continue;
-				}
-				s->closed = true; /* finished when the traffic starts */
-				r->failed++;
-				r->settled++;
-				if (r->fail_by_class[QPG_ERR_LOCAL]++ == 0)
-					snprintf(r->fail_example[QPG_ERR_LOCAL],
-						 sizeof(r->fail_example[QPG_ERR_LOCAL]),
-						 "connect: %s",
-						 qpg_strerror(crc < 0 ? crc : -ENOMEM));
-			}
-			r->started += (int)k;
-		}
-		qpg_client_run(cl, o->ramp > 0 ? 5 : 100);
-		if (o->prime && r->settled > 0 && r->prime_s == 0)
-			r->prime_s = (double)(now_ns() - t0) / 1e9;
-		tick(&e, "connect", &next);
-	}
-	for (int i = r->started; i < o->nconns; i++) { /* never started */
-		e.conns[i].closed = true;
-		r->failed++;
-		if (r->fail_by_class[QPG_ERR_TIMEOUT]++ == 0)
-			snprintf(r->fail_example[QPG_ERR_TIMEOUT], sizeof(r->fail_example[0]),
-				 "not started before the run's timeout (--timeout MS raises it)");
-	}
-	uint64_t t_up = now_ns();
-	r->connect_s = (double)(t_up - t0) / 1e9;
+	connect_phase(&e, cl, t0, deadline, &next);
+	r->connect_s = (double)(now_ns() - t0) / 1e9;
 	if (o->sync)
 		o->sync_connected(o->sync, cl, r); /* every engine's connects are over */
 	else
@@ -401,41 +456,7 @@ int load_run(struct qpg_client *cl, const struct load_opts *o, struct load_resul
 		qpg_client_run(cl, 100);
 		tick(&e, "hold", &next);
 	}
-
-	uint64_t t_traffic = now_ns();
-	uint64_t stop_at = o->duration_s > 0 ? t_traffic + (uint64_t)(o->duration_s * 1e9) : 0;
-	for (int i = 0; i < o->nconns; i++) {
-		struct conn_state *s = &e.conns[i];
-		if (s->established && !s->closed && more_to_send(&e, s))
-			send_next(&e, s);
-		else
-			finish(&e, s);
-	}
-	/* The files are looked for every 10 ms, not on every turn: each look
-	 * is a system call. */
-	uint64_t files_due = 0;
-	while (e.done_traffic < o->nconns) {
-		uint64_t now = stamp_coarse_ns();
-		bool look = now >= files_due;
-		if (now >= deadline)
-			break;
-		if (look)
-			files_due = now + 10000000ull;
-		if ((stop_at && now >= stop_at) ||
-		    (look && o->stop_file && access(o->stop_file, F_OK) == 0))
-			e.stop_sending = true; /* outstanding replies still come back */
-		qpg_client_run(cl, 50);
-		tick(&e, "traffic", &next);
-		if (look && e.paused && access(o->resume_file, F_OK) == 0) {
-			e.paused = false;
-			if (!e.conns[0].closed && !e.conns[0].done)
-				send_next(&e, &e.conns[0]);
-		}
-	}
-	r->traffic_s = (double)(now_ns() - t_traffic) / 1e9;
-	r->clock_drift = stamp_check(e.clock);
-	r->timed_out = e.done_traffic < o->nconns;
-
+	traffic_phase(&e, cl, deadline, &next);
 	for (int i = 0; i < o->nconns; i++)
 		if (!e.conns[i].closed && i < r->started)
 			qpg_client_close(e.conns[i].c);
