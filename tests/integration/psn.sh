@@ -44,10 +44,11 @@ END {
 	printf "out_of_range %d 0\n", out_of_range
 	printf "chi_square_64_buckets %.1f 124.8\n", chi
 	# each bit set half the time: the largest |z| of the 24 bits. Its limit
-	# is the p = 1e-5 of the other rows, corrected for 24 tries (Bonferroni):
-	# 24 * P(|z| > 5.06) = 1e-5. At 4.4 it was 24 * 1.1e-5 = 2.6e-4, and a CI run of
-	# 2026-11-30 read 4.74 with PSNs that 2,000,000 more draws showed
-	# unbiased (largest |z| 1.98 to 3.34). A stuck bit reads about 100 here.
+	# is the p = 1e-5 of the other rows, corrected for 24 tries
+	# (Bonferroni): 24 * P(|z| > 5.06) = 1e-5. At 4.4 it was
+	# 24 * 1.1e-5 = 2.6e-4, and a CI run of 2026-11-30 read 4.74 with PSNs
+	# that 2,000,000 more draws showed unbiased (largest |z| 1.98 to 3.34).
+	# A stuck bit reads about 100 here.
 	for (b = 0; b < 24; b++) { z = fabs(ones[b] - N / 2) / sqrt(N / 4); if (z > zmax) zmax = z }
 	printf "max_bit_bias_z %.2f 5.06\n", zmax
 	# serial independence: lag-1 correlation of consecutive PSNs,
