@@ -382,41 +382,10 @@ static void html_card(FILE *f, const char *cls, const char *big, const char *wha
 	fprintf(f, "<div class=\"card %s\"><b>%s</b><span>%s</span></div>\n", cls, big, what);
 }
 
-static int write_html(const struct sweep_report *rep, const char *path)
+/* The page's head, title line and the summary cards. */
+static void html_head(FILE *f, const struct sweep_report *rep)
 {
-	FILE *f = fopen(path, "w");
-	if (!f)
-		return -errno;
-	int n = rep->npoints;
-	struct sweep_point *p = malloc(sizeof(*p) * (size_t)(n ? n : 1));
-	double *buf = calloc((size_t)(n ? n : 1) * 7, sizeof(double));
-	if (!p || !buf) {
-		free(p);
-		free(buf);
-		fclose(f);
-		return -ENOMEM;
-	}
-	memcpy(p, rep->points, sizeof(*p) * (size_t)n);
-	qsort(p, (size_t)n, sizeof(*p), cmp_by_clients);
-	double *x = buf, *succ = buf + n, *c50 = buf + 2 * n, *c99 = buf + 3 * n, *kb = buf + 4 * n,
-	       *rate = buf + 5 * n, *qps = buf + 6 * n;
-	for (int i = 0; i < n; i++) {
-		x[i] = p[i].clients;
-		succ[i] = 100 * p[i].success;
-		c50[i] = p[i].connect_p50_ms;
-		c99[i] = p[i].connect_p99_ms;
-		kb[i] = p[i].kb_per_client;
-		rate[i] = p[i].msgs_per_s;
-		qps[i] = p[i].dev_qps_per_client;
-	}
 	const struct seed_runs *sr = rep->seeds;
-	int nseed = sr ? sr->n : 0;
-	double sx[SEED_RUNS_MAX], sy[SEED_RUNS_MAX];
-	for (int i = 0; i < nseed; i++) {
-		sx[i] = sr->run[i].clients;
-		sy[i] = 100.0 * sr->run[i].connected / sr->run[i].clients;
-	}
-
 	fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
 		   "<title>");
 	svg_escape(f, rep->title);
@@ -425,7 +394,7 @@ static int write_html(const struct sweep_report *rep, const char *path)
 	fprintf(f,
 		"</h1><p class=\"sub\">%s &middot; %s transport &middot; %d runs in %.0f s "
 		"&middot; <code>",
-		rep->date, rep->transport, n, rep->total_s);
+		rep->date, rep->transport, rep->npoints, rep->total_s);
 	svg_escape(f, rep->command);
 	fputs("</code></p>\n<div class=\"cards\">\n", f);
 	char big[64], what[160];
@@ -451,8 +420,31 @@ static int write_html(const struct sweep_report *rep, const char *path)
 			 seed_rate(sr, sr->practical_limit));
 		html_card(f, "seed", big, what);
 	}
-	fputs("</div>\n<div class=\"charts\">\n", f);
+}
 
+/* The four charts, from the points sorted by clients. */
+static void html_charts(FILE *f, const struct sweep_report *rep, const struct sweep_point *p, int n,
+			double *buf)
+{
+	double *x = buf, *succ = buf + n, *c50 = buf + 2 * n, *c99 = buf + 3 * n, *kb = buf + 4 * n,
+	       *rate = buf + 5 * n, *qps = buf + 6 * n;
+	for (int i = 0; i < n; i++) {
+		x[i] = p[i].clients;
+		succ[i] = 100 * p[i].success;
+		c50[i] = p[i].connect_p50_ms;
+		c99[i] = p[i].connect_p99_ms;
+		kb[i] = p[i].kb_per_client;
+		rate[i] = p[i].msgs_per_s;
+		qps[i] = p[i].dev_qps_per_client;
+	}
+	const struct seed_runs *sr = rep->seeds;
+	int nseed = sr ? sr->n : 0;
+	double sx[SEED_RUNS_MAX], sy[SEED_RUNS_MAX];
+	for (int i = 0; i < nseed; i++) {
+		sx[i] = sr->run[i].clients;
+		sy[i] = 100.0 * sr->run[i].connected / sr->run[i].clients;
+	}
+	fputs("</div>\n<div class=\"charts\">\n", f);
 	struct series s1[] = {{"qpgate", "#0b6bcb", n, x, succ, false},
 			      {"seed prototype", "#d98200", nseed, sx, sy, true}};
 	struct series s2[] = {{"p50", "#0b6bcb", n, x, c50, false},
@@ -471,6 +463,11 @@ static int write_html(const struct sweep_report *rep, const char *path)
 		svg_chart(f, &charts[i]);
 		fputs("</figure>\n", f);
 	}
+}
+
+/* Every run, a row each. */
+static void html_runs(FILE *f, const struct sweep_point *p, int n)
+{
 	fputs("</div>\n<h2>Runs</h2>\n<div class=\"tw\"><table><tr><th>clients</th><th "
 	      "class=\"l\">stage</th>"
 	      "<th>connected</th><th>success</th><th class=\"l\">echoes</th><th>connect p50 "
@@ -496,20 +493,48 @@ static int write_html(const struct sweep_report *rep, const char *path)
 		fputs("</td></tr>\n", f);
 	}
 	fputs("</table></div>\n", f);
-	if (rep->seeds)
-		fputs("<h2>Seed prototype, as published (seeds 002 and 003)</h2>\n<div "
-		      "class=\"tw\"><table><tr>"
-		      "<th>clients</th><th>connected</th><th>success</th><th class=\"l\">resources "
-		      "per client</th></tr>\n",
-		      f);
-	for (int i = 0; i < nseed; i++) {
+}
+
+/* The seed prototype's published runs, when the report has them. */
+static void html_seeds(FILE *f, const struct seed_runs *sr)
+{
+	if (!sr)
+		return;
+	fputs("<h2>Seed prototype, as published (seeds 002 and 003)</h2>\n<div "
+	      "class=\"tw\"><table><tr>"
+	      "<th>clients</th><th>connected</th><th>success</th><th class=\"l\">resources "
+	      "per client</th></tr>\n",
+	      f);
+	for (int i = 0; i < sr->n; i++) {
+		double pct = 100.0 * sr->run[i].connected / sr->run[i].clients;
 		fprintf(f, "<tr><td>%d</td><td>%d</td><td class=\"%s\">%.0f%%</td><td class=\"l\">",
-			sr->run[i].clients, sr->run[i].connected, sy[i] >= 100 ? "ok" : "bad", sy[i]);
+			sr->run[i].clients, sr->run[i].connected, pct >= 100 ? "ok" : "bad", pct);
 		svg_escape(f, sr->resources);
 		fputs("</td></tr>\n", f);
 	}
-	if (rep->seeds)
-		fputs("</table></div>\n", f);
+	fputs("</table></div>\n", f);
+}
+
+static int write_html(const struct sweep_report *rep, const char *path)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	int n = rep->npoints;
+	struct sweep_point *p = malloc(sizeof(*p) * (size_t)(n ? n : 1));
+	double *buf = calloc((size_t)(n ? n : 1) * 7, sizeof(double));
+	if (!p || !buf) {
+		free(p);
+		free(buf);
+		fclose(f);
+		return -ENOMEM;
+	}
+	memcpy(p, rep->points, sizeof(*p) * (size_t)n);
+	qsort(p, (size_t)n, sizeof(*p), cmp_by_clients);
+	html_head(f, rep);
+	html_charts(f, rep, p, n, buf);
+	html_runs(f, p, n);
+	html_seeds(f, rep->seeds);
 	fputs("<p class=\"sub\">qpgate: one QP per client on the server, sharing "
 	      "each "
 	      "thread's CQ, SRQ and registered pool; every connection bootstrapped over TLS 1.3 "
