@@ -281,6 +281,11 @@ bad_input)
 	check "server: QPs created == destroyed" [ "$(stat qps_created)" = "$(stat qps_destroyed)" ]
 	;;
 metrics)
+	check "--metrics with a port past 65535 is refused, naming it (exit 1, nothing served)" \
+		bash -c "timeout 20 '$bin/qpgate-server' --transport '$transport' --cert '$certs/server.crt' \
+			--key '$certs/server.key' -p 0 --metrics 127.0.0.1:99999 >'$work/badport.log' 2>&1;
+			rc=\$?; echo \"  exit \$rc: \$(grep -F metrics '$work/badport.log')\"; [ \$rc = 1 ] &&
+			grep -qF \"port must be 0 to 65535 (0: any), not '99999'\" '$work/badport.log'"
 	start_server --max-clients 5 --max-qps-per-peer 0 --metrics 127.0.0.1:0
 	scrape() { curl -fsS "http://127.0.0.1:$mport/metrics" >"$work/metrics.txt"; }
 	metric() { # metric 'NAME{labels}' VALUE

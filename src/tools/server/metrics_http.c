@@ -2,6 +2,7 @@
 #include "metrics_http.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -101,15 +102,24 @@ struct metrics_http *metrics_http_start(struct qpg_server *s, const char *addr, 
 	}
 	memcpy(host, addr, (size_t)(colon - addr));
 	host[colon - addr] = 0;
-	struct sockaddr_in sin = {.sin_family = AF_INET,
-				  .sin_port = htons((uint16_t)atoi(colon + 1))};
+	char *end;
+	errno = 0;
+	unsigned long port = strtoul(colon + 1, &end, 10);
+	if (colon[1] < '0' || colon[1] > '9' || *end || errno || port > 65535) {
+		snprintf(err, err_len, "--metrics port must be 0 to 65535 (0: any), not '%s'",
+			 colon + 1);
+		return NULL;
+	}
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
 	if (inet_pton(AF_INET, host, &sin.sin_addr) != 1) {
 		snprintf(err, err_len, "--metrics host must be an IPv4 address, not '%s'", host);
 		return NULL;
 	}
 	struct metrics_http *m = calloc(1, sizeof(*m));
-	if (!m)
+	if (!m) {
+		snprintf(err, err_len, "out of memory for the metrics server");
 		return NULL;
+	}
 	m->srv = s;
 	/* epoll, not select: a server holding thousands of connections gives
 	 * the metrics socket an fd past FD_SETSIZE. */
