@@ -461,7 +461,6 @@ int main(int argc, char **argv)
 	metrics_http_stop(metrics); /* no scrape reads the cluster's state from here on */
 	metrics = NULL;
 	srv_cluster_stop(&g_cluster);
-	g_server = NULL;
 	print_stats(s);
 out_metrics:
 	metrics_http_stop(metrics);

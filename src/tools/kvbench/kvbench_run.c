@@ -376,7 +376,7 @@ static int open_and_preload(struct bench *b, const struct qpg_kv_pool_opts *po, 
 }
 
 /* --register: one arena of BYTES, a value's room per worker, registered
- * once; NULL without --register, or (RES saying why) when it cannot be. */
+ * once; NULL (RES saying why) when it cannot be. */
 static uint8_t *register_arena(struct bench *b, size_t bytes, struct run_result *res)
 {
 	uint8_t *arena = aligned_alloc(4096, bytes);
