@@ -13,8 +13,11 @@
  *     suspect: its keys fail fast with QPG_KV_UNAVAILABLE and are NOT
  *     sent to another member until etcd's view changes (or its pool comes
  *     back: tried again every 2 s).
- * A member is used once it is active in the view and its pool is up; the
- * pools of members that left are closed. With etcd down, the last view
+ * A member is used once it is active in the view and its pool is up: a
+ * request for a key of a member that joined waits for its pool (up to
+ * QPG_KV_CLUSTER_REQUEST_TIMEOUT_MS, 16,384 requests at most), and is
+ * UNAVAILABLE past that or when the pool fails. The pools of members that
+ * left are closed. With etcd down, the last view
  * stays and is used. */
 #ifndef QPGATE_KV_CLUSTER_H
 #define QPGATE_KV_CLUSTER_H

@@ -118,6 +118,7 @@ static void publish(struct qpg_kv_cluster *c, struct route *r)
 	while (atomic_load(&c->readers))
 		sched_yield();
 	qpg__kv_cluster_count(&c->views);
+	qpg__kv_cluster_routes_changed(c);
 	if (!old)
 		return;
 	for (unsigned i = 0; i < old->v->n; i++) {
@@ -246,6 +247,8 @@ static void build_pools(struct qpg_kv_cluster *c)
 			m->retry_ns = now_ns() + QPG__KV_CLUSTER_SUSPECT_RETRY_NS;
 		}
 		pthread_mutex_unlock(&c->build);
+		if (m) /* what waited for it fails now, not at its deadline */
+			qpg__kv_cluster_routes_changed(c);
 		if (p && !used)
 			qpg_kv_pool_destroy(p);
 	}

@@ -20,7 +20,8 @@ struct mstats {
 
 struct member {
 	struct qpg_cluster_member e; /* its entry, as the pool was made for */
-	struct qpg_kv_pool *pool;    /* NULL: could not be brought up */
+	struct qpg_kv_pool *pool;    /* NULL: being made (a member that joined),
+				      * or, when suspect, could not be */
 	atomic_bool suspect;
 	uint64_t retry_ns; /* suspect: when its pool is tried again */
 	struct mstats *st;
@@ -41,6 +42,7 @@ struct clreq {
 	struct qpg_kv_request *op; /* the caller's */
 	struct member *m;	   /* the member IN went to */
 	struct clreq *next;	   /* on the worker's queues */
+	uint64_t wait_until_ns;	   /* waits for its owner's pool until then */
 	uint8_t redirects;
 };
 
@@ -71,6 +73,12 @@ struct qpg_kv_cluster {
 	pthread_cond_t cv;
 	struct clreq *fail_head, *fail_tail; /* complete UNAVAILABLE */
 	struct clreq *redo_head, *redo_tail; /* route again */
+	/* Requests whose owner joined and has no pool yet: routed again when
+	 * a route is published or a build fails (routes_gen), UNAVAILABLE
+	 * past their deadline; at most QPG__KV_CLUSTER_POOL_WAITS. */
+	struct clreq *pool_head, *pool_tail;
+	unsigned pool_waiting;
+	uint64_t routes_gen;
 	bool stop;
 	atomic_bool closing; /* destroy has begun: no pool is made again */
 	atomic_ullong views, redirects, unroutable;
@@ -91,6 +99,11 @@ int qpg__kv_cluster_reg(struct qpg_kv_target *t, void *addr, size_t len);
 int qpg__kv_cluster_unreg(struct qpg_kv_target *t, void *addr);
 /* A suspect member's pool is tried again this long after. */
 #define QPG__KV_CLUSTER_SUSPECT_RETRY_NS 2000000000ull
+/* A request for a member that joined waits for its pool this long at most
+ * (as long as a member may hold it: QPG_KV_CLUSTER_REQUEST_TIMEOUT_MS), and
+ * this many wait at most; past either, UNAVAILABLE. */
+#define QPG__KV_CLUSTER_POOL_WAIT_NS ((uint64_t)QPG_KV_CLUSTER_REQUEST_TIMEOUT_MS * 1000000ull)
+#define QPG__KV_CLUSTER_POOL_WAITS   16384u
 
 static inline void qpg__kv_cluster_count(atomic_ullong *a)
 {
@@ -101,5 +114,8 @@ static inline void qpg__kv_cluster_count(atomic_ullong *a)
  * worker thread's body. */
 int qpg__kv_cluster_submit(struct qpg_kv_target *t, struct qpg_kv_request *op);
 void *qpg__kv_cluster_worker_main(void *arg);
+/* The routes changed (one published, or a member's pool failed): the
+ * requests that wait for a pool are routed again. Takes c->lock. */
+void qpg__kv_cluster_routes_changed(struct qpg_kv_cluster *c);
 
 #endif

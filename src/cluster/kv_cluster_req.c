@@ -2,8 +2,9 @@
 /* The cluster's request path: a caller's request routed by the view in use
  * to its owner's pool without a lock, the member's answer back to the
  * caller, and the worker thread, which completes what fails fast (a key
- * with no usable owner) and routes again what a server answered
- * WRONG_OWNER once the view has caught up with the server's. */
+ * with no usable owner), routes again what a server answered WRONG_OWNER
+ * once the view has caught up with the server's, and what waited for the
+ * pool of a member that joined once that pool is up. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -108,6 +109,31 @@ static int owner_of(const struct qpg_cluster_view *v, const struct qpg_kv_reques
 	return qpg_cluster_owner(v, key, n);
 }
 
+/* CR's owner joined and its pool is being made: CR waits for it, unless
+ * its deadline passed or too many wait. 0: it waits. */
+static int wait_pool(struct qpg_kv_cluster *c, struct clreq *cr)
+{
+	uint64_t now = qpg_cluster_now_ns();
+	if (!cr->wait_until_ns)
+		cr->wait_until_ns = now + QPG__KV_CLUSTER_POOL_WAIT_NS;
+	if (now >= cr->wait_until_ns)
+		return -EAGAIN;
+	int rc = -EAGAIN;
+	pthread_mutex_lock(&c->lock);
+	if (!c->stop && c->pool_waiting < QPG__KV_CLUSTER_POOL_WAITS) {
+		cr->next = NULL;
+		if (c->pool_tail)
+			c->pool_tail->next = cr;
+		else
+			c->pool_head = cr;
+		c->pool_tail = cr;
+		c->pool_waiting++;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
 /* Route CR by the view in use. */
 static void route(struct qpg_kv_cluster *c, struct clreq *cr)
 {
@@ -116,7 +142,12 @@ static void route(struct qpg_kv_cluster *c, struct clreq *cr)
 	int o = owner_of(r->v, &cr->in);
 	struct member *m = o >= 0 ? r->m[o] : NULL;
 	int rc = -EAGAIN;
-	if (m && m->pool && !atomic_load(&m->suspect)) {
+	if (m && !m->pool && !atomic_load(&m->suspect)) {
+		if (wait_pool(c, cr) == 0) {
+			atomic_fetch_sub(&c->readers, 1);
+			return;
+		}
+	} else if (m && m->pool && !atomic_load(&m->suspect)) {
 		memset(cr->in.qpg__private, 0, sizeof(cr->in.qpg__private));
 		cr->in.view_rev = (uint64_t)r->v->revision;
 		cr->in.owner_rev = 0;
@@ -155,6 +186,7 @@ int qpg__kv_cluster_submit(struct qpg_kv_target *t, struct qpg_kv_request *op)
 	cr->op = op;
 	cr->m = NULL;
 	cr->next = NULL;
+	cr->wait_until_ns = 0;
 	cr->redirects = 0;
 	route(c, cr);
 	return 0;
@@ -173,12 +205,52 @@ static struct clreq *pop(struct clreq **head, struct clreq **tail)
 	return op;
 }
 
+void qpg__kv_cluster_routes_changed(struct qpg_kv_cluster *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->routes_gen++;
+	if (c->pool_head)
+		pthread_cond_signal(&c->cv);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* The requests that wait for a pool, each routed again (to the pool now
+ * up, back to waiting, or UNAVAILABLE past its deadline or on a stop).
+ * Called and returns under c->lock. */
+static void pool_pass(struct qpg_kv_cluster *c)
+{
+	struct clreq *op = c->pool_head;
+	bool stopping = c->stop;
+	c->pool_head = c->pool_tail = NULL;
+	c->pool_waiting = 0;
+	pthread_mutex_unlock(&c->lock);
+	while (op) {
+		struct clreq *next = op->next;
+		if (stopping)
+			finish(op, QPG_KV_UNAVAILABLE, 0);
+		else
+			route(c, op);
+		op = next;
+	}
+	pthread_mutex_lock(&c->lock);
+}
+
 void *qpg__kv_cluster_worker_main(void *arg)
 {
 	struct qpg_kv_cluster *c = arg;
+	uint64_t gen_seen = 0, pass_ns = 0;
 	pthread_mutex_lock(&c->lock);
-	while (!c->stop || c->fail_head || c->redo_head) {
+	while (!c->stop || c->fail_head || c->redo_head || c->pool_head) {
 		struct clreq *op;
+		/* Deadlines are checked every 100 ms; a new route at once. */
+		uint64_t now = qpg_cluster_now_ns();
+		if (c->pool_head &&
+		    (c->stop || c->routes_gen != gen_seen || now >= pass_ns + 100000000ull)) {
+			gen_seen = c->routes_gen;
+			pass_ns = now;
+			pool_pass(c);
+			continue;
+		}
 		if ((op = pop(&c->fail_head, &c->fail_tail))) {
 			pthread_mutex_unlock(&c->lock);
 			finish(op, QPG_KV_UNAVAILABLE, 0);
@@ -202,7 +274,7 @@ void *qpg__kv_cluster_worker_main(void *arg)
 			break;
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 250000000;
+		ts.tv_nsec += c->pool_head ? 100000000 : 250000000;
 		if (ts.tv_nsec >= 1000000000)
 			ts.tv_sec++, ts.tv_nsec -= 1000000000;
 		pthread_cond_timedwait(&c->cv, &c->lock, &ts);

@@ -70,6 +70,21 @@ load_running() {
 	echo "   (kvbench's load never began: $1)"
 	return 1
 }
+# tcp_proxy_up LISTEN_PORT TARGET_PORT NAME: starts a tcp_proxy ($tcp_proxy)
+# and waits until it listens.
+tcp_proxy_up() {
+	rm -f "$work/$3.ready"
+	"$bin/tcp_proxy" "$1" "$2" "$work/$3.ready" &
+	tcp_proxy=$!
+	local i
+	for i in $(seq 1 150); do
+		[ -e "$work/$3.ready" ] && return 0
+		kill -0 $tcp_proxy 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "   the proxy $3 did not come up on port $1"
+	return 1
+}
 member_col() { # member_col OUT ID COLUMN: from kvbench's member table
 	awk -v id="$2" -v c="$3" '$1==id && NF==7 {print $c}' "$1"
 }
@@ -153,6 +168,20 @@ echo "== a fourth member joins under load: about a quarter of the keys move"
 # with an empty store, and its keys are refilled too: not the join's doing.
 # When one of m1-m3 logged a lost lease during the join, m4 leaves and the
 # join is measured once more (at most twice in all).
+# m4's connects are held back, as a loaded host's can be: clients reach it
+# through a proxy that stays stopped for 1 s after m4 is active, so their
+# pools to it come up late. Its keys wait for the pool meanwhile (never
+# UNAVAILABLE for that: CI39 of 2026-11-30 saw 3.7% when they were).
+join_m4() {
+	local p4 pp4
+	p4=$(qpg_free_port) pp4=$(qpg_free_port)
+	tcp_proxy_up "$pp4" "$p4" m4proxy || return 1
+	kill -STOP $tcp_proxy
+	start m4 "$etcd_url" -p "$p4" --advertise "127.0.0.1:$pp4"
+	wait_active 4 10 || echo "   (m4 not active within 10 s)"
+	sleep 1
+	kill -CONT $tcp_proxy
+}
 lapses() { cat "$work"/m1.log "$work"/m2.log "$work"/m3.log 2>/dev/null | grep -c "lease lost" || true; }
 for try in 1 2; do
 	l0=$(lapses)
@@ -161,12 +190,12 @@ for try in 1 2; do
 	b=$!
 	load_running "$work/b4"
 	sleep 2
-	start m4
+	join_m4
 	wait $b
 	rc=$?
 	[ "$(lapses)" -eq "$l0" ] || [ $try -eq 2 ] && break
 	echo "   a lease of m1-m3 lapsed during the join (their logs say 'lease lost'): m4 leaves, and the join runs again"
-	kill -TERM "${pids[m4]}"
+	kill -TERM "${pids[m4]}" $tcp_proxy
 	wait "${pids[m4]}"
 	wait_active 3 20 || echo "   (not 3 active again within 20 s)"
 done
@@ -177,7 +206,8 @@ check "join: between 20% and 30% of the keys moved ($refills of 3000)" \
 	eval '[ "${refills:-0}" -ge 600 ] && [ "${refills:-0}" -le 900 ]'
 # A join may answer a few GETs UNAVAILABLE while the members' views catch
 # up with the clients' (one loop thread at a time waits for that): a few,
-# never an error.
+# never an error. With requests for m4 failing fast until its pool is up
+# (the fix switched off), this read 5.5% and 6.0% of the GETs.
 unav=$(awk '/^ cluster: [0-9]+ misses/ {print $(NF-1)}' "$work/b4")
 gets=$(awk '/GETs verified/ {print $1}' "$work/b4")
 echo "   $unav of $gets GETs were UNAVAILABLE during the join"
@@ -266,17 +296,8 @@ proxy_port=$(qpg_free_port)
 etcd_port=${etcd_url##*:}
 # proxy_up: (re)starts the proxy on $proxy_port and waits until it listens.
 proxy_up() {
-	rm -f "$work/proxy.ready"
-	"$bin/tcp_proxy" "$proxy_port" "$etcd_port" "$work/proxy.ready" &
-	proxy=$!
-	local i
-	for i in $(seq 1 150); do
-		[ -e "$work/proxy.ready" ] && return 0
-		kill -0 $proxy 2>/dev/null || break
-		sleep 0.1
-	done
-	echo "   the proxy to etcd did not come up on port $proxy_port"
-	return 1
+	tcp_proxy_up "$proxy_port" "$etcd_port" proxy || return 1
+	proxy=$tcp_proxy
 }
 check "the proxy to etcd listens (port $proxy_port)" proxy_up
 start m5 "http://127.0.0.1:$proxy_port" --cluster-ttl 10
