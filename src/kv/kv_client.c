@@ -273,15 +273,8 @@ static int wait_connections(struct qpg_kv_pool *p, const struct timespec *until)
 	return rc;
 }
 
-int qpg__kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *o, bool external,
-			char *err, size_t err_len)
+static bool opts_ok(const struct qpg_kv_pool_opts *o, char *err, size_t err_len)
 {
-	static const struct qpg_client_cbs cbs = {.established = on_established,
-						  .reply = qpg__kvc_on_reply,
-						  .closed = on_closed,
-						  .sent = qpg__kvc_on_sent,
-						  .read_done = qpg__kvc_on_read_done};
-	*out = NULL;
 	if (o->threads == 0 || o->conns == 0 || o->client.credits > (1u << SLOT_BITS) ||
 	    o->client.max_msg < QPG_KV_MIN_MSG || o->connect_window == 0 ||
 	    o->qps_per_session > QPG_KV_MAX_SESSION_QPS ||
@@ -291,8 +284,84 @@ int qpg__kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts 
 			 "threads, conns, connect window and attempts must be > 0, credits <= %u, "
 			 "max_msg >= %u, QPs per session <= %u (more than 1 over rdma only)",
 			 1u << SLOT_BITS, QPG_KV_MIN_MSG, QPG_KV_MAX_SESSION_QPS);
-		return -EINVAL;
+		return false;
 	}
+	return true;
+}
+
+/* Thread T's connections (their slots, release lists and digests) and its
+ * client, sized for them. */
+static int thread_setup(struct qpg_kv_pool *p, unsigned t, char *err, size_t err_len)
+{
+	static const struct qpg_client_cbs cbs = {.established = on_established,
+						  .reply = qpg__kvc_on_reply,
+						  .closed = on_closed,
+						  .sent = qpg__kvc_on_sent,
+						  .read_done = qpg__kvc_on_read_done};
+	struct pool_thread *th = &p->th[t];
+	th->pool = p;
+	pthread_mutex_init(&th->lock, NULL);
+	th->nconns = p->nconns / p->nthreads + (t < p->nconns % p->nthreads);
+	th->conns = calloc(th->nconns, sizeof(*th->conns));
+	if (!th->conns)
+		return -ENOMEM;
+	for (unsigned i = 0; i < th->nconns; i++) {
+		struct kv_conn *k = &th->conns[i];
+		k->th = th;
+		k->index = i;
+		k->nslots = p->o.client.credits;
+		k->slots = calloc(k->nslots, sizeof(*k->slots));
+		k->rel_cap = QPG_MAX(QPG__KVC_GRANTS_MAX, k->nslots);
+		k->rel_ids = calloc(k->rel_cap, sizeof(*k->rel_ids));
+		k->md = EVP_MD_CTX_new();
+		if (!k->slots || !k->rel_ids || !k->md)
+			return -ENOMEM;
+	}
+	/* Each thread's client sizes its pool for its connections. */
+	struct qpg_client_opts co = p->o.client;
+	co.connect_attempts = p->o.connect_attempts; /* the pool's word wins */
+	co.pool_max = 4u * th->nconns * co.credits + 1024;
+	if (p->o.get_mode != QPG_KV_GET_TWO_SIDED) {
+		/* READs take send-queue entries and buffers beside the requests:
+		 * up to the credits of each per connection, each READ up to
+		 * QPG_CLIENT_READ_SLOTS buffers. */
+		co.rd_atomic = 16;
+		co.sq_depth = 2u * co.credits + 2;
+		co.pool_max += QPG_CLIENT_READ_SLOTS * th->nconns * co.credits;
+	}
+	int rc = qpg_client_create(&th->cl, &co, &cbs, err, err_len);
+	if (rc == 0)
+		qpg_client_set_wake(th->cl, on_wake, th);
+	return rc;
+}
+
+/* Wait for every connection: each window's worth of handshakes within its
+ * deadline, every backoff at most 7.5 s, plus slack. */
+static int pool_wait_up(struct qpg_kv_pool *p, char *err, size_t err_len)
+{
+	unsigned rounds = p->nconns / p->o.connect_window + 1 + p->o.connect_attempts;
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (time_t)rounds * (p->o.client.handshake_timeout_ms / 1000 + 8) + 5;
+	int rc = wait_connections(p, &until);
+	pthread_mutex_lock(&p->lock);
+	if (rc == 0 && p->failed) {
+		rc = -ECONNREFUSED;
+		snprintf(err, err_len, "%u of %u connections failed: %s", p->failed, p->nconns,
+			 p->err);
+	} else if (rc) {
+		snprintf(err, err_len, "connections not up in time (%u of %u)", p->up, p->nconns);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return rc;
+}
+
+int qpg__kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts *o, bool external,
+			char *err, size_t err_len)
+{
+	*out = NULL;
+	if (!opts_ok(o, err, err_len))
+		return -EINVAL;
 	struct qpg_kv_pool *p = calloc(1, sizeof(*p));
 	if (!p) {
 		snprintf(err, err_len, "out of memory");
@@ -311,68 +380,16 @@ int qpg__kv_pool_create(struct qpg_kv_pool **out, const struct qpg_kv_pool_opts 
 	pthread_rwlock_init(&p->regions_lock, NULL);
 	p->th = calloc(p->nthreads, sizeof(*p->th));
 	int rc = p->th ? qpg__kv_digests_fetch(&p->digests) : -ENOMEM;
-	for (unsigned t = 0; rc == 0 && t < p->nthreads; t++) {
-		struct pool_thread *th = &p->th[t];
-		th->pool = p;
-		pthread_mutex_init(&th->lock, NULL);
-		th->nconns = p->nconns / p->nthreads + (t < p->nconns % p->nthreads);
-		th->conns = calloc(th->nconns, sizeof(*th->conns));
-		if (!th->conns) {
-			rc = -ENOMEM;
-			break;
-		}
-		for (unsigned i = 0; i < th->nconns; i++) {
-			struct kv_conn *k = &th->conns[i];
-			k->th = th;
-			k->index = i;
-			k->nslots = p->o.client.credits;
-			k->slots = calloc(k->nslots, sizeof(*k->slots));
-			k->rel_cap = QPG_MAX(QPG__KVC_GRANTS_MAX, k->nslots);
-			k->rel_ids = calloc(k->rel_cap, sizeof(*k->rel_ids));
-			k->md = EVP_MD_CTX_new();
-			if (!k->slots || !k->rel_ids || !k->md)
-				rc = -ENOMEM;
-		}
-		/* Each thread's client sizes its pool for its connections. */
-		struct qpg_client_opts co = p->o.client;
-		co.connect_attempts = p->o.connect_attempts; /* the pool's word wins */
-		co.pool_max = 4u * th->nconns * co.credits + 1024;
-		if (p->o.get_mode != QPG_KV_GET_TWO_SIDED) {
-			/* READs take send-queue entries and buffers beside the
-			 * requests: up to the credits of each per connection,
-			 * each READ up to QPG_CLIENT_READ_SLOTS buffers. */
-			co.rd_atomic = 16;
-			co.sq_depth = 2u * co.credits + 2;
-			co.pool_max += QPG_CLIENT_READ_SLOTS * th->nconns * co.credits;
-		}
-		if (rc == 0 && (rc = qpg_client_create(&th->cl, &co, &cbs, err, err_len)) == 0)
-			qpg_client_set_wake(th->cl, on_wake, th);
-	}
+	for (unsigned t = 0; rc == 0 && t < p->nthreads; t++)
+		rc = thread_setup(p, t, err, err_len);
 	for (unsigned t = 0; rc == 0 && !external && t < p->nthreads; t++) {
 		if ((rc = -pthread_create(&p->th[t].tid, NULL, thread_main, &p->th[t])) == 0)
 			p->th[t].started = true;
 	}
-	if (rc == 0) {
-		/* Wait for every connection: each window's worth of handshakes
-		 * within its deadline, every backoff at most 7.5 s, plus slack. */
-		unsigned rounds = p->nconns / p->o.connect_window + 1 + p->o.connect_attempts;
-		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += (time_t)rounds * (p->o.client.handshake_timeout_ms / 1000 + 8) + 5;
-		rc = wait_connections(p, &until);
-		pthread_mutex_lock(&p->lock);
-		if (rc == 0 && p->failed) {
-			rc = -ECONNREFUSED;
-			snprintf(err, err_len, "%u of %u connections failed: %s", p->failed,
-				 p->nconns, p->err);
-		} else if (rc) {
-			snprintf(err, err_len, "connections not up in time (%u of %u)", p->up,
-				 p->nconns);
-		}
-		pthread_mutex_unlock(&p->lock);
-	} else if (!err[0]) {
+	if (rc == 0)
+		rc = pool_wait_up(p, err, err_len);
+	else if (!err[0])
 		snprintf(err, err_len, "cannot start the pool: %s", strerror(-rc));
-	}
 	atomic_store(&p->started, true);
 	if (rc) {
 		qpg_kv_pool_destroy(p);

@@ -181,109 +181,148 @@ static void pump_unguarded(struct kv_conn *k)
 	}
 }
 
+/* A RELEASE sent on its own was answered. Refused only if the grant had
+ * expired: the server invalidated it then. */
+static void reply_release_alone(struct kv_conn *k, const struct qpg_kv_reply *r)
+{
+	if (r->op != QPG_KV_RELEASE || k->rel_out == 0) {
+		qpg__kvc_fail_conn(k, "a RELEASE answer for no RELEASE", 0);
+		return;
+	}
+	k->rel_out--;
+	k->outstanding--;
+	qpg__kvc_pump(k);
+	qpg__kvc_flush_releases(k);
+}
+
+/* A PUT's fragment was answered: the first refusal is the answer, and the
+ * PUT ends once every fragment sent is answered. */
+static void reply_put(struct kv_conn *k, struct qpg_kv_request *op, const struct qpg_kv_reply *r)
+{
+	k->outstanding--;
+	KR(op)->got--;
+	if (r->status != QPG_KV_OK && KR(op)->refused == QPG_KV_OK) {
+		KR(op)->refused = r->status;
+		if (k->put_cur == op)
+			k->put_cur = NULL; /* send no more of it */
+	} else if (r->status == QPG_KV_OK) {
+		KR(op)->acked = r->offset;
+	}
+	bool failed = KR(op)->refused != QPG_KV_OK;
+	if (KR(op)->got == 0 && (failed || KR(op)->acked >= op->value_len) && k->put_cur != op)
+		qpg__kvc_finish_slot(k, op, KR(op)->refused, op->value_len);
+}
+
+/* A one-sided GET's RELEASE was answered. 0: go on pumping. */
+static int reply_get_release(struct kv_conn *k, struct qpg_kv_request *op,
+			     const struct qpg_kv_reply *r)
+{
+	k->outstanding--;
+	if (KR(op)->phase != PH_RELEASING) {
+		qpg__kvc_fail_conn(k, "a RELEASE answer for no RELEASE", 0);
+		return -1;
+	}
+	if (r->status != QPG_KV_OK && KR(op)->result == QPG_KV_OK)
+		KR(op)->result = r->status;
+	if (qpg__kv_abuse_of(op) == QPG_KV_ABUSE_AFTER_RELEASE) {
+		/* The window is invalid now: reading it again must fail. */
+		k->outstanding++; /* the slot stays busy until the probe ends */
+		int rc = qpg__kvc_post_probe(k, op);
+		if (rc)
+			qpg__kvc_fail_conn(k, "the after-release probe could not be posted", rc);
+		return -1;
+	}
+	qpg__kvc_finish_slot(k, op, KR(op)->result, KR(op)->total);
+	return 0;
+}
+
+/* A two-sided GET's chunk, in order. 0: go on pumping. */
+static int reply_get_chunk(struct kv_conn *k, struct qpg_kv_request *op,
+			   const struct qpg_kv_reply *r)
+{
+	if (KR(op)->phase == PH_REQUEST)
+		k->last_granted = false; /* asked, and sent the value */
+	if (r->offset != KR(op)->got) {
+		qpg__kvc_fail_conn(k, "a GET answer out of order", 0);
+		return -1;
+	}
+	if (op->chunk)
+		op->chunk(op, r->chunk, r->chunk_len, r->offset, r->value_len);
+	KR(op)->got += r->chunk_len;
+	if (KR(op)->got >= r->value_len) {
+		k->outstanding--;
+		qpg__kvc_finish_slot(k, op, QPG_KV_OK, r->value_len);
+	}
+	return 0;
+}
+
+/* EXISTS's or STAT's one frame, which the decoder checked: EXISTS's bitmap
+ * against its count and prefix, STAT's record. It completes with the
+ * stored prefix, or the record's length. 0: go on pumping. */
+static int reply_one_frame(struct kv_conn *k, struct qpg_kv_request *op,
+			   const struct qpg_kv_reply *r)
+{
+	bool exists = op->op == QPG_KV_EXISTS;
+	if (r->op != op->op || (exists && r->value_len != KR(op)->total)) {
+		qpg__kvc_fail_conn(k,
+				   exists ? "an EXISTS answer for another number of keys"
+					  : "a STAT answer for another request",
+				   0);
+		return -1;
+	}
+	k->outstanding--;
+	if (op->chunk)
+		op->chunk(op, r->chunk, r->chunk_len, 0, r->value_len);
+	qpg__kvc_finish_slot(k, op, QPG_KV_OK, exists ? r->offset : r->value_len);
+	return 0;
+}
+
+/* The request a valid reply answers, or NULL. */
+static struct qpg_kv_request *answered(const struct kv_conn *k, const struct qpg_kv_reply *r)
+{
+	unsigned slot = r->req_id & ((1u << SLOT_BITS) - 1);
+	if (slot < k->nslots && k->slots[slot] && KR(k->slots[slot])->req_id == r->req_id)
+		return k->slots[slot];
+	return NULL;
+}
+
 void qpg__kvc_on_reply(struct qpg_client_conn *c, void *user, uint8_t type, const uint8_t *p,
 		       uint32_t len)
 {
+	(void)c;
 	struct kv_conn *k = user;
 	struct qpg_kv_reply r;
-	struct qpg_kv_request *op = NULL;
 	k->answer_ns = qpg__now_ns();
 	bool valid = type == QPG_FRAME_KV_REPLY && qpg_kv_decode_reply(p, len, &r) == 0;
 	if (valid && (r.req_id & QPG__KVC_REL_TAG)) {
-		/* A RELEASE sent on its own. Refused only if the grant had
-		 * expired: the server invalidated it then. */
-		if (r.op != QPG_KV_RELEASE || k->rel_out == 0) {
-			qpg__kvc_fail_conn(k, "a RELEASE answer for no RELEASE", 0);
-			return;
-		}
-		k->rel_out--;
-		k->outstanding--;
-		qpg__kvc_pump(k);
-		qpg__kvc_flush_releases(k);
+		reply_release_alone(k, &r);
 		return;
 	}
-	if (valid) {
-		unsigned slot = r.req_id & ((1u << SLOT_BITS) - 1);
-		if (slot < k->nslots && k->slots[slot] && KR(k->slots[slot])->req_id == r.req_id)
-			op = k->slots[slot];
-	}
+	struct qpg_kv_request *op = valid ? answered(k, &r) : NULL;
 	if (!op) {
 		qpg__kvc_fail_conn(k, "the server answered no request of ours", 0);
 		return;
 	}
 	if (r.status == QPG_KV_WRONG_OWNER)
 		op->owner_rev = (uint64_t)r.value_len << 32 | r.offset;
+	int rc = 0;
 	if (op->op == QPG_KV_PUT) {
-		k->outstanding--;
-		KR(op)->got--;
-		if (r.status != QPG_KV_OK && KR(op)->refused == QPG_KV_OK) {
-			KR(op)->refused = r.status; /* the first refusal is the answer */
-			if (k->put_cur == op)
-				k->put_cur = NULL; /* send no more of it */
-		} else if (r.status == QPG_KV_OK) {
-			KR(op)->acked = r.offset;
-		}
-		bool failed = KR(op)->refused != QPG_KV_OK;
-		if (KR(op)->got == 0 && (failed || KR(op)->acked >= op->value_len) &&
-		    k->put_cur != op)
-			qpg__kvc_finish_slot(k, op, KR(op)->refused, op->value_len);
+		reply_put(k, op, &r);
 	} else if (op->op == QPG_KV_GET && r.op == QPG_KV_RELEASE) {
-		k->outstanding--;
-		if (KR(op)->phase != PH_RELEASING) {
-			qpg__kvc_fail_conn(k, "a RELEASE answer for no RELEASE", 0);
-			return;
-		}
-		if (r.status != QPG_KV_OK && KR(op)->result == QPG_KV_OK)
-			KR(op)->result = r.status;
-		if (qpg__kv_abuse_of(op) == QPG_KV_ABUSE_AFTER_RELEASE) {
-			/* The window is invalid now: reading it again must fail. */
-			k->outstanding++; /* the slot stays busy until the probe ends */
-			int rc = qpg__kvc_post_probe(k, op);
-			if (rc)
-				qpg__kvc_fail_conn(k, "the after-release probe could not be posted",
-						   rc);
-			return;
-		}
-		qpg__kvc_finish_slot(k, op, KR(op)->result, KR(op)->total);
+		rc = reply_get_release(k, op, &r);
 	} else if (op->op == QPG_KV_GET && r.status == QPG_KV_OK && (r.flags & QPG_KV_R_GRANT)) {
 		k->outstanding--;
 		k->last_granted = true;
 		qpg__kvc_on_grant(k, op, &r);
-		if (k->dead)
-			return;
+		rc = k->dead ? -1 : 0;
 	} else if (op->op == QPG_KV_GET && r.status == QPG_KV_OK) {
-		if (KR(op)->phase == PH_REQUEST)
-			k->last_granted = false; /* asked, and sent the value */
-		if (r.offset != KR(op)->got) {
-			qpg__kvc_fail_conn(k, "a GET answer out of order", 0);
-			return;
-		}
-		if (op->chunk)
-			op->chunk(op, r.chunk, r.chunk_len, r.offset, r.value_len);
-		KR(op)->got += r.chunk_len;
-		if (KR(op)->got >= r.value_len) {
-			k->outstanding--;
-			qpg__kvc_finish_slot(k, op, QPG_KV_OK, r.value_len);
-		}
+		rc = reply_get_chunk(k, op, &r);
 	} else if ((op->op == QPG_KV_EXISTS || op->op == QPG_KV_STAT) && r.status == QPG_KV_OK) {
-		/* One frame, which the decoder checked: EXISTS's bitmap against
-		 * its count and prefix, STAT's record. It completes with the
-		 * stored prefix, or the record's length. */
-		bool exists = op->op == QPG_KV_EXISTS;
-		if (r.op != op->op || (exists && r.value_len != KR(op)->total)) {
-			qpg__kvc_fail_conn(k,
-					   exists ? "an EXISTS answer for another number of keys"
-						  : "a STAT answer for another request",
-					   0);
-			return;
-		}
-		k->outstanding--;
-		if (op->chunk)
-			op->chunk(op, r.chunk, r.chunk_len, 0, r.value_len);
-		qpg__kvc_finish_slot(k, op, QPG_KV_OK, exists ? r.offset : r.value_len);
+		rc = reply_one_frame(k, op, &r);
 	} else {
 		k->outstanding--;
 		qpg__kvc_finish_slot(k, op, r.status, 0);
 	}
-	qpg__kvc_pump(k);
+	if (rc == 0)
+		qpg__kvc_pump(k);
 }
