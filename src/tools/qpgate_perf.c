@@ -206,152 +206,184 @@ static void print_resources(const struct samples *s, const struct load_result *r
 		printf(" server memory per connected client: %.1f kB\n", pkb);
 }
 
-int main(int argc, char **argv)
-{
+/* What the command line asks for. */
+struct perf_args {
 	struct qpg_client_opts co;
 	struct load_opts lo;
-	struct samples s = {0};
-	qpg_client_opts_default(&co);
-	load_opts_default(&lo);
-	lo.nconns = 10;
-	lo.msgs = 10;
-	lo.timeout_ms = 0; /* unless given: 600 s and 10 ms per client */
-	const char *json_path = NULL, *csv_path = NULL, *psn_log = NULL, *clock_name = "mono";
-	struct stamp clock;
-	int server_pid = 0, threads = 0;
-	const struct qpg_opt client[] = {QPG_OPTS_CLIENT(&co), QPG_OPT_END};
+	const char *json_path, *csv_path, *psn_log, *clock_name;
+	int server_pid, threads;
+};
+
+/* Parses ARGV into A, and its client's host or cluster into A->co. 0, or
+ * the exit status. */
+static int parse_args(struct perf_args *a, int argc, char **argv)
+{
+	struct qpg_client_opts *co = &a->co;
+	struct load_opts *lo = &a->lo;
+	qpg_client_opts_default(co);
+	load_opts_default(lo);
+	lo->nconns = 10;
+	lo->msgs = 10;
+	lo->timeout_ms = 0; /* unless given: 600 s and 10 ms per client */
+	a->clock_name = "mono";
+	const struct qpg_opt client[] = {QPG_OPTS_CLIENT(co), QPG_OPT_END};
 	const struct qpg_opt own[] = {
-	    QPG_OPTS_LOAD(&lo),
-	    {"ramp", 0, OPT_DOUBLE, &lo.ramp, 0.001, 1e9, "R",
+	    QPG_OPTS_LOAD(lo),
+	    {"ramp", 0, OPT_DOUBLE, &lo->ramp, 0.001, 1e9, "R",
 	     "new connections per second (default: as fast as --window allows)"},
-	    {"inflight", 0, OPT_LONG, &lo.inflight, 0, 100000000, "N",
+	    {"inflight", 0, OPT_LONG, &lo->inflight, 0, 100000000, "N",
 	     "echoes in flight over all clients (default 1024; 0: one per client)"},
-	    {"lat-every", 0, OPT_LONG, &lo.lat_every, 1, 1000000, "K",
+	    {"lat-every", 0, OPT_LONG, &lo->lat_every, 1, 1000000, "K",
 	     "time 1 echo in K on each client (default 1: all; all are verified)"},
-	    {"clock", 0, OPT_STR, &clock_name, 0, 0, "mono|tsc",
+	    {"clock", 0, OPT_STR, &a->clock_name, 0, 0, "mono|tsc",
 	     "latency stamps: CLOCK_MONOTONIC, or the CPU's time-stamp counter (x86-64; "
 	     "calibrated against it) where that clock is slow (default mono)"},
-	    {"duration", 'D', OPT_DOUBLE, &lo.duration_s, 0.001, 86400, "S",
+	    {"duration", 'D', OPT_DOUBLE, &lo->duration_s, 0.001, 86400, "S",
 	     "send for S seconds instead of -n"},
-	    {"stop-file", 0, OPT_STR, &lo.stop_file, 0, 0, "FILE",
+	    {"stop-file", 0, OPT_STR, &lo->stop_file, 0, 0, "FILE",
 	     "stop sending once FILE exists (as if -D had ended)"},
-	    {"ready-file", 0, OPT_STR, &lo.ready_file, 0, 0, "FILE",
+	    {"ready-file", 0, OPT_STR, &lo->ready_file, 0, 0, "FILE",
 	     "write 'ESTABLISHED FAILED' to FILE once every client has connected or failed, "
 	     "as the traffic starts (a profiler's cue)"},
-	    {"threads", 0, OPT_INT, &threads, 1, 64, "N",
+	    {"threads", 0, OPT_INT, &a->threads, 1, 64, "N",
 	     "event-loop threads, each a client with its share of the connections (default: "
 	     "one per CPU, one per 64 clients at most)"},
-	    {"server-pid", 0, OPT_INT, &server_pid, 1, 1 << 30, "PID",
+	    {"server-pid", 0, OPT_INT, &a->server_pid, 1, 1 << 30, "PID",
 	     "also report the server's CPU, RSS, threads, fds"},
-	    {"json", 0, OPT_STR, &json_path, 0, 0, "FILE", "results as JSON (docs/json.md)"},
-	    {"csv", 0, OPT_STR, &csv_path, 0, 0, "FILE", "results as one CSV row with a header"},
-	    {"psn-log", 0, OPT_STR, &psn_log, 0, 0, "FILE",
+	    {"json", 0, OPT_STR, &a->json_path, 0, 0, "FILE", "results as JSON (docs/json.md)"},
+	    {"csv", 0, OPT_STR, &a->csv_path, 0, 0, "FILE", "results as one CSV row with a header"},
+	    {"psn-log", 0, OPT_STR, &a->psn_log, 0, 0, "FILE",
 	     "append 'LOCAL_PSN PEER_PSN' per rdma connection (PSN audits)"},
 	    QPG_OPT_END};
 	struct cluster_pick pick = {0};
 	bool clustered;
 	int optind = cluster_pick_parse(&pick, argc, argv, client, own, "qpgate-perf -c N", &clustered);
-	s.server_pid = (pid_t)server_pid;
-	if (proc_check_server_pid(s.server_pid))
+	if (proc_check_server_pid((pid_t)a->server_pid))
 		return 2;
-	int crc = stamp_init(&clock, clock_name);
+	if (!load_opts_fit(co, lo, "qpgate-perf"))
+		return 2;
+	if (clustered)
+		return cluster_pick(&pick, co, "qpgate-perf") ? 1 : 0;
+	co->host = argv[optind];
+	co->servername = argv[optind + 1];
+	return 0;
+}
+
+/* The run's clock, limits, deadlines, ports and source address, and S's
+ * hooks; warns of what will not fit. 0, or the exit status. */
+static int prepare(struct perf_args *a, struct stamp *clock, struct samples *s, char *source,
+		   size_t source_len)
+{
+	struct qpg_client_opts *co = &a->co;
+	struct load_opts *lo = &a->lo;
+	int crc = stamp_init(clock, a->clock_name);
 	if (crc == -EINVAL) {
-		fprintf(stderr, "error: --clock is 'mono' or 'tsc', not '%s'\n", clock_name);
+		fprintf(stderr, "error: --clock is 'mono' or 'tsc', not '%s'\n", a->clock_name);
 		return 2;
 	}
 	if (crc) {
 		fprintf(stderr, "error: --clock tsc: no time-stamp counter to read on this CPU\n");
 		return 2;
 	}
-	lo.clock = &clock;
+	lo->clock = clock;
 	long nofile = qpg_cli_raise_nofile();
-	if (nofile >= 0 && lo.nconns + 32 > nofile)
+	if (nofile >= 0 && lo->nconns + 32 > nofile)
 		fprintf(
 		    stderr,
 		    "qpgate-perf: warning: %ld clients need a file descriptor each, but open files "
 		    "are limited to %ld (ulimit -n): expect 'Too many open files'\n",
-		    (long)lo.nconns, nofile);
-	qpg_cli_note_map_count("qpgate-perf", co.transport, (long)lo.nconns, 1, "-c");
-	if (psn_log && !(s.psn_log = fopen(psn_log, "a"))) {
-		fprintf(stderr, "qpgate-perf: cannot open %s\n", psn_log);
-		return 2;
-	}
-	if (!load_opts_fit(&co, &lo, "qpgate-perf"))
-		return 2;
-	if (clustered) {
-		if (cluster_pick(&pick, &co, "qpgate-perf"))
-			return 1;
-	} else {
-		co.host = argv[optind];
-		co.servername = argv[optind + 1];
-	}
-	if (!lo.timeout_ms)
-		lo.timeout_ms = 600000 + 10L * lo.nconns;
+		    (long)lo->nconns, nofile);
+	qpg_cli_note_map_count("qpgate-perf", co->transport, (long)lo->nconns, 1, "-c");
+	if (!lo->timeout_ms)
+		lo->timeout_ms = 600000 + 10L * lo->nconns;
 	/* No new try after half the run: one that cannot connect ends with its
 	 * failures, not at its timeout (10 tries of a 3 s handshake deadline
 	 * and their backoff outlast a 30 s run). */
-	if ((long)co.connect_deadline_ms > lo.timeout_ms / 2)
-		co.connect_deadline_ms = (unsigned)(lo.timeout_ms / 2);
-	if (!load_ports_fit(&co, &lo, "qpgate-perf"))
+	if ((long)co->connect_deadline_ms > lo->timeout_ms / 2)
+		co->connect_deadline_ms = (unsigned)(lo->timeout_ms / 2);
+	if (!load_ports_fit(co, lo, "qpgate-perf"))
 		return 2;
-	char source[INET6_ADDRSTRLEN];
-	load_pick_source(&co, &lo, source, sizeof(source), "qpgate-perf");
-	load_note_loopback(&co, &lo, "qpgate-perf");
-	lo.prime = co.tls_resume;
-	if (!threads)
-		threads = load_default_threads(lo.nconns);
-	s.threads = threads;
-	signal(SIGPIPE, SIG_IGN);
-	s.dev_name = co.ib_dev;
-	s.tty = isatty(STDERR_FILENO);
-	s.t0 = (uint64_t)now_s();
-	lo.progress = on_progress;
-	lo.connected = on_connected;
-	lo.conn_done = on_conn_done;
-	lo.progress_arg = &s;
-
-	char err[512];
-	take(&s, 0);
-	struct load_result *r = malloc(sizeof(*r));
-	int lrc = r ? load_run_spread(&co, &lo, threads, r, err, sizeof(err)) : -ENOMEM;
-	if (lrc == -EIO) {
-		fprintf(stderr, "qpgate-perf: error: %s\n", err);
-		return 1;
+	load_pick_source(co, lo, source, source_len, "qpgate-perf");
+	load_note_loopback(co, lo, "qpgate-perf");
+	lo->prime = co->tls_resume;
+	if (!a->threads)
+		a->threads = load_default_threads(lo->nconns);
+	if (a->psn_log && !(s->psn_log = fopen(a->psn_log, "a"))) {
+		fprintf(stderr, "qpgate-perf: cannot open %s\n", a->psn_log);
+		return 2;
 	}
-	if (lrc) {
-		fprintf(stderr, "qpgate-perf: out of memory\n");
-		return 1;
-	}
-	if (s.tty)
-		fprintf(stderr, "\n");
-	take(&s, 2);
+	s->server_pid = (pid_t)a->server_pid;
+	s->threads = a->threads;
+	s->dev_name = co->ib_dev;
+	s->tty = isatty(STDERR_FILENO);
+	s->t0 = (uint64_t)now_s();
+	lo->progress = on_progress;
+	lo->connected = on_connected;
+	lo->conn_done = on_conn_done;
+	lo->progress_arg = s;
+	return 0;
+}
 
+/* The table, and the JSON and CSV asked for. The exit status. */
+static int report(const struct perf_args *a, const struct load_result *r, struct samples *s)
+{
+	const struct qpg_client_opts *co = &a->co;
+	const struct load_opts *lo = &a->lo;
 	printf(" qpgate-perf: %d clients, %s transport, message auth %s, %u-byte messages, %d "
 	       "thread%s\n",
-	       lo.nconns, co.transport == QPG_KIND_RDMA ? "rdma" : "tcp", co.auth ? "on" : "off",
-	       lo.size, threads, threads == 1 ? "" : "s");
-	load_print(r, &lo);
+	       lo->nconns, co->transport == QPG_KIND_RDMA ? "rdma" : "tcp", co->auth ? "on" : "off",
+	       lo->size, a->threads, a->threads == 1 ? "" : "s");
+	load_print(r, lo);
 	printf(
 	    " success rate %.2f%%   connect p50 %.1f ms  p95 %.1f ms  p99 %.1f ms  max %.1f ms\n",
 	    r->nconns ? 100.0 * r->established / r->nconns : 0,
 	    qpg_hist_quantile(&r->setup, 0.5) / 1e6, qpg_hist_quantile(&r->setup, 0.95) / 1e6,
 	    qpg_hist_quantile(&r->setup, 0.99) / 1e6, (double)r->setup.max / 1e6);
-	print_resources(&s, r);
-
-	int rc = load_ok(r, &lo) ? 0 : 1;
-	if (json_path) {
-		json_t *j = build_json(&co, &lo, r, &s);
-		if (!j || json_dump_file(j, json_path, JSON_INDENT(2)) != 0) {
-			fprintf(stderr, "qpgate-perf: cannot write %s\n", json_path);
+	print_resources(s, r);
+	int rc = load_ok(r, lo) ? 0 : 1;
+	if (a->json_path) {
+		json_t *j = build_json(co, lo, r, s);
+		if (!j || json_dump_file(j, a->json_path, JSON_INDENT(2)) != 0) {
+			fprintf(stderr, "qpgate-perf: cannot write %s\n", a->json_path);
 			rc = 1;
 		}
 		json_decref(j);
 	}
-	if (csv_path && write_csv(csv_path, &lo, r, &s) != 0) {
-		fprintf(stderr, "qpgate-perf: cannot write %s\n", csv_path);
+	if (a->csv_path && write_csv(a->csv_path, lo, r, s) != 0) {
+		fprintf(stderr, "qpgate-perf: cannot write %s\n", a->csv_path);
 		rc = 1;
 	}
-	if (s.psn_log && fclose(s.psn_log) != 0)
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct perf_args a = {0};
+	struct samples s = {0};
+	struct stamp clock;
+	char source[INET6_ADDRSTRLEN], err[512];
+	struct load_result *r = NULL;
+	int rc = parse_args(&a, argc, argv);
+	if (rc || (rc = prepare(&a, &clock, &s, source, sizeof(source))))
+		goto out;
+	signal(SIGPIPE, SIG_IGN);
+	take(&s, 0);
+	r = malloc(sizeof(*r));
+	int lrc = r ? load_run_spread(&a.co, &a.lo, a.threads, r, err, sizeof(err)) : -ENOMEM;
+	if (lrc) {
+		if (lrc == -EIO)
+			fprintf(stderr, "qpgate-perf: error: %s\n", err);
+		else
+			fprintf(stderr, "qpgate-perf: out of memory\n");
+		rc = 1;
+		goto out;
+	}
+	if (s.tty)
+		fprintf(stderr, "\n");
+	take(&s, 2);
+	rc = report(&a, r, &s);
+out:
+	if (s.psn_log && fclose(s.psn_log) != 0 && rc == 0)
 		rc = 1;
 	free(r);
 	return rc;

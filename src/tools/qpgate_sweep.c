@@ -206,6 +206,74 @@ static bool stop_server(pid_t pid, bool *killed)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+/* qpgate-perf's command line for one run at N clients (ARGV holds 128). */
+static void perf_argv(const struct sweep *sw, char **argv, char *nbuf, const char *json_path,
+		      const char *pidbuf, const char *port, bool spawned)
+{
+	int a = 0;
+	argv[a++] = (char *)sw->perf_path;
+	argv[a++] = "-c";
+	argv[a++] = nbuf;
+	argv[a++] = "--json";
+	argv[a++] = (char *)json_path;
+	if (sw->server_pid) {
+		argv[a++] = "--server-pid";
+		argv[a++] = (char *)pidbuf;
+	}
+	if (spawned) {
+		argv[a++] = "-p";
+		argv[a++] = (char *)port;
+	}
+	for (int i = 0; i < sw->nperf_args && a < 127; i++)
+		argv[a++] = sw->perf_args[i];
+	argv[a] = NULL;
+}
+
+/* Runs ARGV with its output to TXT_PATH; its wait status, or -1 when it
+ * could not be forked. SIGINT/SIGTERM (g_stop) pass on to it. */
+static int run_perf(const struct sweep *sw, char **argv, const char *txt_path)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		FILE *f = freopen(txt_path, "w", stdout);
+		if (!f)
+			_exit(127);
+		execv(sw->perf_path, argv);
+		fprintf(stderr, "qpgate-sweep: cannot run %s: %s\n", sw->perf_path,
+			strerror(errno));
+		_exit(127);
+	}
+	int status = 0;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		if (g_stop)
+			kill(pid, SIGTERM);
+	return status;
+}
+
+/* P's figures from qpgate-perf's report R of a run at N clients. */
+static void read_report(json_t *r, int n, struct sweep_point *p)
+{
+	p->connected = (int)jnum(r, "results.connections.succeeded");
+	p->failed = (int)jnum(r, "results.connections.failed");
+	p->success = jnum(r, "results.connections.success_rate");
+	p->connect_p50_ms = jnum(r, "results.connections.connect_ms.p50");
+	p->connect_p99_ms = jnum(r, "results.connections.connect_ms.p99");
+	p->msgs_per_s = jnum(r, "results.data.msgs_per_s");
+	p->lat_p50_us = jnum(r, "results.data.latency_us.p50");
+	p->lat_p99_us = jnum(r, "results.data.latency_us.p99");
+	p->verified = (long)jnum(r, "results.data.verified");
+	p->mismatches = (long)jnum(r, "results.data.mismatches");
+	p->kb_per_client = jnum(r, "results.resources.server_memory_per_client_kb");
+	json_t *snap = json_object_get(json_object_get(r, "results"), "resources");
+	snap = json_object_get(snap, "snapshots");
+	double q0 = jnum(json_array_get(snap, 0), "device.qp");
+	double q1 = jnum(json_array_get(snap, 1), "device.qp");
+	p->dev_qps_per_client = q0 >= 0 && q1 >= 0 && n > 0 ? (q1 - q0) / n : -1;
+	describe_failures(r, p->failures, sizeof(p->failures));
+}
+
 /* One qpgate-perf run at N clients. Returns 0 with P filled in, or -1 when
  * the run produced no report at all (the tool could not start). */
 static int run_point(struct sweep *sw, int n, enum sweep_stage stage, struct sweep_point *p)
@@ -228,44 +296,14 @@ static int run_point(struct sweep *sw, int n, enum sweep_stage stage, struct swe
 		proc_sample(spawned, &sw->server_base);
 	}
 	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)sw->server_pid);
-
 	char *argv[128];
-	int a = 0;
-	argv[a++] = (char *)sw->perf_path;
-	argv[a++] = "-c";
-	argv[a++] = nbuf;
-	argv[a++] = "--json";
-	argv[a++] = json_path;
-	if (sw->server_pid) {
-		argv[a++] = "--server-pid";
-		argv[a++] = pidbuf;
-	}
-	if (spawned) {
-		argv[a++] = "-p";
-		argv[a++] = port;
-	}
-	for (int i = 0; i < sw->nperf_args && a < 127; i++)
-		argv[a++] = sw->perf_args[i];
-	argv[a] = NULL;
+	perf_argv(sw, argv, nbuf, json_path, pidbuf, port, spawned != 0);
 
 	fprintf(stderr, "qpgate-sweep: %s: %d clients\n", sweep_stage_name(stage), n);
 	double t0 = now_s();
-	pid_t pid = fork();
-	if (pid < 0)
+	int status = run_perf(sw, argv, txt_path);
+	if (status < 0)
 		return -1;
-	if (pid == 0) {
-		FILE *f = freopen(txt_path, "w", stdout);
-		if (!f)
-			_exit(127);
-		execv(sw->perf_path, argv);
-		fprintf(stderr, "qpgate-sweep: cannot run %s: %s\n", sw->perf_path,
-			strerror(errno));
-		_exit(127);
-	}
-	int status = 0;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		if (g_stop)
-			kill(pid, SIGTERM);
 	bool server_ok = true, server_killed = false;
 	if (spawned) {
 		server_ok = stop_server(spawned, &server_killed);
@@ -282,27 +320,10 @@ static int run_point(struct sweep *sw, int n, enum sweep_stage stage, struct swe
 			jerr.text);
 		return -1;
 	}
-	json_t *r = p->perf;
-	p->connected = (int)jnum(r, "results.connections.succeeded");
-	p->failed = (int)jnum(r, "results.connections.failed");
-	p->success = jnum(r, "results.connections.success_rate");
+	read_report(p->perf, n, p);
 	p->all_verified = WIFEXITED(status) && WEXITSTATUS(status) == 0;
 	p->server_exit_ok = server_ok;
-	p->connect_p50_ms = jnum(r, "results.connections.connect_ms.p50");
-	p->connect_p99_ms = jnum(r, "results.connections.connect_ms.p99");
-	p->msgs_per_s = jnum(r, "results.data.msgs_per_s");
-	p->lat_p50_us = jnum(r, "results.data.latency_us.p50");
-	p->lat_p99_us = jnum(r, "results.data.latency_us.p99");
-	p->verified = (long)jnum(r, "results.data.verified");
-	p->mismatches = (long)jnum(r, "results.data.mismatches");
-	p->kb_per_client = jnum(r, "results.resources.server_memory_per_client_kb");
-	json_t *snap = json_object_get(json_object_get(r, "results"), "resources");
-	snap = json_object_get(snap, "snapshots");
-	double q0 = jnum(json_array_get(snap, 0), "device.qp");
-	double q1 = jnum(json_array_get(snap, 1), "device.qp");
-	p->dev_qps_per_client = q0 >= 0 && q1 >= 0 && n > 0 ? (q1 - q0) / n : -1;
-	describe_failures(r, p->failures, sizeof(p->failures));
-	struct exhaust_input ei = {r, spawned ? log_path : NULL, log_from, server_killed};
+	struct exhaust_input ei = {p->perf, spawned ? log_path : NULL, log_from, server_killed};
 	exhaust_classify(&ei, &p->exh);
 	if (p->exh.what != EXH_NONE)
 		fprintf(stderr, "qpgate-sweep: %d clients: ran out of %s (%s): %s\n", n,
@@ -423,86 +444,147 @@ static const char *sibling_path(char *buf, size_t len, const char *name)
 	return buf;
 }
 
-int main(int argc, char **argv)
-{
-	struct sweep sw = {0};
-	static struct sweep_point points[MAX_POINTS];
-	char perf_buf[PATH_MAX], server_buf[PATH_MAX];
+/* What the command line asks for beside SW's own fields. */
+struct sweep_args {
 	struct steps st;
-	st.n = parse_steps("10,100,500,1000,5000,10000", st.v, 32);
-	int max_clients = 0, iters = 8;
-	double resolution = 0.02;
-	sw.out_dir = "qpgate-report";
-	sw.settle_timeout_s = 120;
-	sw.rep.points = points;
-	sw.rep.title = "qpgate capacity sweep";
-	sw.perf_path = sibling_path(perf_buf, sizeof(perf_buf), "qpgate-perf");
-	sw.server_path = sibling_path(server_buf, sizeof(server_buf), "qpgate-server");
+	int max_clients, iters;
+	double resolution;
+};
+
+/* Parses ARGV into SW and A: qpgate-perf's arguments follow "--". 0, or
+ * the exit status. */
+static int parse_args(struct sweep *sw, struct sweep_args *a, int argc, char **argv)
+{
+	static char perf_buf[PATH_MAX], server_buf[PATH_MAX];
+	a->st.n = parse_steps("10,100,500,1000,5000,10000", a->st.v, 32);
+	a->iters = 8;
+	a->resolution = 0.02;
+	sw->out_dir = "qpgate-report";
+	sw->settle_timeout_s = 120;
+	sw->rep.title = "qpgate capacity sweep";
+	sw->perf_path = sibling_path(perf_buf, sizeof(perf_buf), "qpgate-perf");
+	sw->server_path = sibling_path(server_buf, sizeof(server_buf), "qpgate-server");
 	int server_pid = 0;
 	const struct qpg_opt opts[] = {
-	    {"steps", 0, OPT_CALL, &st, 0, 0, "LIST",
+	    {"steps", 0, OPT_CALL, &a->st, 0, 0, "LIST",
 	     "progressive client counts (default 10,100,500,1000,5000,10000)", parse_steps_opt},
-	    {"max", 0, OPT_INT, &max_clients, 1, 10000000, "N",
+	    {"max", 0, OPT_INT, &a->max_clients, 1, 10000000, "N",
 	     "keep doubling past the last step up to N (default: the last step)"},
-	    {"search-iters", 0, OPT_INT, &iters, 0, 40, "K", "runs per binary search (default 8)"},
-	    {"resolution", 0, OPT_DOUBLE, &resolution, 0, 1, "F",
+	    {"search-iters", 0, OPT_INT, &a->iters, 0, 40, "K",
+	     "runs per binary search (default 8)"},
+	    {"resolution", 0, OPT_DOUBLE, &a->resolution, 0, 1, "F",
 	     "stop a search within F of its lower end (default 0.02)"},
-	    {"out", 0, OPT_STR, &sw.out_dir, 0, 0, "DIR",
+	    {"out", 0, OPT_STR, &sw->out_dir, 0, 0, "DIR",
 	     "report directory (default ./qpgate-report)"},
-	    {"server-args", 0, OPT_CALL, &sw, 0, 0, "ARGS",
+	    {"server-args", 0, OPT_CALL, sw, 0, 0, "ARGS",
 	     "a fresh qpgate-server with ARGS for every run", parse_server_args},
 	    {"server-pid", 0, OPT_INT, &server_pid, 1, 1 << 30, "PID",
 	     "or: an already running server to watch"},
-	    {"ib-dev", 'd', OPT_STR, &sw.dev_name, 0, 0, "DEV",
+	    {"ib-dev", 'd', OPT_STR, &sw->dev_name, 0, 0, "DEV",
 	     "device whose QP count must settle between runs"},
-	    {"settle-timeout", 0, OPT_INT, &sw.settle_timeout_s, 0, 86400, "S",
+	    {"settle-timeout", 0, OPT_INT, &sw->settle_timeout_s, 0, 86400, "S",
 	     "longest wait for the baseline between runs (default 120)"},
-	    {"perf", 0, OPT_STR, &sw.perf_path, 0, 0, "PATH",
+	    {"perf", 0, OPT_STR, &sw->perf_path, 0, 0, "PATH",
 	     "qpgate-perf to run (default: next to this program)"},
-	    {"title", 0, OPT_STR, &sw.rep.title, 0, 0, "TEXT", "report title"},
-	    {"compare-seeds", 0, OPT_FLAG, &sw.rep.compare_seeds, 0, 0, NULL,
+	    {"title", 0, OPT_STR, &sw->rep.title, 0, 0, "TEXT", "report title"},
+	    {"compare-seeds", 0, OPT_FLAG, &sw->rep.compare_seeds, 0, 0, NULL,
 	     "put the seed prototype's published figures beside ours in the report"},
 	    QPG_OPT_END};
 	const struct qpg_opt *const tables[] = {opts, NULL};
 	const char *synopsis = "qpgate-sweep [options] -- [qpgate-perf flags] HOST SERVERNAME";
 	int optind = qpg_opts_parse(argc, argv, tables, synopsis, -1);
-	sw.server_pid = (pid_t)server_pid;
-	int nsteps = st.n;
-	int *steps = st.v;
+	sw->server_pid = (pid_t)server_pid;
 	if (argc - optind < 2) {
 		fprintf(stderr, "error: HOST and SERVERNAME (after --) are needed\nusage: %s\n",
 			synopsis);
 		return 2;
 	}
+	sw->perf_args = argv + optind;
+	sw->nperf_args = argc - optind;
+	return 0;
+}
+
+/* The report's seeds, transport and command, and its directories. 0, or
+ * the exit status. */
+static int prepare(struct sweep *sw)
+{
 	static struct seed_runs seeds;
+	static char cmd[2048];
 	char serr[PATH_MAX + 300];
-	if (sw.rep.compare_seeds) {
+	if (sw->rep.compare_seeds) {
 		if (seed_runs_load(&seeds, NULL, serr, sizeof(serr))) {
 			fprintf(stderr, "error: --compare-seeds: %s\n", serr);
 			return 2;
 		}
-		sw.rep.seeds = &seeds;
+		sw->rep.seeds = &seeds;
 	}
-	sw.perf_args = argv + optind;
-	sw.nperf_args = argc - optind;
-	sw.rep.transport = "rdma";
-	for (int i = 0; i + 1 < sw.nperf_args; i++)
-		if (!strcmp(sw.perf_args[i], "--transport"))
-			sw.rep.transport = sw.perf_args[i + 1];
-
-	char cmd[2048];
+	sw->rep.transport = "rdma";
+	for (int i = 0; i + 1 < sw->nperf_args; i++)
+		if (!strcmp(sw->perf_args[i], "--transport"))
+			sw->rep.transport = sw->perf_args[i + 1];
 	size_t used = (size_t)snprintf(cmd, sizeof(cmd), "qpgate-perf -c N");
-	for (int i = 0; i < sw.nperf_args && used < sizeof(cmd); i++)
-		used += (size_t)snprintf(cmd + used, sizeof(cmd) - used, " %s", sw.perf_args[i]);
-	sw.rep.command = cmd;
-
+	for (int i = 0; i < sw->nperf_args && used < sizeof(cmd); i++)
+		used += (size_t)snprintf(cmd + used, sizeof(cmd) - used, " %s", sw->perf_args[i]);
+	sw->rep.command = cmd;
 	char runs[PATH_MAX];
-	snprintf(runs, sizeof(runs), "%s/runs", sw.out_dir);
-	if ((mkdir(sw.out_dir, 0755) && errno != EEXIST) ||
+	snprintf(runs, sizeof(runs), "%s/runs", sw->out_dir);
+	if ((mkdir(sw->out_dir, 0755) && errno != EEXIST) ||
 	    (mkdir(runs, 0755) && errno != EEXIST)) {
 		fprintf(stderr, "qpgate-sweep: cannot create %s: %s\n", runs, strerror(errno));
 		return 1;
 	}
+	return 0;
+}
+
+/* Progressive steps, then doubling up to --max: stop at the first run
+ * below 99% (its bracket is what the searches need). Then the searches. */
+static void sweep_run(struct sweep *sw, const struct sweep_args *a)
+{
+	int last = 0;
+	for (int i = 0; !g_stop; i++) {
+		int n = i < a->st.n ? a->st.v[i]
+				    : (last * 2 < a->max_clients ? last * 2 : a->max_clients);
+		if (i >= a->st.n && (n <= last || n > a->max_clients))
+			break;
+		if (add_point(sw, n, STAGE_STEP) != 0)
+			break;
+		last = n;
+		if (!is_99(&sw->rep.points[sw->rep.npoints - 1]))
+			break;
+	}
+	search(sw, is_full, STAGE_SEARCH_FULL, a->resolution, a->iters);
+	search(sw, is_99, STAGE_SEARCH_99, a->resolution, a->iters);
+	sw->rep.full = bound_of(&sw->rep, is_full);
+	sw->rep.p99 = bound_of(&sw->rep, is_99);
+}
+
+static void print_table(const struct sweep *sw)
+{
+	printf("\n %-9s %-11s %-9s %-9s %-11s %-11s %-12s %-10s %-9s\n", "#clients", "stage",
+	       "success", "verified", "conn p50", "conn p99", "kB/client", "msg/s", "settled");
+	for (int i = 0; i < sw->rep.npoints; i++) {
+		const struct sweep_point *p = &sw->rep.points[i];
+		printf(" %-9d %-11s %7.2f%%  %-9s %8.1f ms %8.1f ms %12.1f %-10.0f %-9s\n",
+		       p->clients, sweep_stage_name(p->stage), 100 * p->success,
+		       p->all_verified ? "all" : "NO", p->connect_p50_ms, p->connect_p99_ms,
+		       p->kb_per_client, p->msgs_per_s, p->settled ? "yes" : "NO");
+	}
+	printf("\n largest N at 100%% success: %d%s\n", sw->rep.full.n,
+	       sw->rep.full.fail_at ? "" : " (nothing failed: a lower bound)");
+	printf(" largest N at >= 99%% success: %d%s\n", sw->rep.p99.n,
+	       sw->rep.p99.fail_at ? "" : " (nothing failed: a lower bound)");
+	printf(" report: %s/report.html (also report.md, report.json)\n", sw->out_dir);
+}
+
+int main(int argc, char **argv)
+{
+	static struct sweep_point points[MAX_POINTS];
+	struct sweep sw = {0};
+	struct sweep_args a = {0};
+	sw.rep.points = points;
+	int rc = parse_args(&sw, &a, argc, argv);
+	if (rc || (rc = prepare(&sw)))
+		return rc;
 	struct sigaction sa = {.sa_handler = on_signal};
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -513,47 +595,17 @@ int main(int argc, char **argv)
 	time_t now = time(NULL);
 	strftime(sw.rep.date, sizeof(sw.rep.date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 	double t0 = now_s();
-
-	/* Progressive steps, then doubling up to --max: stop at the first run
-	 * below 99% (its bracket is what the searches need). */
-	int last = 0;
-	for (int i = 0; !g_stop; i++) {
-		int n = i < nsteps ? steps[i] : (last * 2 < max_clients ? last * 2 : max_clients);
-		if (i >= nsteps && (n <= last || n > max_clients))
-			break;
-		if (add_point(&sw, n, STAGE_STEP) != 0)
-			break;
-		last = n;
-		if (!is_99(&sw.rep.points[sw.rep.npoints - 1]))
-			break;
-	}
-	search(&sw, is_full, STAGE_SEARCH_FULL, resolution, iters);
-	search(&sw, is_99, STAGE_SEARCH_99, resolution, iters);
-	sw.rep.full = bound_of(&sw.rep, is_full);
-	sw.rep.p99 = bound_of(&sw.rep, is_99);
+	sweep_run(&sw, &a);
 	sw.rep.total_s = now_s() - t0;
-
 	char err[512];
-	int rc = report_write(&sw.rep, sw.out_dir, err, sizeof(err));
-	if (rc) {
+	if (report_write(&sw.rep, sw.out_dir, err, sizeof(err))) {
 		fprintf(stderr, "qpgate-sweep: %s\n", err);
-		return 1;
+		rc = 1;
+	} else {
+		print_table(&sw);
+		rc = g_stop ? 130 : 0;
 	}
-	printf("\n %-9s %-11s %-9s %-9s %-11s %-11s %-12s %-10s %-9s\n", "#clients", "stage",
-	       "success", "verified", "conn p50", "conn p99", "kB/client", "msg/s", "settled");
-	for (int i = 0; i < sw.rep.npoints; i++) {
-		const struct sweep_point *p = &sw.rep.points[i];
-		printf(" %-9d %-11s %7.2f%%  %-9s %8.1f ms %8.1f ms %12.1f %-10.0f %-9s\n",
-		       p->clients, sweep_stage_name(p->stage), 100 * p->success,
-		       p->all_verified ? "all" : "NO", p->connect_p50_ms, p->connect_p99_ms,
-		       p->kb_per_client, p->msgs_per_s, p->settled ? "yes" : "NO");
-	}
-	printf("\n largest N at 100%% success: %d%s\n", sw.rep.full.n,
-	       sw.rep.full.fail_at ? "" : " (nothing failed: a lower bound)");
-	printf(" largest N at >= 99%% success: %d%s\n", sw.rep.p99.n,
-	       sw.rep.p99.fail_at ? "" : " (nothing failed: a lower bound)");
-	printf(" report: %s/report.html (also report.md, report.json)\n", sw.out_dir);
 	for (int i = 0; i < sw.rep.npoints; i++)
 		json_decref(sw.rep.points[i].perf);
-	return g_stop ? 130 : 0;
+	return rc;
 }
