@@ -172,6 +172,7 @@ ceiling() {
 	awk -v a="$1" -v b="$2" 'BEGIN{if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && a > 0 && b > 0) printf "%.1f", 1 / (1/a + 1/b); else print "null"}'
 }
 qp_up=() qp_ceil_full=() qp_ceil_res=()
+lib_pfull=() lib_pres=() proc_ceil_full=() proc_ceil_res=()
 wall_tfull=() wall_tres=() wall_qp=() wall_ceil_full=() wall_ceil_res=()
 # Resumed connects a second, once the priming connect is up.
 resumed_rate='.results.connections | if .connect_phase_s > .prime_s then .tls_resumed / (.connect_phase_s - .prime_s) else null end'
@@ -194,11 +195,16 @@ for r in $(seq 1 "$runs"); do
 	read -r a b <<<"$(sed -n 's/^floor mtls-full=\([0-9]*\) mtls-resumed=\([0-9]*\)$/\1 \2/p' <<<"$lib_out")"
 	lib_mfull+=("${a:-null}") lib_mres+=("${b:-null}")
 	# The same over TCP on loopback (--tcp): what the control connection's
-	# TCP adds to a connect, which the socketpair floor leaves out.
-	lib_out=$("$bin/qpg_tls_floor" --cert "$work/server.crt" --key "$work/server.key" --ca "$work/ca.crt" -n 300 --tcp)
+	# TCP adds to a connect, which the socketpair floor leaves out. And
+	# (--procs) the same handshakes with the client and the server in two
+	# processes that wait on their sockets, as qpgate's and every TLS
+	# pair's are: what the switches between them cost (bench/tls_floor_procs.c).
+	lib_out=$("$bin/qpg_tls_floor" --cert "$work/server.crt" --key "$work/server.key" --ca "$work/ca.crt" -n 300 --tcp --procs)
 	echo "$lib_out" >&2
 	read -r a b <<<"$(sed -n 's/^floor full=\([0-9]*\) resumed=\([0-9]*\)$/\1 \2/p' <<<"$lib_out")"
 	lib_tfull+=("${a:-null}") lib_tres+=("${b:-null}")
+	read -r a b <<<"$(sed -n 's/^procs full=\([0-9]*\) resumed=\([0-9]*\)$/\1 \2/p' <<<"$lib_out")"
+	lib_pfull+=("${a:-null}") lib_pres+=("${b:-null}")
 	# The verbs floor of a connect (bench/qp_floor.c): a pair of QPs
 	# created, moved to RTS and destroyed in one thread, on the device
 	# qpgate runs on. With the floor over TCP it makes the ceiling of a
@@ -209,6 +215,8 @@ for r in $(seq 1 "$runs"); do
 	qp_up+=("${a:-null}")
 	qp_ceil_full+=("$(ceiling "${lib_tfull[-1]}" "${a:-null}")")
 	qp_ceil_res+=("$(ceiling "${lib_tres[-1]}" "${a:-null}")")
+	proc_ceil_full+=("$(ceiling "${lib_pfull[-1]}" "${a:-null}")")
+	proc_ceil_res+=("$(ceiling "${lib_pres[-1]}" "${a:-null}")")
 	# The same two floors by the wall clock, two threads at once (one per
 	# vCPU), as qpgate's connects are timed: what the library and the
 	# device reach on these cores with what a CPU figure leaves out (the
@@ -479,6 +487,17 @@ row on "wall-clock ceiling / ceiling, full" "%12.1f" "${wall_ceil_full[*]}" "${q
 r25=$rr
 row on "wall-clock ceiling / ceiling, resumed" "%12.1f" "${wall_ceil_res[*]}" "${qp_ceil_res[*]}" ""
 r26=$rr
+# The same against the ceiling whose TLS floor runs its two ends in two
+# processes (qpg_tls_floor --procs), and what the two processes take from
+# the one-thread floor.
+row on "full-handshake connects/s / two-process ceiling" "%12.1f" "$(vals cps-on)" "${proc_ceil_full[*]}" ""
+r27=$rr
+row on "resumed reconnects/s / two-process ceiling" "%12.1f" "$(vals reconn)" "${proc_ceil_res[*]}" ""
+r28=$rr
+row on "two-process TLS floor / one-thread, full" "%12.1f" "${lib_pfull[*]}" "${lib_tfull[*]}" ""
+r29=$rr
+row on "two-process TLS floor / one-thread, resumed" "%12.1f" "${lib_pres[*]}" "${lib_tres[*]}" ""
+r30=$rr
 row on "ceiling, full / TLS library floor" "%12.1f" "${qp_ceil_full[*]}" "${lib_full[*]}" ""
 r18=$rr
 row on "ceiling, resumed / TLS library floor" "%12.1f" "${qp_ceil_res[*]}" "${lib_res[*]}" ""
@@ -531,6 +550,9 @@ jq -n --arg version "$version" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg
 	--argjson r16 "$r16" --argjson r17 "$r17" --argjson r18 "$r18" --argjson r19 "$r19" --argjson r20 "$r20" \
 	--argjson r21 "$r21" --argjson r22 "$r22" \
 	--argjson r23 "$r23" --argjson r24 "$r24" --argjson r25 "$r25" --argjson r26 "$r26" \
+	--argjson pcfull "$(m=$(med "${proc_ceil_full[@]}"); echo "${m:-null}")" --argjson pcres "$(m=$(med "${proc_ceil_res[@]}"); echo "${m:-null}")" \
+	--argjson ptfull "$(m=$(med "${lib_pfull[@]}"); echo "${m:-null}")" --argjson ptres "$(m=$(med "${lib_pres[@]}"); echo "${m:-null}")" \
+	--argjson r27 "$r27" --argjson r28 "$r28" --argjson r29 "$r29" --argjson r30 "$r30" \
 	--argjson wcfull "$(m=$(med "${wall_ceil_full[@]}"); echo "${m:-null}")" --argjson wcres "$(m=$(med "${wall_ceil_res[@]}"); echo "${m:-null}")" \
 	--argjson wtfull "$(m=$(med "${wall_tfull[@]}"); echo "${m:-null}")" --argjson wtres "$(m=$(med "${wall_tres[@]}"); echo "${m:-null}")" \
 	--argjson wqp "$(m=$(med "${wall_qp[@]}"); echo "${m:-null}")" \
@@ -566,7 +588,11 @@ jq -n --arg version "$version" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg
 	                                           qp_pair_bringups_per_s: $wqp,
 	                                           full_per_s: $wcfull, resumed_per_s: $wcres,
 	                                           full_connect_ratio: $r23, reconnect_ratio: $r24,
-	                                           full_vs_cpu_ceiling: $r25, resumed_vs_cpu_ceiling: $r26}},
+	                                           full_vs_cpu_ceiling: $r25, resumed_vs_cpu_ceiling: $r26},
+	                              two_processes: {tls_full_per_s: $ptfull, tls_resumed_per_s: $ptres,
+	                                              full_per_s: $pcfull, resumed_per_s: $pcres,
+	                                              full_connect_ratio: $r27, reconnect_ratio: $r28,
+	                                              tls_full_vs_one_thread: $r29, tls_resumed_vs_one_thread: $r30}},
 	            auth_cost: {tag_ns: $tagns, four_tags_us: (if $tagns == null then null else 4 * $tagns / 1000 end),
 	                        extra_us_runs: $rextra, tag_ns_runs: $rtag, ratio: $r11},
 	            mtls: {connects_per_s: $mconn, reconnects_per_s: $mreconn, tls_resumed: $mresumed,

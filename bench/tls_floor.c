@@ -13,7 +13,7 @@
  *
  *   qpg_tls_floor --cert C --key K --ca CA [-n N] [--servername NAME]
  *                 [--client-cert CC --client-key CK] [--variant V] [--tcp]
- *                 [--threads N]
+ *                 [--threads N] [--procs]
  *
  * --tcp: over a TCP connection on loopback instead, with the options of
  * qpgate's control connection (qpg__sock_tune, the accepted end's
@@ -31,6 +31,12 @@
  * cores with everything a CPU figure leaves out (the kernel's work in
  * other contexts, the scheduler, threads that wait), as a qpgate client
  * and server on the same cores are timed by the wall clock too.
+ *
+ * --procs: then the same handshakes with the client and the server in two
+ * processes, each blocking on its socket (tls_floor_procs.c): rows
+ * procs-full and procs-resumed, and lines "procs full=F resumed=R" (from
+ * their CPU, as the floor's) and "procs-wall full=F resumed=R" (one at a
+ * time, by the wall clock).
  *
  * --variant changes one setting of tls.c on every context, to measure what
  * it is worth (docs/performance.md): auto-chain (OpenSSL builds the
@@ -61,6 +67,7 @@
 #include <time.h>
 
 #include "floor.h"
+#include "tls_floor_procs.h"
 #include <unistd.h>
 
 struct side {
@@ -298,6 +305,9 @@ static double floor_rate(const struct run *r)
 	return 2.0 * r->n / (r->cli_cpu + r->srv_cpu);
 }
 
+/* --procs: the two-process runs too. */
+static bool use_procs;
+
 static void row(const char *what, const struct run *r)
 {
 	printf(" %-13s %8d %8d %14.1f %14.1f %16.0f\n", what, r->n, r->resumed,
@@ -306,10 +316,11 @@ static void row(const char *what, const struct run *r)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: qpg_tls_floor --cert FILE --key FILE --ca FILE [-n N] "
-		   "[--servername NAME] [--client-cert FILE --client-key FILE]\n"
-		   "       [--variant base|auto-chain|two-tickets|server-cache|x25519-only|no-compat|\n"
-		   "                 mtls-tickets] [--tcp] [--threads N]\n");
+	fprintf(
+	    f, "usage: qpg_tls_floor --cert FILE --key FILE --ca FILE [-n N] "
+	       "[--servername NAME] [--client-cert FILE --client-key FILE]\n"
+	       "       [--variant base|auto-chain|two-tickets|server-cache|x25519-only|no-compat|\n"
+	       "                 mtls-tickets] [--tcp] [--threads N] [--procs]\n");
 }
 
 /* --variant: one setting of tls.c changed, to measure what it is worth. */
@@ -387,6 +398,22 @@ static int measure(const struct qpg__tls_files *sf, const struct qpg__tls_files 
 		rates[3] = res.n / res.wall;
 		rc = 0;
 	}
+	struct floor_procs_run pf = {.n = n}, pr = {.n = n};
+	if (rc == 0 && use_procs) {
+		rc = floor_procs(&full_slot, full_s, name, 0, &pf) ||
+		     floor_procs(&res_slot, res_s, name, 1, &pr);
+	}
+	if (rc == 0 && use_procs) {
+		struct run f = {n, pf.resumed, pf.cli_cpu, pf.srv_cpu, pf.wall};
+		struct run r = {n, pr.resumed, pr.cli_cpu, pr.srv_cpu, pr.wall};
+		char what[32];
+		snprintf(what, sizeof(what), "%sprocs-full", prefix);
+		row(what, &f);
+		snprintf(what, sizeof(what), "%sprocs-resumed", prefix);
+		row(what, &r);
+		printf("%sprocs full=%.0f resumed=%.0f\n", prefix, floor_rate(&f), floor_rate(&r));
+		printf("%sprocs-wall full=%.0f resumed=%.0f\n", prefix, n / pf.wall, n / pr.wall);
+	}
 	qpg__tls_slot_fini(&full_slot);
 	qpg__tls_slot_fini(&res_slot);
 out:
@@ -403,16 +430,19 @@ int main(int argc, char **argv)
 	struct qpg__tls_files sf = {0}, cf = {0};
 	const char *name = "localhost", *ccert = NULL, *ckey = NULL;
 	long n = 500;
-	static const struct option lo[] = {
-		{"cert", required_argument, NULL, 'C'}, {"key", required_argument, NULL, 'K'},
-		{"ca", required_argument, NULL, 'A'},	{"servername", required_argument, NULL, 'S'},
-		{"iters", required_argument, NULL, 'n'}, {"help", no_argument, NULL, 'h'},
-		{"client-cert", required_argument, NULL, 'c'},
-		{"client-key", required_argument, NULL, 'k'},
-		{"variant", required_argument, NULL, 'v'},
-		{"tcp", no_argument, NULL, 't'},
-		{"threads", required_argument, NULL, 'T'},
-		{NULL, 0, NULL, 0}};
+	static const struct option lo[] = {{"cert", required_argument, NULL, 'C'},
+					   {"key", required_argument, NULL, 'K'},
+					   {"ca", required_argument, NULL, 'A'},
+					   {"servername", required_argument, NULL, 'S'},
+					   {"iters", required_argument, NULL, 'n'},
+					   {"help", no_argument, NULL, 'h'},
+					   {"client-cert", required_argument, NULL, 'c'},
+					   {"client-key", required_argument, NULL, 'k'},
+					   {"variant", required_argument, NULL, 'v'},
+					   {"tcp", no_argument, NULL, 't'},
+					   {"threads", required_argument, NULL, 'T'},
+					   {"procs", no_argument, NULL, 'P'},
+					   {NULL, 0, NULL, 0}};
 	int o;
 	while ((o = getopt_long(argc, argv, "n:h", lo, NULL)) != -1) {
 		switch (o) {
@@ -424,6 +454,9 @@ int main(int argc, char **argv)
 		case 'k': ckey = optarg; break;
 		case 'v': variant = optarg; break;
 		case 't': use_tcp = true; break;
+		case 'P':
+			use_procs = true;
+			break;
 		case 'T': nthreads = (int)floor_num("qpg_tls_floor: --threads", optarg, 1, 8); break;
 		case 'n': {
 			char *end;

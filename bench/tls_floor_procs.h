@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* qpg_tls_floor --procs (tls_floor_procs.c): the client and the server in
+ * two processes. */
+#ifndef QPG_BENCH_TLS_FLOOR_PROCS_H
+#define QPG_BENCH_TLS_FLOOR_PROCS_H
+
+#include "tls.h"
+
+struct floor_procs_run {
+	int n, resumed;		 /* n: asked for */
+	double cli_cpu, srv_cpu; /* each process's CPU over its loop, s */
+	double wall;		 /* from the fork to the server's exit, s */
+};
+
+/* OUT->n handshakes, one at a time, between a client from CS (resumed
+ * ones if RESUME: each must resume) in this process and a server from
+ * SCTX in a child. 0, or -1 with the reason printed. */
+int floor_procs(struct qpg__tls_slot *cs, SSL_CTX *sctx, const char *name, int resume,
+		struct floor_procs_run *out);
+
+#endif
