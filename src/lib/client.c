@@ -144,35 +144,19 @@ static int client_resolve(struct qpg_client *cl, char *err, size_t err_len)
 	return 0;
 }
 
-int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
-		      const struct qpg_client_cbs *cbs, char *err, size_t err_len)
+/* The transport's device, for a pool of POOL_SLOTS message slots. The
+ * server checks HELLO's GID against the control connection's address
+ * (reflection), so over rdma that is the address the GID carries: each
+ * source address's own GID (one device and port for all), or the one
+ * routed toward the server. */
+static int client_transport(struct qpg_client *cl, uint32_t pool_slots, char *err, size_t err_len)
 {
-	struct qpg_client *cl = calloc(1, sizeof(*cl));
-	if (!cl)
-		return -ENOMEM;
-	cl->o = *o;
-	if (!cl->o.connect_attempts)
-		cl->o.connect_attempts = 1;
-	cl->cbs = *cbs;
-	cl->seed = (unsigned)qpg__now_ns() ^ (unsigned)getpid();
-	snprintf(cl->host, sizeof(cl->host), "%s", o->host);
-	snprintf(cl->servername, sizeof(cl->servername), "%s",
-		 o->servername ? o->servername : o->host);
-	int rc = client_resolve(cl, err, err_len);
-	if (rc)
-		goto fail_free;
+	const struct qpg_client_opts *o = &cl->o;
 	const struct qpg__transport_ops *t = qpg__transport_by_kind(o->transport);
 	if (!t) {
 		snprintf(err, err_len, "unknown transport");
-		rc = -EINVAL;
-		goto fail_free;
+		return -EINVAL;
 	}
-	/* Message slots the client's pool may register (and, over rdma, pin). */
-	uint32_t pool_slots = o->pool_max ? o->pool_max : 16384;
-	/* The server checks HELLO's GID against the control connection's
-	 * address (reflection), so over rdma that is the address the GID
-	 * carries: each source address's own GID (one device and port for
-	 * all), or the one routed toward the server. */
 	struct sockaddr_storage local = cl->src[0];
 	bool routed = cl->nsrc == 1 || qpg__local_addr_toward((struct sockaddr *)&cl->addr,
 							      cl->addr_len, &local) == 0;
@@ -188,15 +172,21 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	    .pinned_bytes = (uint64_t)pool_slots * qpg__pool_slot_size(o->max_msg),
 	    .pinned_what = "the client's message pool",
 	};
-	if (t->setup && (rc = t->setup(&su, &cl->dev, err, err_len)) != 0)
-		goto fail_free;
-	cl->t = t;
+	int rc = t->setup ? t->setup(&su, &cl->dev, err, err_len) : 0;
+	if (rc == 0)
+		cl->t = t;
+	return rc;
+}
+
+static int client_endpoint(struct qpg_client *cl, uint32_t pool_slots, char *err, size_t err_len)
+{
+	const struct qpg_client_opts *o = &cl->o;
 	struct qpg__ep_opts eo = {
-	    .t = t,
-	    .dev = t->setup ? &cl->dev : NULL,
+	    .t = cl->t,
+	    .dev = cl->t->setup ? &cl->dev : NULL,
 	    .max_msg = o->max_msg,
 	    .srq_depth = o->srq_depth,
-	    .pool_max = pool_slots, /* as checked above */
+	    .pool_max = pool_slots, /* as the transport's setup checked */
 	    /* Twice the credits: a reply may come before our request's ACK. */
 	    /* (and one for a keepalive). */
 	    .qp_max_send_wr = o->sq_depth ? o->sq_depth : 2u * o->credits + 1,
@@ -207,23 +197,27 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	    .rd_atomic = o->rd_atomic,
 	    .spare_qps = o->spare_qps,
 	};
-	rc = qpg__endpoint_init(&cl->ep, &eo);
-	if (rc) {
-		snprintf(err, err_len, "cannot set up %s resources: %s", t->name, strerror(-rc));
-		goto fail_transport;
-	}
+	int rc = qpg__endpoint_init(&cl->ep, &eo);
+	if (rc)
+		snprintf(err, err_len, "cannot set up %s resources: %s", cl->t->name,
+			 strerror(-rc));
+	return rc;
+}
+
+/* The TLS context, its ticket slot, and the endpoint's hooks. */
+static int client_tls(struct qpg_client *cl, char *err, size_t err_len)
+{
+	const struct qpg_client_opts *o = &cl->o;
 	struct qpg__tls_files tf = {
 	    .cert = o->cert, .key = o->key, .ca = o->ca, .spki_pin = o->spki_sha256};
 	SSL_CTX *ctx = qpg__tls_client_ctx(&tf, err, err_len);
-	if (!ctx) {
-		rc = -EINVAL;
-		goto fail_endpoint;
-	}
+	if (!ctx)
+		return -EINVAL;
 	qpg__tls_slot_init(&cl->tls, ctx);
 	if (o->tls_resume && qpg__tls_slot_resume(&cl->tls)) {
 		snprintf(err, err_len, "cannot set up TLS resumption");
-		rc = -EIO;
-		goto fail_tls;
+		qpg__tls_slot_fini(&cl->tls);
+		return -EIO;
 	}
 	cl->ep.tls = &cl->tls;
 	cl->ep.service = o->service;
@@ -236,10 +230,34 @@ int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
 	    .read_done = cl_read_done,
 	    .tick = cl_tick,
 	};
+	return 0;
+}
+
+int qpg_client_create(struct qpg_client **out, const struct qpg_client_opts *o,
+		      const struct qpg_client_cbs *cbs, char *err, size_t err_len)
+{
+	struct qpg_client *cl = calloc(1, sizeof(*cl));
+	if (!cl)
+		return -ENOMEM;
+	cl->o = *o;
+	if (!cl->o.connect_attempts)
+		cl->o.connect_attempts = 1;
+	cl->cbs = *cbs;
+	cl->seed = (unsigned)qpg__now_ns() ^ (unsigned)getpid();
+	snprintf(cl->host, sizeof(cl->host), "%s", o->host);
+	snprintf(cl->servername, sizeof(cl->servername), "%s",
+		 o->servername ? o->servername : o->host);
+	/* Message slots the client's pool may register (and, over rdma, pin). */
+	uint32_t pool_slots = o->pool_max ? o->pool_max : 16384;
+	int rc = client_resolve(cl, err, err_len);
+	if (rc || (rc = client_transport(cl, pool_slots, err, err_len)))
+		goto fail_free;
+	if ((rc = client_endpoint(cl, pool_slots, err, err_len)))
+		goto fail_transport;
+	if ((rc = client_tls(cl, err, err_len)))
+		goto fail_endpoint;
 	*out = cl;
 	return 0;
-fail_tls:
-	qpg__tls_slot_fini(&cl->tls);
 fail_endpoint:
 	qpg__endpoint_fini(&cl->ep);
 fail_transport:
