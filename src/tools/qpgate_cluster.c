@@ -88,6 +88,112 @@ static void on_view(void *user, const struct qpg_cluster_view *old,
 		w->done = 1;
 }
 
+/* status: the view, and with --json FILE, the view as JSON. 0, or 2. */
+static int cmd_status(const struct qpg_cluster_view *v, const struct qpg_cluster_opts *co,
+		      const char *json_file)
+{
+	print_view(stdout, v);
+	if (!json_file)
+		return 0;
+	int ret = 0;
+	json_t *doc = qpg_json_doc(
+	    "qpgate-cluster",
+	    json_pack("{s:s, s:s}", "cluster", co->endpoints, "cluster_name", co->name),
+	    view_json(v));
+	if (!doc || json_dump_file(doc, json_file, JSON_INDENT(2))) {
+		fprintf(stderr, "qpgate-cluster: error: cannot write %s\n", json_file);
+		ret = 2;
+	}
+	json_decref(doc);
+	return ret;
+}
+
+/* watch: the view changes (on_view prints them) for DURATION seconds, or
+ * until WC's count of active members is seen. 0, or 1 if it was not. */
+static int cmd_watch(struct watch_ctx *wc, double duration)
+{
+	double end = now_s() + duration;
+	while (!wc->done && now_s() < end)
+		nanosleep(&(struct timespec){0, 5000000}, NULL);
+	if (wc->until_active && !wc->done) {
+		fprintf(stderr, "qpgate-cluster: %u active members not seen within %.1f s\n",
+			wc->until_active, duration);
+		return 1;
+	}
+	return 0;
+}
+
+/* owner: one line a key, KEY OWNER HOST:PORT REVISION (owner "-": none
+ * active). */
+static int cmd_owner(const struct qpg_cluster_view *v, char **keys, int n)
+{
+	for (int i = 0; i < n; i++) {
+		int o = qpg_cluster_owner(v, keys[i], strlen(keys[i]));
+		if (o < 0)
+			printf("%s - - %lld\n", keys[i], (long long)v->revision);
+		else
+			printf("%s %s %s:%u %lld\n", keys[i], v->m[o].id, v->m[o].host,
+			       v->m[o].port, (long long)v->revision);
+	}
+	return 0;
+}
+
+/* spread: how KEYS keys key-0... spread over the active members. */
+static int cmd_spread(const struct qpg_cluster_view *v, unsigned keys)
+{
+	unsigned *count = calloc(v->n + 1, sizeof(*count));
+	if (!count) {
+		fprintf(stderr, "qpgate-cluster: error: out of memory\n");
+		return 3;
+	}
+	for (unsigned k = 0; k < keys; k++) {
+		char key[32];
+		int n = snprintf(key, sizeof(key), "key-%u", k);
+		int o = qpg_cluster_owner(v, key, (size_t)n);
+		count[o < 0 ? v->n : (unsigned)o]++;
+	}
+	unsigned na = active(v), mx = 0;
+	for (unsigned i = 0; i < v->n; i++) {
+		if (v->m[i].state != QPG_MEMBER_ACTIVE)
+			continue;
+		printf(" %-24s %8u keys\n", v->m[i].id, count[i]);
+		mx = count[i] > mx ? count[i] : mx;
+	}
+	if (na)
+		printf(" %u keys over %u active members: max/mean %.4f\n", keys, na,
+		       (double)mx / ((double)keys / na));
+	else
+		printf(" no active member: %u keys have no owner\n", keys);
+	free(count);
+	return 0;
+}
+
+/* The command at ARGV[POS] and what follows it are well formed, and etcd
+ * is named: 0, or 2 with the error printed. */
+static int check_command(int argc, char **argv, int pos, const struct qpg_cluster_opts *co)
+{
+	if (pos >= argc) {
+		fprintf(stderr, "error: say status, watch, spread or owner KEY...\n");
+		return 2;
+	}
+	const char *cmd = argv[pos];
+	bool owner = strcmp(cmd, "owner") == 0;
+	if (strcmp(cmd, "status") && strcmp(cmd, "watch") && strcmp(cmd, "spread") && !owner) {
+		fprintf(stderr, "error: the command is status, watch, spread or owner, not '%s'\n",
+			cmd);
+		return 2;
+	}
+	if ((owner && pos + 1 >= argc) || (!owner && pos + 1 < argc)) {
+		fprintf(stderr, "error: owner takes KEY..., the other commands nothing more\n");
+		return 2;
+	}
+	if (!co->endpoints || !co->name) {
+		fprintf(stderr, "error: --cluster URL and --cluster-name NAME are required\n");
+		return 2;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct qpg_cluster_opts co = {0};
@@ -108,25 +214,10 @@ int main(int argc, char **argv)
 	    argc, argv, tables,
 	    "qpgate-cluster status|watch|spread|owner KEY... --cluster URL --cluster-name NAME",
 	    -2);
-	if (pos >= argc) {
-		fprintf(stderr, "error: say status, watch, spread or owner KEY...\n");
-		return 2;
-	}
+	int ret = check_command(argc, argv, pos, &co);
+	if (ret)
+		return ret;
 	const char *cmd = argv[pos];
-	bool owner = strcmp(cmd, "owner") == 0;
-	if (strcmp(cmd, "status") && strcmp(cmd, "watch") && strcmp(cmd, "spread") && !owner) {
-		fprintf(stderr, "error: the command is status, watch, spread or owner, not '%s'\n",
-			cmd);
-		return 2;
-	}
-	if ((owner && pos + 1 >= argc) || (!owner && pos + 1 < argc)) {
-		fprintf(stderr, "error: owner takes KEY..., the other commands nothing more\n");
-		return 2;
-	}
-	if (!co.endpoints || !co.name) {
-		fprintf(stderr, "error: --cluster URL and --cluster-name NAME are required\n");
-		return 2;
-	}
 	co.quiet = true;
 	struct watch_ctx wc = {.until_active = until_active};
 	char err[512];
@@ -138,63 +229,14 @@ int main(int argc, char **argv)
 		return rc == -EINVAL ? 2 : 3;
 	}
 	const struct qpg_cluster_view *v = qpg_cluster_view_get(w);
-	int ret = 0;
-	if (strcmp(cmd, "status") == 0) {
-		print_view(stdout, v);
-		if (json_file) {
-			json_t *doc = qpg_json_doc("qpgate-cluster",
-						   json_pack("{s:s, s:s}", "cluster", co.endpoints,
-							     "cluster_name", co.name),
-						   view_json(v));
-			if (!doc || json_dump_file(doc, json_file, JSON_INDENT(2))) {
-				fprintf(stderr, "qpgate-cluster: error: cannot write %s\n",
-					json_file);
-				ret = 2;
-			}
-			json_decref(doc);
-		}
-	} else if (watching) {
-		double end = now_s() + duration;
-		while (!wc.done && now_s() < end)
-			nanosleep(&(struct timespec){0, 5000000}, NULL);
-		if (until_active && !wc.done) {
-			fprintf(stderr,
-				"qpgate-cluster: %u active members not seen within %.1f s\n",
-				until_active, duration);
-			ret = 1;
-		}
-	} else if (owner) {
-		/* One line a key: KEY OWNER HOST:PORT REVISION (owner "-": none active). */
-		for (int i = pos + 1; i < argc; i++) {
-			int o = qpg_cluster_owner(v, argv[i], strlen(argv[i]));
-			if (o < 0)
-				printf("%s - - %lld\n", argv[i], (long long)v->revision);
-			else
-				printf("%s %s %s:%u %lld\n", argv[i], v->m[o].id, v->m[o].host,
-				       v->m[o].port, (long long)v->revision);
-		}
-	} else {
-		unsigned *count = calloc(v->n + 1, sizeof(*count));
-		for (unsigned k = 0; k < keys; k++) {
-			char key[32];
-			int n = snprintf(key, sizeof(key), "key-%u", k);
-			int o = qpg_cluster_owner(v, key, (size_t)n);
-			count[o < 0 ? v->n : (unsigned)o]++;
-		}
-		unsigned na = active(v), mx = 0;
-		for (unsigned i = 0; i < v->n; i++) {
-			if (v->m[i].state != QPG_MEMBER_ACTIVE)
-				continue;
-			printf(" %-24s %8u keys\n", v->m[i].id, count[i]);
-			mx = count[i] > mx ? count[i] : mx;
-		}
-		if (na)
-			printf(" %u keys over %u active members: max/mean %.4f\n", keys, na,
-			       (double)mx / ((double)keys / na));
-		else
-			printf(" no active member: %u keys have no owner\n", keys);
-		free(count);
-	}
+	if (strcmp(cmd, "status") == 0)
+		ret = cmd_status(v, &co, json_file);
+	else if (watching)
+		ret = cmd_watch(&wc, duration);
+	else if (strcmp(cmd, "owner") == 0)
+		ret = cmd_owner(v, argv + pos + 1, argc - pos - 1);
+	else
+		ret = cmd_spread(v, keys);
 	qpg_cluster_view_put(v);
 	qpg_cluster_watch_stop(w);
 	return ret;

@@ -106,41 +106,51 @@ static int print_tenant(struct qpg_kv_target *kv)
 	return 0;
 }
 
-int main(int argc, char **argv)
-{
+/* What the command line asks for, beside the target's own flags. */
+struct kv_args {
 	struct qpg_kv_pool_opts po;
-	qpg_kv_pool_opts_default(&po);
-	po.threads = po.conns = 1;
-	int abuse = QPG_KV_ABUSE_NONE;
+	struct qpg_cluster_opts etcd;
+	int abuse;
+	bool stats;
+	const char *wait_file;
+	const char *host, *servername; /* NULL with --cluster */
+	struct cmd *cmds;
+	int ncmds;
+};
+
+/* Parses ARGV into A and T's flags, its commands into A->cmds. 0, or the
+ * exit status (A->cmds freed). */
+static int parse_args(struct kv_args *a, struct target *t, int argc, char **argv)
+{
+	struct qpg_kv_pool_opts *po = &a->po;
+	qpg_kv_pool_opts_default(po);
+	po->threads = po->conns = 1;
+	a->abuse = QPG_KV_ABUSE_NONE;
 	bool one = false, two = false, synthetic = false;
-	struct qpg_cluster_opts etcd = {0};
-	struct target t = {0};
-	const char *wait_file = NULL;
-	bool stats = false;
-	const struct qpg_opt client[] = {QPG_OPTS_CLIENT(&po.client), QPG_OPT_END};
+	const struct qpg_opt client[] = {QPG_OPTS_CLIENT(&po->client), QPG_OPT_END};
 	const struct qpg_opt own[] = {
-	    {"max-msg", 's', OPT_U32, &po.client.max_msg, 512, 1 << 20, "BYTES",
+	    {"max-msg", 's', OPT_U32, &po->client.max_msg, 512, 1 << 20, "BYTES",
 	     "largest message (default 8192)"},
 	    {"one-sided", 0, OPT_FLAG, &one, 0, 0, NULL, "GETs by RDMA READ of a granted window"},
-	    {"register", 0, OPT_FLAG, &t.reg, 0, 0, NULL,
+	    {"register", 0, OPT_FLAG, &t->reg, 0, 0, NULL,
 	     "--synthetic GETs into a buffer registered with the pool (qpg_kv_register): a "
 	     "one-sided GET READs straight into it"},
 	    {"two-sided", 0, OPT_FLAG, &two, 0, 0, NULL, "GETs sent in messages"},
 	    {"synthetic", 0, OPT_FLAG, &synthetic, 0, 0, NULL,
 	     "for tests: put KEY SIZE SEED, get KEY [SIZE SEED] (verify), bad"},
-	    {"test-abuse", 0, OPT_CALL, &abuse, 0, 0, "MODE",
+	    {"test-abuse", 0, OPT_CALL, &a->abuse, 0, 0, "MODE",
 	     "test hook: past-end|other-qp|write|after-release|wrong-digest|expired|bogus-release",
 	     parse_abuse},
-	    QPG_OPTS_ETCD(&etcd, "send each key to its owner in a cluster, from etcd (then no "
-				 "HOST SERVERNAME)"),
-	    {"stats", 0, OPT_FLAG, &stats, 0, 0, NULL,
+	    QPG_OPTS_ETCD(&a->etcd, "send each key to its owner in a cluster, from etcd (then no "
+				    "HOST SERVERNAME)"),
+	    {"stats", 0, OPT_FLAG, &a->stats, 0, 0, NULL,
 	     "after the commands (or alone), the caller's tenant on each server: its keys, "
 	     "bytes against its quota, hits, misses, evictions"},
-	    {"test-wait-file", 0, OPT_STR, &wait_file, 0, 0, "FILE",
+	    {"test-wait-file", 0, OPT_STR, &a->wait_file, 0, 0, "FILE",
 	     "test hook: connect, then wait (60 s at most) until FILE exists before the commands"},
-	    {"ttl", 0, OPT_U32, &t.ttl_ms, 1, 4294967295.0, "MS",
+	    {"ttl", 0, OPT_U32, &t->ttl_ms, 1, 4294967295.0, "MS",
 	     "each PUT's time to live: the server drops the value MS after storing it"},
-	    {"test-view-rev", 0, OPT_LONG, &t.view_rev, 0, 9.2e18, "REV",
+	    {"test-view-rev", 0, OPT_LONG, &t->view_rev, 0, 9.2e18, "REV",
 	     "test hook: every request claims a cluster view of this revision (a lagging client)"},
 	    QPG_OPT_END};
 	const struct qpg_opt *const tables[] = {client, own, NULL};
@@ -158,62 +168,84 @@ int main(int argc, char **argv)
 	    "  --synthetic, for tests:       put KEY SIZE SEED, get KEY [SIZE SEED], bad";
 	int optind = qpg_opts_parse(argc, argv, tables, synopsis, -1);
 	if (one || two)
-		po.get_mode = one ? QPG_KV_GET_ONE_SIDED : QPG_KV_GET_TWO_SIDED;
-	if (abuse != QPG_KV_ABUSE_NONE)
-		po.get_mode = QPG_KV_GET_ONE_SIDED;
-	struct cmd *cmds = calloc((size_t)argc, sizeof(*cmds));
-	int npos = etcd.endpoints ? 0 : 2; /* HOST SERVERNAME, unless a cluster names them */
-	int ncmds = cmds && argc - optind >= npos + 1
-			? kv_cmds_parse(argc - optind - npos, argv + optind + npos, synthetic, cmds)
-		    : cmds && stats && argc - optind == npos ? 0
-							     : -1;
-	if (etcd.endpoints && !etcd.name) {
+		po->get_mode = one ? QPG_KV_GET_ONE_SIDED : QPG_KV_GET_TWO_SIDED;
+	if (a->abuse != QPG_KV_ABUSE_NONE)
+		po->get_mode = QPG_KV_GET_ONE_SIDED;
+	if (a->abuse == QPG_KV_ABUSE_OTHER_QP)
+		po->conns = 2; /* one thread: the GET's grant, tried on the other */
+	a->cmds = calloc((size_t)argc, sizeof(*a->cmds));
+	int npos = a->etcd.endpoints ? 0 : 2; /* HOST SERVERNAME, unless a cluster names them */
+	a->ncmds =
+	    a->cmds && argc - optind >= npos + 1
+		? kv_cmds_parse(argc - optind - npos, argv + optind + npos, synthetic, a->cmds)
+	    : a->cmds && a->stats && argc - optind == npos ? 0
+							   : -1;
+	int rc = 0;
+	if (a->etcd.endpoints && !a->etcd.name) {
 		fprintf(stderr, "error: --cluster needs --cluster-name NAME\n");
-		free(cmds);
-		return 2;
-	}
-	if (ncmds < 0 || (ncmds == 0 && !stats)) {
+		rc = 2;
+	} else if (a->ncmds < 0 || (a->ncmds == 0 && !a->stats)) {
 		fprintf(stderr, "usage: %s\n", synopsis);
-		free(cmds);
-		return 2;
+		rc = 2;
+	} else if (!a->etcd.endpoints) {
+		a->host = argv[optind];
+		a->servername = argv[optind + 1];
 	}
-	if (abuse == QPG_KV_ABUSE_OTHER_QP)
-		po.conns = 2; /* one thread: the GET's grant, tried on the other */
-	signal(SIGPIPE, SIG_IGN);
-	char err[512];
-	int crc;
-	if (etcd.endpoints) {
+	if (rc) {
+		free(a->cmds);
+		a->cmds = NULL;
+	}
+	return rc;
+}
+
+/* T's pool, or the cluster's target. 0, or -errno with the reason in ERR. */
+static int open_target(struct kv_args *a, struct target *t, char *err, size_t err_len)
+{
+	int rc;
+	if (a->etcd.endpoints) {
 		struct qpg_kv_cluster_opts co;
 		qpg_kv_cluster_opts_default(&co);
-		co.etcd = etcd;
+		co.etcd = a->etcd;
 		co.etcd.quiet = true;
-		co.pool = po;
+		co.pool = a->po;
 		co.pool.connect_attempts = 2;
 		co.pool.request_timeout_ms = QPG_KV_CLUSTER_REQUEST_TIMEOUT_MS;
 		struct qpg_kv_cluster *c = NULL;
-		crc = qpg_kv_cluster_create(&c, &co, err, sizeof(err));
-		t.kv = qpg_kv_cluster_target(c);
+		rc = qpg_kv_cluster_create(&c, &co, err, err_len);
+		t->kv = qpg_kv_cluster_target(c);
 	} else {
-		po.client.host = argv[optind];
-		po.client.servername = argv[optind + 1];
-		crc = qpg_kv_pool_create(&t.pool, &po, err, sizeof(err));
-		t.kv = qpg_kv_pool_target(t.pool);
+		a->po.client.host = a->host;
+		a->po.client.servername = a->servername;
+		rc = qpg_kv_pool_create(&t->pool, &a->po, err, err_len);
+		t->kv = qpg_kv_pool_target(t->pool);
 	}
-	if (crc) {
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct kv_args a = {0};
+	struct target t = {0};
+	int rc = parse_args(&a, &t, argc, argv);
+	if (rc)
+		return rc;
+	signal(SIGPIPE, SIG_IGN);
+	char err[512];
+	if (open_target(&a, &t, err, sizeof(err))) {
 		fprintf(stderr, "qpgate-kv: %s\n", err);
-		free(cmds);
+		free(a.cmds);
 		return 3;
 	}
-	for (int i = 0; wait_file && access(wait_file, F_OK) && i < 6000; i++)
+	for (int i = 0; a.wait_file && access(a.wait_file, F_OK) && i < 6000; i++)
 		nanosleep(&(struct timespec){0, 10000000}, NULL);
-	int rc = kv_cmds_run(&t, cmds, ncmds, (uint8_t)abuse);
-	if (abuse != QPG_KV_ABUSE_NONE && t.pool)
-		report_abuse(t.pool, abuse);
-	if (stats && rc < 2) {
+	rc = kv_cmds_run(&t, a.cmds, a.ncmds, (uint8_t)a.abuse);
+	if (a.abuse != QPG_KV_ABUSE_NONE && t.pool)
+		report_abuse(t.pool, a.abuse);
+	if (a.stats && rc < 2) {
 		int r = print_tenant(t.kv);
 		rc = r > rc ? r : rc;
 	}
 	qpg_kv_target_destroy(t.kv);
-	free(cmds);
+	free(a.cmds);
 	return rc;
 }
