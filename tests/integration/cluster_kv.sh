@@ -210,7 +210,8 @@ check "join: between 20% and 30% of the keys moved ($refills of 3000)" \
 # (the fix switched off), this read 5.5% and 6.0% of the GETs.
 unav=$(awk '/^ cluster: [0-9]+ misses/ {print $(NF-1)}' "$work/b4")
 gets=$(awk '/GETs verified/ {print $1}' "$work/b4")
-echo "   $unav of $gets GETs were UNAVAILABLE during the join"
+echo "   $unav of $gets GETs were UNAVAILABLE during the join; by member:"
+awk '$1 ~ /^m[0-9]$/ && NF == 7' "$work/b4" | sed 's/^/   /'
 check "join: at most 2% of the GETs were UNAVAILABLE ($unav of $gets)" [ "${unav:-1}" -le $((${gets:-0} / 50)) ]
 
 echo "== a member asked for a key it does not own answers WRONG_OWNER"
