@@ -12,8 +12,11 @@ qpg_test_setup psn
 qpg_serve "$work" --handshake-timeout 60000
 for r in $(seq 1 "$rounds"); do # every round reconnects from scratch
 	"$bin/qpgate-perf" --ca "$work/ca.crt" -p "$port" -c "$n" -n 1 --psn-log "$work/psn" \
-		127.0.0.1 localhost >/dev/null 2>&1
-	check "round $r: $n connections, every echo verified" [ $? -eq 0 ]
+		127.0.0.1 localhost >"$work/perf.out" 2>&1
+	rc=$?
+	check "round $r: $n connections, every echo verified (exit $rc)" [ $rc -eq 0 ]
+	# Why, when not: qpgate-perf's failures and its summary.
+	[ $rc -eq 0 ] || grep -v "^progress:" "$work/perf.out" | grep -E "fail|error|timeout|success rate|verified" | tail -8 | sed "s/^/   /"
 done
 kill -TERM "$srv"; wait "$srv"; srv=""
 pairs=$(wc -l <"$work/psn")
