@@ -19,16 +19,22 @@
 #define REDIRECTS_MAX 2
 #define CATCH_UP_MS   1000
 
-static void enqueue(struct qpg_kv_cluster *c, struct clreq **head, struct clreq **tail,
-		    struct clreq *op)
+/* OP at the end of the list HEAD..TAIL. Under c->lock. */
+static void append(struct clreq **head, struct clreq **tail, struct clreq *op)
 {
-	pthread_mutex_lock(&c->lock);
 	op->next = NULL;
 	if (*tail)
 		(*tail)->next = op;
 	else
 		*head = op;
 	*tail = op;
+}
+
+static void enqueue(struct qpg_kv_cluster *c, struct clreq **head, struct clreq **tail,
+		    struct clreq *op)
+{
+	pthread_mutex_lock(&c->lock);
+	append(head, tail, op);
 	pthread_cond_signal(&c->cv);
 	pthread_mutex_unlock(&c->lock);
 }
@@ -121,12 +127,7 @@ static int wait_pool(struct qpg_kv_cluster *c, struct clreq *cr)
 	int rc = -EAGAIN;
 	pthread_mutex_lock(&c->lock);
 	if (!c->stop && c->pool_waiting < QPG__KV_CLUSTER_POOL_WAITS) {
-		cr->next = NULL;
-		if (c->pool_tail)
-			c->pool_tail->next = cr;
-		else
-			c->pool_head = cr;
-		c->pool_tail = cr;
+		append(&c->pool_head, &c->pool_tail, cr);
 		c->pool_waiting++;
 		rc = 0;
 	}
@@ -242,8 +243,9 @@ void *qpg__kv_cluster_worker_main(void *arg)
 	pthread_mutex_lock(&c->lock);
 	while (!c->stop || c->fail_head || c->redo_head || c->pool_head) {
 		struct clreq *op;
-		/* Deadlines are checked every 100 ms; a new route at once. */
-		uint64_t now = qpg_cluster_now_ns();
+		/* Deadlines are checked every 100 ms; a new route at once. The
+		 * clock is read only while requests wait for a pool. */
+		uint64_t now = c->pool_head ? qpg_cluster_now_ns() : 0;
 		if (c->pool_head &&
 		    (c->stop || c->routes_gen != gen_seen || now >= pass_ns + 100000000ull)) {
 			gen_seen = c->routes_gen;
