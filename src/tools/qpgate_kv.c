@@ -113,7 +113,6 @@ struct kv_args {
 	int abuse;
 	bool stats;
 	const char *wait_file;
-	const char *host, *servername; /* NULL with --cluster */
 	struct cmd *cmds;
 	int ncmds;
 };
@@ -188,8 +187,8 @@ static int parse_args(struct kv_args *a, struct target *t, int argc, char **argv
 		fprintf(stderr, "usage: %s\n", synopsis);
 		rc = 2;
 	} else if (!a->etcd.endpoints) {
-		a->host = argv[optind];
-		a->servername = argv[optind + 1];
+		po->client.host = argv[optind];
+		po->client.servername = argv[optind + 1];
 	}
 	if (rc) {
 		free(a->cmds);
@@ -199,7 +198,7 @@ static int parse_args(struct kv_args *a, struct target *t, int argc, char **argv
 }
 
 /* T's pool, or the cluster's target. 0, or -errno with the reason in ERR. */
-static int open_target(struct kv_args *a, struct target *t, char *err, size_t err_len)
+static int open_target(const struct kv_args *a, struct target *t, char *err, size_t err_len)
 {
 	int rc;
 	if (a->etcd.endpoints) {
@@ -214,8 +213,6 @@ static int open_target(struct kv_args *a, struct target *t, char *err, size_t er
 		rc = qpg_kv_cluster_create(&c, &co, err, err_len);
 		t->kv = qpg_kv_cluster_target(c);
 	} else {
-		a->po.client.host = a->host;
-		a->po.client.servername = a->servername;
 		rc = qpg_kv_pool_create(&t->pool, &a->po, err, err_len);
 		t->kv = qpg_kv_pool_target(t->pool);
 	}
