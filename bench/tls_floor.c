@@ -166,11 +166,6 @@ static int make_pair(int fds[2], double *ccpu, double *scpu)
 	return 0;
 }
 
-struct run {
-	int n, resumed;
-	double cli_cpu, srv_cpu, wall;
-};
-
 static int handshakes(struct qpg__tls_slot *cs, SSL_CTX *sctx, const char *name, int resume,
 		      struct run *out)
 {
@@ -398,20 +393,17 @@ static int measure(const struct qpg__tls_files *sf, const struct qpg__tls_files 
 		rates[3] = res.n / res.wall;
 		rc = 0;
 	}
-	struct floor_procs_run pf = {.n = n}, pr = {.n = n};
-	if (rc == 0 && use_procs) {
-		rc = floor_procs(&full_slot, full_s, name, 0, &pf) ||
-		     floor_procs(&res_slot, res_s, name, 1, &pr);
-	}
-	if (rc == 0 && use_procs) {
-		struct run f = {n, pf.resumed, pf.cli_cpu, pf.srv_cpu, pf.wall};
-		struct run r = {n, pr.resumed, pr.cli_cpu, pr.srv_cpu, pr.wall};
+	struct run pf = {.n = n}, pr = {.n = n};
+	if (rc == 0 && use_procs &&
+	    (rc = floor_procs(&full_slot, full_s, name, 0, &pf) ||
+		  floor_procs(&res_slot, res_s, name, 1, &pr)) == 0) {
 		char what[32];
 		snprintf(what, sizeof(what), "%sprocs-full", prefix);
-		row(what, &f);
+		row(what, &pf);
 		snprintf(what, sizeof(what), "%sprocs-resumed", prefix);
-		row(what, &r);
-		printf("%sprocs full=%.0f resumed=%.0f\n", prefix, floor_rate(&f), floor_rate(&r));
+		row(what, &pr);
+		printf("%sprocs full=%.0f resumed=%.0f\n", prefix, floor_rate(&pf),
+		       floor_rate(&pr));
 		printf("%sprocs-wall full=%.0f resumed=%.0f\n", prefix, n / pf.wall, n / pr.wall);
 	}
 	qpg__tls_slot_fini(&full_slot);

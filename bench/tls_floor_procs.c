@@ -77,7 +77,7 @@ static int server_loop(int lfd, SSL_CTX *sctx, int n, int wfd)
 
 /* The client's end: N connects and handshakes, each resumed if RESUME. */
 static int client_loop(const struct sockaddr_in *at, struct qpg__tls_slot *cs, const char *name,
-		       int resume, struct floor_procs_run *out)
+		       int resume, struct run *out)
 {
 	char why[256] = "";
 	for (int i = 0; i < out->n; i++) {
@@ -112,7 +112,7 @@ static int client_loop(const struct sockaddr_in *at, struct qpg__tls_slot *cs, c
 }
 
 int floor_procs(struct qpg__tls_slot *cs, SSL_CTX *sctx, const char *name, int resume,
-		struct floor_procs_run *out)
+		struct run *out)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t alen = sizeof(a);

@@ -6,16 +6,17 @@
 
 #include "tls.h"
 
-struct floor_procs_run {
+/* A run of handshakes of one kind, in one thread or two processes. */
+struct run {
 	int n, resumed;		 /* n: asked for */
-	double cli_cpu, srv_cpu; /* each process's CPU over its loop, s */
-	double wall;		 /* from the fork to the server's exit, s */
+	double cli_cpu, srv_cpu; /* each end's CPU, summed over the run, s */
+	double wall;		 /* the run's wall time, s */
 };
 
 /* OUT->n handshakes, one at a time, between a client from CS (resumed
  * ones if RESUME: each must resume) in this process and a server from
  * SCTX in a child. 0, or -1 with the reason printed. */
 int floor_procs(struct qpg__tls_slot *cs, SSL_CTX *sctx, const char *name, int resume,
-		struct floor_procs_run *out);
+		struct run *out);
 
 #endif
