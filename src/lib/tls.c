@@ -316,13 +316,24 @@ void qpg__tls_slot_init(struct qpg__tls_slot *s, SSL_CTX *ctx)
 
 SSL *qpg__tls_slot_session(struct qpg__tls_slot *s, int fd, int is_server, const char *servername)
 {
+	/* The lock covers the two pointers only: SSL_new and the ticket's copy
+	 * run outside it, so a process's loop threads do not queue behind each
+	 * other's (tens of microseconds each) as they open connections. */
 	pthread_mutex_lock(&s->lock);
-	SSL *ssl = qpg__tls_session(s->ctx, fd, is_server, servername); /* SSL_new refs ctx */
+	SSL_CTX *ctx = s->ctx;
+	SSL_CTX_up_ref(ctx);
+	SSL_SESSION *ticket = s->ticket;
+	if (ticket)
+		SSL_SESSION_up_ref(ticket);
+	pthread_mutex_unlock(&s->lock);
+	SSL *ssl = qpg__tls_session(ctx, fd, is_server, servername); /* SSL_new refs ctx */
+	SSL_CTX_free(ctx);
 	/* OpenSSL marks a TLS 1.3 session used once as not resumable: offer a
 	 * copy, so that connections opened together can all resume from the
 	 * newest ticket (the server's keys are stateless: it accepts a ticket
 	 * more than once, and each resumption brings a fresh one). */
-	SSL_SESSION *copy = ssl && s->ticket ? SSL_SESSION_dup(s->ticket) : NULL;
+	SSL_SESSION *copy = ssl && ticket ? SSL_SESSION_dup(ticket) : NULL;
+	SSL_SESSION_free(ticket);
 	if (copy) {
 		if (SSL_set_session(ssl, copy) != 1) {
 			SSL_free(ssl);
@@ -330,7 +341,6 @@ SSL *qpg__tls_slot_session(struct qpg__tls_slot *s, int fd, int is_server, const
 		}
 		SSL_SESSION_free(copy); /* SSL_set_session took its own reference */
 	}
-	pthread_mutex_unlock(&s->lock);
 	return ssl;
 }
 
