@@ -11,8 +11,9 @@
 # engine's KV pool) against ib_read_bw at 4 MiB (target >= 0.9). Every GET
 # is verified either way.
 # Like perftest (one QP, a deep send queue), the 4 KiB run pipelines over
-# one pooled connection on one pool thread: --num-clients 1 --threads 1
-# --credits 32 --num-workers 32 -s 16384 (flags given after these win). Each pair
+# one pooled connection on one pool thread, as deep as ib_send_bw's default
+# send queue (-t 128): --num-clients 1 --threads 1 --credits 128
+# --num-workers 128 -s 131072 (flags given after these win). Each pair
 # runs RUNS times (default 3), one after the other, each KV figure right
 # after its own anchor run; the medians and each run's ratio are printed,
 # since one run here can be 30% off the next.
@@ -44,11 +45,11 @@ if [ "${1:-}" = --anchors ]; then
 fi
 qpg_bench_setup kvb
 dev=$(ibv_devices | awk 'NR==3{print $1}')
-# -s 16384: the 4 KiB run's client asks for 16 KiB messages (below), so
-# that up to three 4 KiB replies, or a turn's requests, share one SEND
+# -s 131072: the 4 KiB run's client asks for 128 KiB messages (below), so
+# that up to 31 4 KiB replies, or a turn's requests, share one SEND
 # (docs/protocol.md, "Messages"); the other runs' clients keep their
 # default of 8 KiB, which is what they agree.
-qpg_serve "$work" --handshake-timeout 120000 --service kv --kv-capacity 256M --kv-max-value 4M -s 16384 \
+qpg_serve "$work" --handshake-timeout 120000 --service kv --kv-capacity 256M --kv-max-value 4M -s 131072 \
 	--metrics 127.0.0.1:0
 # The server's frames and the SENDs they travelled in, both ways: "IN OUT"
 # frames per SEND between two snapshots of "FRAMES_IN SENDS_IN FRAMES_OUT SENDS_OUT".
@@ -97,7 +98,7 @@ else
 		send_rate+=("$(qpg_perftest_figure 4096 5 5 1e6 ib_send_bw -s 4096 -n 20000)")
 		before=$(sends)
 		kvbench "$work/kv4k-$r.json" --value-size 4096 --get-mode two-sided -D "$secs" \
-			--num-clients 1 --threads 1 --credits 32 --num-workers 32 -s 16384 "$@"
+			--num-clients 1 --threads 1 --credits 128 --num-workers 128 -s 131072 "$@"
 		fps4+=("$(per_send "$before" "$(sends)")")
 		read_bps+=("$(qpg_perftest_figure 65536 5 4 1048576 ib_read_bw -s 65536 -n 5000)")
 		kvbench "$work/kv64k-$r.json" --value-size 65536 --num-keys 1000 --get-mode one-sided \

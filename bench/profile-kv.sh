@@ -15,8 +15,8 @@ if [ "${1:-}" = -D ]; then
 	shift 2
 fi
 qpg_bench_setup profkv
-qpg_serve "$work" --handshake-timeout 120000 --service kv --kv-capacity 256M -s 8192
-flags=(--value-size 4096 --get-mode two-sided --num-clients 1 --threads 1 --credits 32 --num-workers 32 "$@")
+qpg_serve "$work" --handshake-timeout 120000 --service kv --kv-capacity 256M -s 131072
+flags=(--value-size 4096 --get-mode two-sided --num-clients 1 --threads 1 --credits 128 --num-workers 128 -s 131072 "$@")
 # The keys go in first, outside the profile, which sees GETs only.
 "$bin/qpgate-kvbench" --ca "$work/ca.crt" -p "$port" --handshake-timeout 60000 "${flags[@]}" -n 1000 \
 	127.0.0.1 localhost >"$work/preload.txt" 2>&1 || { cat "$work/preload.txt" >&2; exit 1; }
