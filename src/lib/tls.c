@@ -316,9 +316,9 @@ void qpg__tls_slot_init(struct qpg__tls_slot *s, SSL_CTX *ctx)
 
 SSL *qpg__tls_slot_session(struct qpg__tls_slot *s, int fd, int is_server, const char *servername)
 {
-	/* The lock covers the two pointers only: SSL_new and the ticket's copy
-	 * run outside it, so a process's loop threads do not queue behind each
-	 * other's (tens of microseconds each) as they open connections. */
+	/* The lock covers the two pointers only, each referenced under it:
+	 * SSL_new and the ticket's copy run outside it, so a process's loop
+	 * threads opening connections do not wait on each other's. */
 	pthread_mutex_lock(&s->lock);
 	SSL_CTX *ctx = s->ctx;
 	SSL_CTX_up_ref(ctx);
