@@ -394,9 +394,10 @@ static int measure(const struct qpg__tls_files *sf, const struct qpg__tls_files 
 		rc = 0;
 	}
 	struct run pf = {.n = n}, pr = {.n = n};
-	if (rc == 0 && use_procs &&
-	    (rc = floor_procs(&full_slot, full_s, name, 0, &pf) ||
-		  floor_procs(&res_slot, res_s, name, 1, &pr)) == 0) {
+	if (rc == 0 && use_procs)
+		rc = floor_procs(&full_slot, full_s, name, 0, &pf) ||
+		     floor_procs(&res_slot, res_s, name, 1, &pr);
+	if (rc == 0 && use_procs) {
 		char what[32];
 		snprintf(what, sizeof(what), "%sprocs-full", prefix);
 		row(what, &pf);
