@@ -139,6 +139,8 @@ row on "two-process TLS floor / one-thread, full" "%12.1f" "${lib_pfull[*]}" "${
 r29=$rr
 row on "two-process TLS floor / one-thread, resumed" "%12.1f" "${lib_pres[*]}" "${lib_tres[*]}" ""
 r30=$rr
+row on "switch between processes / within one [us]" "%12.2f" "${sw_proc[*]}" "${sw_thread[*]}" ""
+r31=$rr
 row on "ceiling, full / TLS library floor" "%12.1f" "${qp_ceil_full[*]}" "${lib_full[*]}" ""
 r18=$rr
 row on "ceiling, resumed / TLS library floor" "%12.1f" "${qp_ceil_res[*]}" "${lib_res[*]}" ""
@@ -194,6 +196,8 @@ jq -n --arg version "$version" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg
 	--argjson pcfull "$(m=$(med "${proc_ceil_full[@]}"); echo "${m:-null}")" --argjson pcres "$(m=$(med "${proc_ceil_res[@]}"); echo "${m:-null}")" \
 	--argjson ptfull "$(m=$(med "${lib_pfull[@]}"); echo "${m:-null}")" --argjson ptres "$(m=$(med "${lib_pres[@]}"); echo "${m:-null}")" \
 	--argjson r27 "$r27" --argjson r28 "$r28" --argjson r29 "$r29" --argjson r30 "$r30" \
+	--argjson swp "$(m=$(med "${sw_proc[@]}"); echo "${m:-null}")" --argjson swt "$(m=$(med "${sw_thread[@]}"); echo "${m:-null}")" \
+	--argjson r31 "$r31" \
 	--argjson wcfull "$(m=$(med "${wall_ceil_full[@]}"); echo "${m:-null}")" --argjson wcres "$(m=$(med "${wall_ceil_res[@]}"); echo "${m:-null}")" \
 	--argjson wtfull "$(m=$(med "${wall_tfull[@]}"); echo "${m:-null}")" --argjson wtres "$(m=$(med "${wall_tres[@]}"); echo "${m:-null}")" \
 	--argjson wqp "$(m=$(med "${wall_qp[@]}"); echo "${m:-null}")" \
@@ -233,7 +237,8 @@ jq -n --arg version "$version" --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg
 	                              two_processes: {tls_full_per_s: $ptfull, tls_resumed_per_s: $ptres,
 	                                              full_per_s: $pcfull, resumed_per_s: $pcres,
 	                                              full_connect_ratio: $r27, reconnect_ratio: $r28,
-	                                              tls_full_vs_one_thread: $r29, tls_resumed_vs_one_thread: $r30}},
+	                                              tls_full_vs_one_thread: $r29, tls_resumed_vs_one_thread: $r30,
+	                                              switch_us: $swp, switch_in_process_us: $swt, switch_ratio: $r31}},
 	            auth_cost: {tag_ns: $tagns, four_tags_us: (if $tagns == null then null else 4 * $tagns / 1000 end),
 	                        extra_us_runs: $rextra, tag_ns_runs: $rtag, ratio: $r11},
 	            mtls: {connects_per_s: $mconn, reconnects_per_s: $mreconn, tls_resumed: $mresumed,

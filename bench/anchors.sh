@@ -177,7 +177,7 @@ ceiling() {
 	awk -v a="$1" -v b="$2" 'BEGIN{if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && a > 0 && b > 0) printf "%.1f", 1 / (1/a + 1/b); else print "null"}'
 }
 qp_up=() qp_ceil_full=() qp_ceil_res=()
-lib_pfull=() lib_pres=() proc_ceil_full=() proc_ceil_res=()
+lib_pfull=() lib_pres=() proc_ceil_full=() proc_ceil_res=() sw_proc=() sw_thread=()
 wall_tfull=() wall_tres=() wall_qp=() wall_ceil_full=() wall_ceil_res=()
 # Resumed connects a second, once the priming connect is up.
 resumed_rate='.results.connections | if .connect_phase_s > .prime_s then .tls_resumed / (.connect_phase_s - .prime_s) else null end'
@@ -210,6 +210,14 @@ for r in $(seq 1 "$runs"); do
 	lib_tfull+=("${a:-null}") lib_tres+=("${b:-null}")
 	read -r a b <<<"$(sed -n 's/^procs full=\([0-9]*\) resumed=\([0-9]*\)$/\1 \2/p' <<<"$lib_out")"
 	lib_pfull+=("${a:-null}") lib_pres+=("${b:-null}")
+	# What a context switch costs here (bench/switch_floor.c): between two
+	# processes, as between qpgate's client and server, against one between
+	# two threads of a process; each end touches 512 KiB a turn. Under TCG
+	# the first also empties the vCPU's software TLB.
+	lib_out=$("$bin/qpg_switch_floor" -n 2000 -w 512)
+	echo "$lib_out" >&2
+	read -r a b <<<"$(sed -n 's/^switch process_us=\([0-9.]*\) thread_us=\([0-9.]*\) w_kib=512$/\1 \2/p' <<<"$lib_out")"
+	sw_proc+=("${a:-null}") sw_thread+=("${b:-null}")
 	# The verbs floor of a connect (bench/qp_floor.c): a pair of QPs
 	# created, moved to RTS and destroyed in one thread, on the device
 	# qpgate runs on. With the floor over TCP it makes the ceiling of a
