@@ -137,7 +137,7 @@ static int run(struct pingpong *pp, int proc, double *us)
 	} else {
 		void *r;
 		pthread_join(t, &r);
-		if (r && !rc)
+		if (r) /* the peer's failure is the cause of ours */
 			rc = (int)(long)r;
 	}
 out:
