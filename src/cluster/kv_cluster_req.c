@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common.h"
 #include "kv_cluster_int.h"
 #include "view.h"
 
@@ -23,11 +24,7 @@
 static void append(struct clreq **head, struct clreq **tail, struct clreq *op)
 {
 	op->next = NULL;
-	if (*tail)
-		(*tail)->next = op;
-	else
-		*head = op;
-	*tail = op;
+	QPG__QUEUE_APPEND(*head, *tail, op, next);
 }
 
 static void enqueue(struct qpg_kv_cluster *c, struct clreq **head, struct clreq **tail,
