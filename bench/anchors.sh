@@ -213,8 +213,9 @@ for r in $(seq 1 "$runs"); do
 	# What a context switch costs here (bench/switch_floor.c): between two
 	# processes, as between qpgate's client and server, against one between
 	# two threads of a process; each end touches 512 KiB a turn. Under TCG
-	# the first also empties the vCPU's software TLB.
-	lib_out=$("$bin/qpg_switch_floor" -n 2000 -w 512)
+	# the first also empties the vCPU's software TLB. Context for the
+	# connect rows, not a target: a failure leaves the figures null.
+	lib_out=$("$bin/qpg_switch_floor" -n 2000 -w 512) || log "qpg_switch_floor failed: no switch figures in run $r"
 	echo "$lib_out" >&2
 	read -r a b <<<"$(sed -n 's/^switch process_us=\([0-9.]*\) thread_us=\([0-9.]*\) w_kib=512$/\1 \2/p' <<<"$lib_out")"
 	sw_proc+=("${a:-null}") sw_thread+=("${b:-null}")
