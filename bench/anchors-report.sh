@@ -53,11 +53,14 @@ printf ' %-48s %14s   (runs: %s)\n' "wall clock, 2 threads: QP pair bring-ups/s"
 printf ' %-48s %14s   (runs: %s)\n' "wall-clock ceiling, full/s" "$(med "${wall_ceil_full[@]}")" "${wall_ceil_full[*]}"
 printf ' %-48s %14s   (runs: %s)\n' "wall-clock ceiling, resumed/s" "$(med "${wall_ceil_res[@]}")" "${wall_ceil_res[*]}"
 printf '\n %-5s %-48s %12s %12s %8s %8s   %s\n' "auth" "qpgate figure / anchor (medians)" "qpgate" "anchor" "ratio" "target" "ratio in each run"
+# num FORMAT VALUE: VALUE in FORMAT (%12.Nf), or null as it is.
+num() { if [ "$2" = null ]; then printf '%12s' null; else printf "$1" "$2"; fi; }
 row() { # AUTH LABEL FORMAT QPGATE-VALUES ANCHOR-VALUES TARGET [SCALE_ANCHOR] -> prints; sets $rr (median ratio)
-	local rs
+	local rs m
 	rs=$(per_run_ratio "$4" "$5" "${7:-1}" | tr '\n' ' ')
 	rr=$(medr $rs)
-	printf " %-5s %-48s $3 %12s %8s %8s   %s\n" "$1" "$2" "$(med $4)" \
+	m=$(med $4) # null when no run has the figure: printed as it is
+	printf " %-5s %-48s %12s %12s %8s %8s   %s\n" "$1" "$2" "$(num "$3" "$m")" \
 		"$(med $(for v in $5; do awk -v v="$v" -v k="${7:-1}" 'BEGIN{if (v == "null") print "null"; else print v * k}'; done))" \
 		"$rr" "$6" "$rs"
 }
@@ -149,17 +152,18 @@ row on "QP pair floor, bring-ups/s / cmtime" "%12.1f" "${qp_up[*]}" "${cm_rate[*
 r20=$rr
 sess_rows=()
 for q in 64 256; do
-	qps=$(j "sess-$q" '.results.connections.succeeded / .results.connections.connect_phase_s')
-	ok=$(j "sess-$q" '.results.connections.succeeded')
+	# (A run that failed left no JSON, or no numbers: null, and the report goes on.)
+	qps=$(j "sess-$q" '.results.connections.succeeded / .results.connections.connect_phase_s' 2>/dev/null || echo null)
+	ok=$(j "sess-$q" '.results.connections.succeeded' 2>/dev/null || echo null)
 	r6=$(ratio "$qps" "$m_cm")
-	printf ' %-5s %-48s %12.1f %12s %8s %8s   (one run, against the median cmtime)\n' "on" "QPs/s, $ok in sessions of $q / cmtime" "$qps" "$m_cm" "$r6" ">= 3.0"
+	printf ' %-5s %-48s %12s %12s %8s %8s   (one run, against the median cmtime)\n' "on" "QPs/s, $ok in sessions of $q / cmtime" "$(num %12.1f "$qps")" "$m_cm" "$r6" ">= 3.0"
 	sess_rows+=("{\"qps_per_session\":$q,\"qps\":$ok,\"qps_per_s\":$qps,\"ratio\":$r6}")
 done
 if [ "$data_threads" = 1 ]; then
-	qps=$(j sess1-64 '.results.connections.succeeded / .results.connections.connect_phase_s')
-	ok=$(j sess1-64 '.results.connections.succeeded')
+	qps=$(j sess1-64 '.results.connections.succeeded / .results.connections.connect_phase_s' 2>/dev/null || echo null)
+	ok=$(j sess1-64 '.results.connections.succeeded' 2>/dev/null || echo null)
 	r6=$(ratio "$qps" "$m_cm")
-	printf ' %-5s %-48s %12.1f %12s %8s %8s   (one run; one thread a side, as cmtime)\n' "on" "QPs/s, $ok in sessions of 64, 1 thread / cmtime" "$qps" "$m_cm" "$r6" ">= 3.0"
+	printf ' %-5s %-48s %12s %12s %8s %8s   (one run; one thread a side, as cmtime)\n' "on" "QPs/s, $ok in sessions of 64, 1 thread / cmtime" "$(num %12.1f "$qps")" "$m_cm" "$r6" ">= 3.0"
 	sess_rows+=("{\"qps_per_session\":64,\"threads_per_side\":1,\"qps\":$ok,\"qps_per_s\":$qps,\"ratio\":$r6}")
 fi
 row on "tcp transport echo p50 [us] / sockperf TCP" "%12.1f" "${tcp_q[*]}" "${tcp_sp[*]}" "<= 1.2"

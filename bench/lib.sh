@@ -82,8 +82,10 @@ qpg_perftest() {
 
 # Repeated runs: a median, and ratios that survive a missing figure.
 # median: the median of the numbers on stdin ("null" lines are skipped;
-# none left prints null). med VALUES...: the same of its arguments.
-median() { grep -v '^null$' | sort -g | awk '{a[NR] = $1} END {if (NR == 0) print "null"; else print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+# none left prints null). med VALUES...: the same of its arguments. Both
+# succeed then: under pipefail grep's "no line left" (exit 1) would fail
+# the caller, and a bench script (set -e) would end with no report.
+median() { { grep -v '^null$' || true; } | sort -g | awk '{a[NR] = $1} END {if (NR == 0) print "null"; else print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 med() { printf '%s\n' "$@" | median; }
 # medr RATIOS...: their median to 3 decimals (null when none is left).
 medr() { med "$@" | awk '{if ($1 == "null") print; else printf "%.3f", $1}'; }
