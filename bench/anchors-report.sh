@@ -53,8 +53,6 @@ printf ' %-48s %14s   (runs: %s)\n' "wall clock, 2 threads: QP pair bring-ups/s"
 printf ' %-48s %14s   (runs: %s)\n' "wall-clock ceiling, full/s" "$(med "${wall_ceil_full[@]}")" "${wall_ceil_full[*]}"
 printf ' %-48s %14s   (runs: %s)\n' "wall-clock ceiling, resumed/s" "$(med "${wall_ceil_res[@]}")" "${wall_ceil_res[*]}"
 printf '\n %-5s %-48s %12s %12s %8s %8s   %s\n' "auth" "qpgate figure / anchor (medians)" "qpgate" "anchor" "ratio" "target" "ratio in each run"
-# num FORMAT VALUE: VALUE in FORMAT (%12.Nf), or null as it is.
-num() { if [ "$2" = null ]; then printf '%12s' null; else printf "$1" "$2"; fi; }
 row() { # AUTH LABEL FORMAT QPGATE-VALUES ANCHOR-VALUES TARGET [SCALE_ANCHOR] -> prints; sets $rr (median ratio)
 	local rs m
 	rs=$(per_run_ratio "$4" "$5" "${7:-1}" | tr '\n' ' ')

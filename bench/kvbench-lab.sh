@@ -136,17 +136,17 @@ if [ -n "$anchors" ]; then
 	m2=$(medr "${r2[@]}")
 	printf '\n %-50s %14s %14s %8s %8s   %s\n' "KV figure / anchor (same VM, medians of $runs)" "qpgate" "anchor" \
 		"ratio" "target" "ratio in each run"
-	printf ' %-50s %14.0f %14.0f %8s %8s   %s\n' "4 KiB two-sided GETs/s / ib_send_bw 4 KiB msg/s" \
-		"$(med "${ops4k[@]}")" "$(med "${send_rate[@]}")" "$m1" ">= 0.9" "${r1[*]}"
-	printf ' %-50s %14.0f %14.0f %8s %8s   %s\n' "64 KiB one-sided GET B/s / ib_read_bw 64 KiB B/s" \
-		"$(med "${bps64k[@]}")" "$(med "${read_bps[@]}")" "$m2" ">= 0.8" "${r2[*]}"
+	printf ' %-50s %14s %14s %8s %8s   %s\n' "4 KiB two-sided GETs/s / ib_send_bw 4 KiB msg/s" \
+		"$(num %14.0f "$(med "${ops4k[@]}")")" "$(num %14.0f "$(med "${send_rate[@]}")")" "$m1" ">= 0.9" "${r1[*]}"
+	printf ' %-50s %14s %14s %8s %8s   %s\n' "64 KiB one-sided GET B/s / ib_read_bw 64 KiB B/s" \
+		"$(num %14.0f "$(med "${bps64k[@]}")")" "$(num %14.0f "$(med "${read_bps[@]}")")" "$m2" ">= 0.8" "${r2[*]}"
 	m3=$(medr "${r3[@]}")
-	printf ' %-50s %14.0f %14.0f %8s %8s   %s\n' "4 MiB one-sided GET B/s, zero copy / ib_read_bw 4 MiB" \
-		"$(med "${bps4m[@]}")" "$(med "${read4m[@]}")" "$m3" ">= 0.9" "${r3[*]}"
+	printf ' %-50s %14s %14s %8s %8s   %s\n' "4 MiB one-sided GET B/s, zero copy / ib_read_bw 4 MiB" \
+		"$(num %14.0f "$(med "${bps4m[@]}")")" "$(num %14.0f "$(med "${read4m[@]}")")" "$m3" ">= 0.9" "${r3[*]}"
 	printf ' 4 MiB GETs READ in place / verified, per run: %s\n' "${zc4m[*]}"
 	mf=$(medr "${rf[@]}")
-	printf ' %-50s %14.0f %14.0f %8s %8s   %s\n' "floor: 64 KiB READs + $digest, $(nproc) QPs / ib_read_bw" \
-		"$(med "${floor_bps[@]}")" "$(med "${read_bps[@]}")" "$mf" "" "${rf[*]}"
+	printf ' %-50s %14s %14s %8s %8s   %s\n' "floor: 64 KiB READs + $digest, $(nproc) QPs / ib_read_bw" \
+		"$(num %14.0f "$(med "${floor_bps[@]}")")" "$(num %14.0f "$(med "${read_bps[@]}")")" "$mf" "" "${rf[*]}"
 	printf ' mismatches + errors per run (4 KiB+64 KiB): %s\n' "${bad[*]}"
 	printf ' 4 KiB run, frames per SEND at the server (requests in / replies out, with the preload), per run: %s\n' "${fps4[*]}"
 	# Less noisy than a rate here: what a GET costs, whatever else the

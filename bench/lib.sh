@@ -87,6 +87,17 @@ qpg_perftest() {
 # the caller, and a bench script (set -e) would end with no report.
 median() { { grep -v '^null$' || true; } | sort -g | awk '{a[NR] = $1} END {if (NR == 0) print "null"; else print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 med() { printf '%s\n' "$@" | median; }
+# num FORMAT VALUE: VALUE in printf's FORMAT (%W.Pf), or, when it is no
+# number (null: no run had the figure), VALUE as it is in the same width,
+# where printf %f would fail and end a script of set -e.
+num() {
+	if [[ $2 =~ ^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$ ]]; then
+		printf "$1" "$2"
+	else
+		local w=${1#%}
+		printf "%${w%%.*}s" "${2:-null}"
+	fi
+}
 # medr RATIOS...: their median to 3 decimals (null when none is left).
 medr() { med "$@" | awk '{if ($1 == "null") print; else printf "%.3f", $1}'; }
 # ratio A B: A / B to 3 decimals, or null when either is missing (null, inf,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The bench scripts' statistics (bench/lib.sh: median, med, medr, ratio)
+# The bench scripts' statistics (bench/lib.sh: median, med, medr, ratio, num)
 # and bench/anchors.sh's report rows, under the shell options the bench
 # scripts run with (set -euo pipefail). A figure that no run has (every
 # value null, or a ratio that is no plain number, such as auth's extra
@@ -31,6 +31,10 @@ check "ratio of two numbers" is 'ratio 3 2' '1.500ok'
 check "ratio of a negative: null" is 'ratio -9.5 1.23' $'null\nok'
 check "ratio over 0: null" is 'ratio 1 0' $'null\nok'
 check "ratio of a missing figure: null" is 'ratio null 2' $'null\nok'
+check "num: a number in its format" is 'num %12.1f 3.14159' '         3.1ok'
+check "num: a negative number too" is 'num %12.2f -9.5' '       -9.50ok'
+check "num: null as it is, in the format's width" is 'num %14.0f null' '          nullok'
+check "num: nothing at all is null" is 'num %10.1f ""' '      nullok'
 
 out=$(strict 'row on "negative" "%12.2f" "-9.50 " "1.23 " "<= 2.0"; echo "rr=$rr"')
 echo "$out" | sed 's/^/  /'
