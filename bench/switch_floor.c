@@ -111,12 +111,10 @@ static int run(struct pingpong *pp, int proc, double *us)
 		}
 		if (pid == 0)
 			_exit(peer(pp) ? 1 : 0);
+		close(pp->to_main[1]); /* the child's copy is the only write end now */
+		pp->to_main[1] = -1;
 	} else if ((rc = -pthread_create(&t, NULL, peer_thread, pp)) != 0) {
 		goto out;
-	}
-	if (proc) { /* the child's copy is the only write end now */
-		close(pp->to_main[1]);
-		pp->to_main[1] = -1;
 	}
 	if (!(m = calloc(1, (size_t)pp->w_kib * 1024 + 1)))
 		rc = -ENOMEM;
@@ -137,7 +135,9 @@ static int run(struct pingpong *pp, int proc, double *us)
 	} else {
 		void *r;
 		pthread_join(t, &r);
-		if (r) /* the peer's failure is the cause of ours */
+		/* A broken pipe here is the peer's failure showing: its own
+		 * reason is the cause. Ours, if it came first, stays. */
+		if (r && (!rc || rc == -EPIPE))
 			rc = (int)(long)r;
 	}
 out:
