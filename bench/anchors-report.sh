@@ -151,15 +151,15 @@ r20=$rr
 sess_rows=()
 for q in 64 256; do
 	# (A run that failed left no JSON, or no numbers: null, and the report goes on.)
-	qps=$(j "sess-$q" '.results.connections.succeeded / .results.connections.connect_phase_s' 2>/dev/null || echo null)
-	ok=$(j "sess-$q" '.results.connections.succeeded' 2>/dev/null || echo null)
+	qps=$(jn "sess-$q" '.results.connections.succeeded / .results.connections.connect_phase_s')
+	ok=$(jn "sess-$q" '.results.connections.succeeded')
 	r6=$(ratio "$qps" "$m_cm")
 	printf ' %-5s %-48s %12s %12s %8s %8s   (one run, against the median cmtime)\n' "on" "QPs/s, $ok in sessions of $q / cmtime" "$(num %12.1f "$qps")" "$m_cm" "$r6" ">= 3.0"
 	sess_rows+=("{\"qps_per_session\":$q,\"qps\":$ok,\"qps_per_s\":$qps,\"ratio\":$r6}")
 done
 if [ "$data_threads" = 1 ]; then
-	qps=$(j sess1-64 '.results.connections.succeeded / .results.connections.connect_phase_s' 2>/dev/null || echo null)
-	ok=$(j sess1-64 '.results.connections.succeeded' 2>/dev/null || echo null)
+	qps=$(jn sess1-64 '.results.connections.succeeded / .results.connections.connect_phase_s')
+	ok=$(jn sess1-64 '.results.connections.succeeded')
 	r6=$(ratio "$qps" "$m_cm")
 	printf ' %-5s %-48s %12s %12s %8s %8s   (one run; one thread a side, as cmtime)\n' "on" "QPs/s, $ok in sessions of 64, 1 thread / cmtime" "$(num %12.1f "$qps")" "$m_cm" "$r6" ">= 3.0"
 	sess_rows+=("{\"qps_per_session\":64,\"threads_per_side\":1,\"qps\":$ok,\"qps_per_s\":$qps,\"ratio\":$r6}")

@@ -127,6 +127,8 @@ qpg_perftest_figure() {
 jarr() { printf '%s\n' "$@" | jq -s -c .; }
 # j NAME FILTER: jq -r FILTER on $work/NAME.json.
 j() { jq -r "$2" "$work/$1.json"; }
+# jn NAME EXPR: the same, or null when the run left no JSON or no number.
+jn() { j "$@" 2>/dev/null || echo null; }
 
 # qpg_profile_report PERF_DATA COMMS: the top of perf report for the
 # processes named in COMMS (comma-separated): by process over the whole VM,
