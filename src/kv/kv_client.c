@@ -203,11 +203,14 @@ static void thread_turn(struct pool_thread *th, int timeout_ms)
 	uint64_t limit = (uint64_t)th->pool->o.request_timeout_ms * 1000000ull;
 	if (!limit)
 		return;
-	uint64_t now = qpg__now_ns();
+	/* Coarse, as the stamps are (kv_client_io.c): a deadline of seconds
+	 * needs no precise read, which is a system call per reply wherever
+	 * the clock source is not the vDSO's (a VM's HPET). */
+	uint64_t now = qpg__coarse_ns();
 	for (unsigned i = 0; i < th->nconns; i++) {
 		struct kv_conn *k = &th->conns[i];
 		if (k->conn && k->up && !k->timed_out && k->outstanding &&
-		    now - k->answer_ns > limit) {
+		    qpg__age_ns(now, k->answer_ns) > limit) {
 			k->timed_out = true;
 			char why[96];
 			snprintf(why, sizeof(why),

@@ -72,8 +72,8 @@ struct kv_conn {
 	/* The last answer, or the request that found none outstanding: with
 	 * requests outstanding and none answered for the pool's
 	 * request_timeout_ms, the connection is closed (kv_client.c). */
-	uint64_t answer_ns;
-	bool timed_out; /* closed for that: its requests fail with -ETIMEDOUT */
+	uint64_t answer_ns; /* qpg__coarse_ns: only a deadline of seconds reads it */
+	bool timed_out;	    /* closed for that: its requests fail with -ETIMEDOUT */
 	struct qpg_kv_request **slots;
 	unsigned nslots;
 	uint32_t gen;
@@ -156,8 +156,7 @@ int qpg__kv_pool_run(struct qpg_kv_pool *p);
  * that overlaps another is -EEXIST. Unregistering one that a GET is
  * READing into is -EBUSY. */
 struct kv_region;
-int qpg__kv_pool_register(struct qpg_kv_pool *p, void *addr, size_t len, char *err,
-			  size_t err_len);
+int qpg__kv_pool_register(struct qpg_kv_pool *p, void *addr, size_t len, char *err, size_t err_len);
 int qpg__kv_pool_unregister(struct qpg_kv_pool *p, void *addr);
 /* The region holding [ADDR, ADDR + LEN) with a registration for THREAD,
  * taken (busy) until qpg__kv_region_put; NULL: none. */

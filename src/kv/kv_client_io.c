@@ -48,7 +48,7 @@ static int send_frame(struct kv_conn *k, struct qpg_kv_request *op, uint32_t off
 	int rc = qpg__kvc_send_req(k, &r, chunk ? (const uint8_t *)op->value + off : NULL, chunk);
 	if (rc == 0) {
 		if (k->outstanding++ == 0)
-			k->answer_ns = qpg__now_ns();
+			k->answer_ns = qpg__coarse_ns();
 		if (carries)
 			qpg__kvc_release_sent(k);
 	}
@@ -292,7 +292,7 @@ void qpg__kvc_on_reply(struct qpg_client_conn *c, void *user, uint8_t type, cons
 	(void)c;
 	struct kv_conn *k = user;
 	struct qpg_kv_reply r;
-	k->answer_ns = qpg__now_ns();
+	k->answer_ns = qpg__coarse_ns();
 	bool valid = type == QPG_FRAME_KV_REPLY && qpg_kv_decode_reply(p, len, &r) == 0;
 	if (valid && (r.req_id & QPG__KVC_REL_TAG)) {
 		reply_release_alone(k, &r);
