@@ -7,13 +7,6 @@
 
 # ---- medians, and ratios taken run by run -----------------------------------
 vals() { echo "${q[$1]:-}"; } # the runs' values of one qpgate figure (none: empty)
-per_run_ratio() { # A-VALUES B-VALUES [SCALE_B] -> the ratios, run by run
-	local -a a b
-	read -ra a <<<"$1"
-	read -ra b <<<"$2"
-	local i
-	for i in "${!a[@]}"; do ratio "${a[$i]}" "$(awk -v v="${b[$i]:-null}" -v k="${3:-1}" 'BEGIN{if (v == "null") print "null"; else print v * k}')"; echo; done
-}
 # ib_send_lat reports half a round trip; an echo is a whole one.
 round_trip() { awk -v t="$1" 'BEGIN{if (t == "null") print "null"; else printf "%.2f", 2 * t}'; }
 rtt=()
@@ -53,15 +46,6 @@ printf ' %-48s %14s   (runs: %s)\n' "wall clock, 2 threads: QP pair bring-ups/s"
 printf ' %-48s %14s   (runs: %s)\n' "wall-clock ceiling, full/s" "$(med "${wall_ceil_full[@]}")" "${wall_ceil_full[*]}"
 printf ' %-48s %14s   (runs: %s)\n' "wall-clock ceiling, resumed/s" "$(med "${wall_ceil_res[@]}")" "${wall_ceil_res[*]}"
 printf '\n %-5s %-48s %12s %12s %8s %8s   %s\n' "auth" "qpgate figure / anchor (medians)" "qpgate" "anchor" "ratio" "target" "ratio in each run"
-row() { # AUTH LABEL FORMAT QPGATE-VALUES ANCHOR-VALUES TARGET [SCALE_ANCHOR] -> prints; sets $rr (median ratio)
-	local rs m
-	rs=$(per_run_ratio "$4" "$5" "${7:-1}" | tr '\n' ' ')
-	rr=$(medr $rs)
-	m=$(med $4) # null when no run has the figure: printed as it is
-	printf " %-5s %-48s %12s %12s %8s %8s   %s\n" "$1" "$2" "$(num "$3" "$m")" \
-		"$(med $(for v in $5; do awk -v v="$v" -v k="${7:-1}" 'BEGIN{if (v == "null") print "null"; else print v * k}'; done))" \
-		"$rr" "$6" "$rs"
-}
 json_rows=()
 for auth in on off; do
 	msgs=$(for e in $(vals "echoes-$auth"); do awk -v e="$e" 'BEGIN{printf "%.1f\n", 2 * e}'; done | tr '\n' ' ') # a request and its reply

@@ -123,6 +123,29 @@ qpg_perftest_figure() {
 	done
 	figure "$v" "$scale"
 }
+# per_run_ratio A-VALUES B-VALUES [SCALE_B]: the ratios A/(B x SCALE_B),
+# run by run, a line each (null where either run has no figure).
+per_run_ratio() {
+	local -a a b
+	read -ra a <<<"$1"
+	read -ra b <<<"$2"
+	local i
+	for i in "${!a[@]}"; do ratio "${a[$i]}" "$(awk -v v="${b[$i]:-null}" -v k="${3:-1}" 'BEGIN{if (v == "null") print "null"; else print v * k}')"; echo; done
+}
+# row AUTH LABEL FORMAT QPGATE-VALUES ANCHOR-VALUES TARGET [SCALE_ANCHOR]:
+# a report row: the medians of both, the median of the ratios run by run
+# (also left in $rr), the target and each run's ratio. A figure that no
+# run has is printed as null.
+# shellcheck disable=SC2046,SC2086 # the runs' values travel as one list, split on purpose
+row() {
+	local rs m
+	rs=$(per_run_ratio "$4" "$5" "${7:-1}" | tr '\n' ' ')
+	rr=$(medr $rs)
+	m=$(med $4) # null when no run has the figure: printed as it is
+	printf " %-5s %-48s %12s %12s %8s %8s   %s\n" "$1" "$2" "$(num "$3" "$m")" \
+		"$(med $(for v in $5; do awk -v v="$v" -v k="${7:-1}" 'BEGIN{if (v == "null") print "null"; else print v * k}'; done))" \
+		"$rr" "$6" "$rs"
+}
 # jarr VALUES...: a JSON array of them (numbers or null).
 jarr() { printf '%s\n' "$@" | jq -s -c .; }
 # j NAME FILTER: jq -r FILTER on $work/NAME.json.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The bench scripts' statistics (bench/lib.sh: median, med, medr, ratio, num)
-# and bench/anchors.sh's report rows, under the shell options the bench
+# and the report rows of bench/anchors.sh (lib.sh's row), under the shell options the bench
 # scripts run with (set -euo pipefail). A figure that no run has (every
 # value null, or a ratio that is no plain number, such as auth's extra
 # cost when noise makes it negative) must come out as null, and the script
@@ -9,13 +9,10 @@
 . "$(dirname "$0")/lib.sh"
 
 # strict SNIPPET: SNIPPET's output in a bash of the bench's options with
-# bench/lib.sh and the report's row helpers loaded, and "ok" when it ran to
-# the end.
+# bench/lib.sh loaded, and "ok" when it ran to the end.
 strict() {
 	bash -c 'set -euo pipefail
 		. "$1/bench/lib.sh"
-		declare -A q
-		eval "$(sed -n "/^vals() {/p; /^per_run_ratio() {/,/^}/p; /^num() {/p; /^row() {/,/^}/p" "$1/bench/anchors-report.sh")"
 		eval "$2"
 		echo ok' strict "$here" "$1" 2>&1
 }
