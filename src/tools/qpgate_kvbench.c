@@ -197,6 +197,55 @@ struct cli_args {
 	int server_pid;
 };
 
+/* The options that must go together, checked, and what they imply set:
+ * the pool's GET mode, the workload, HOST and SERVERNAME (at OPTIND).
+ * Returns OPTIND, or -2. */
+static int settle_args(struct bench *b, struct cli_args *c, char **argv, int optind)
+{
+	b->po.connect_attempts = b->po.client.connect_attempts; /* one --connect-attempts */
+	if (c->clustered && (!b->etcd.name || c->scaling || c->get_mode == 3)) {
+		fprintf(stderr, "error: --cluster needs --cluster-name, and runs without --scaling "
+				"or --get-mode compare\n");
+		return -2;
+	}
+	if (c->prefix && (c->scaling || c->get_mode == 3 || b->put_pct || b->shared >= b->blocks)) {
+		fprintf(stderr, "error: --workload prefix runs without --scaling, --get-mode compare "
+				"or --put-ratio, and with --shared-blocks below --blocks\n");
+		return -2;
+	}
+	/* Each worker holds a turn's blocks while it stores them. */
+	if (c->prefix && (uint64_t)b->blocks * b->value_size * b->workers > (2ull << 30)) {
+		fprintf(stderr, "error: --blocks x --value-size x --num-workers is over 2 GiB of "
+				"blocks held while they are stored; give fewer of one\n");
+		return -2;
+	}
+	/* --put-ratio: every key's value at hand, so a PUT costs what the
+	 * client does with it, not its making. */
+	if (b->put_pct && (uint64_t)b->nkeys * b->value_size > (1ull << 30)) {
+		fprintf(
+		    stderr,
+		    "error: --put-ratio keeps every value in memory: %u keys x %u bytes is over "
+		    "1 GiB; give fewer --num-keys\n",
+		    b->nkeys, b->value_size);
+		return -2;
+	}
+	c->compare = c->get_mode == 3;
+	if (!c->compare)
+		b->po.get_mode = (uint8_t)c->get_mode;
+	if (!c->prefix) {
+		b->blocks = 0;
+	} else {
+		b->workload = &kvb_prefix_workload;
+		c->preload = false; /* the cache starts cold and fills as turns go */
+	}
+	b->refill_misses = c->clustered; /* a member that took a key over may lack it */
+	if (!c->clustered) {
+		b->po.client.host = argv[optind];
+		b->po.client.servername = argv[optind + 1];
+	}
+	return optind;
+}
+
 /* Parses the command line into B and C, with the defaults first. Returns
  * the index of HOST, or -2 for options that do not go together. */
 static int parse_args(struct bench *b, struct cli_args *c, int argc, char **argv)
@@ -271,48 +320,7 @@ static int parse_args(struct bench *b, struct cli_args *c, int argc, char **argv
 	    c->clustered ? "qpgate-kvbench --cluster URL --cluster-name NAME [options]"
 			 : "qpgate-kvbench [options] HOST SERVERNAME",
 	    c->clustered ? 0 : 2);
-	b->po.connect_attempts = b->po.client.connect_attempts; /* one --connect-attempts */
-	if (c->clustered && (!b->etcd.name || c->scaling || c->get_mode == 3)) {
-		fprintf(stderr, "error: --cluster needs --cluster-name, and runs without --scaling "
-				"or --get-mode compare\n");
-		return -2;
-	}
-	if (c->prefix && (c->scaling || c->get_mode == 3 || b->put_pct || b->shared >= b->blocks)) {
-		fprintf(stderr, "error: --workload prefix runs without --scaling, --get-mode compare "
-				"or --put-ratio, and with --shared-blocks below --blocks\n");
-		return -2;
-	}
-	/* Each worker holds a turn's blocks while it stores them. */
-	if (c->prefix && (uint64_t)b->blocks * b->value_size * b->workers > (2ull << 30)) {
-		fprintf(stderr, "error: --blocks x --value-size x --num-workers is over 2 GiB of "
-				"blocks held while they are stored; give fewer of one\n");
-		return -2;
-	}
-	/* --put-ratio: every key's value at hand, so a PUT costs what the
-	 * client does with it, not its making. */
-	if (b->put_pct && (uint64_t)b->nkeys * b->value_size > (1ull << 30)) {
-		fprintf(
-		    stderr,
-		    "error: --put-ratio keeps every value in memory: %u keys x %u bytes is over "
-		    "1 GiB; give fewer --num-keys\n",
-		    b->nkeys, b->value_size);
-		return -2;
-	}
-	c->compare = c->get_mode == 3;
-	if (!c->compare)
-		b->po.get_mode = (uint8_t)c->get_mode;
-	if (!c->prefix) {
-		b->blocks = 0;
-	} else {
-		b->workload = &kvb_prefix_workload;
-		c->preload = false; /* the cache starts cold and fills as turns go */
-	}
-	b->refill_misses = c->clustered; /* a member that took a key over may lack it */
-	if (!c->clustered) {
-		b->po.client.host = argv[optind];
-		b->po.client.servername = argv[optind + 1];
-	}
-	return optind;
+	return settle_args(b, c, argv, optind);
 }
 
 /* What every key holds, preloaded now or by an earlier run (a prefix
