@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The bench scripts' statistics (bench/lib.sh: median, med, medr, ratio, num)
-# and the report rows of bench/anchors.sh (lib.sh's row), under the shell options the bench
-# scripts run with (set -euo pipefail). A figure that no run has (every
+# and bench/anchors.sh's report rows (lib.sh's row), under the shell options
+# the bench scripts run with (set -euo pipefail). A figure that no run has (every
 # value null, or a ratio that is no plain number, such as auth's extra
 # cost when noise makes it negative) must come out as null, and the script
 # must go on: before, `med null` failed under pipefail and the report ended
