@@ -4,6 +4,7 @@ host, rdma in the lab (QPG_TRANSPORT=rdma). Run by ctest as
   /usr/bin/python3 -X dev -m pytest tests/python
 with QPG_BIN (the tools) and QPGATE_KV_LIB (the library) set."""
 import asyncio
+import errno
 import gc
 import os
 import resource
@@ -12,6 +13,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import pytest
@@ -322,6 +324,37 @@ def test_a_server_that_goes_away(certs):
         s.stop()
     with pytest.raises(qpgate.ConnectionError):
         kv.get(b"a")  # a closed pool says so
+
+
+@pytest.mark.skipif(TRANSPORT != "tcp", reason="the deadline is the client's, whatever the "
+                    "transport; its 10 s wait runs once, on the host")
+def test_a_server_that_hangs(certs):
+    """A server that stops answering (SIGSTOP) but keeps its connections:
+    the pool's request deadline (request_timeout_ms, 10 s by default)
+    fails the GET with ETIMEDOUT, where it would otherwise wait for good."""
+    s = Server(certs)
+    kv = qpgate.KVPool("127.0.0.1", "localhost", ca=os.path.join(certs, "ca.crt"), port=s.port,
+                       transport=TRANSPORT, conns=1)
+    got = []
+    try:
+        kv.put(b"hang", b"1")
+        s.proc.send_signal(signal.SIGSTOP)
+
+        def get():
+            try:
+                got.append(kv.get(b"hang"))
+            except qpgate.Error as e:
+                got.append(e)
+        t = threading.Thread(target=get, daemon=True)
+        t.start()
+        t.join(60)  # a bound on the test, far past the deadline
+        assert not t.is_alive(), "the GET was still waiting after 60 s"
+        assert isinstance(got[0], qpgate.ConnectionError), got
+        assert got[0].errno == errno.ETIMEDOUT, got
+    finally:
+        s.proc.send_signal(signal.SIGCONT)
+        kv.close()
+        s.stop()
 
 
 def test_close_with_requests_in_flight(certs, server):
