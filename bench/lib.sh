@@ -123,6 +123,8 @@ qpg_perftest_figure() {
 	done
 	figure "$v" "$scale"
 }
+# scaled V [K]: V x K (K 1 when not given), or null when V is null.
+scaled() { awk -v v="$1" -v k="${2:-1}" 'BEGIN{if (v == "null") print "null"; else print v * k}'; }
 # per_run_ratio A-VALUES B-VALUES [SCALE_B]: the ratios A/(B x SCALE_B),
 # run by run, a line each (null where either run has no figure).
 per_run_ratio() {
@@ -130,7 +132,7 @@ per_run_ratio() {
 	read -ra a <<<"$1"
 	read -ra b <<<"$2"
 	local i
-	for i in "${!a[@]}"; do ratio "${a[$i]}" "$(awk -v v="${b[$i]:-null}" -v k="${3:-1}" 'BEGIN{if (v == "null") print "null"; else print v * k}')"; echo; done
+	for i in "${!a[@]}"; do ratio "${a[$i]}" "$(scaled "${b[$i]:-null}" "${3:-1}")"; echo; done
 }
 # row AUTH LABEL FORMAT QPGATE-VALUES ANCHOR-VALUES TARGET [SCALE_ANCHOR]:
 # a report row: the medians of both, the median of the ratios run by run
@@ -143,7 +145,7 @@ row() {
 	rr=$(medr $rs)
 	m=$(med $4) # null when no run has the figure: printed as it is
 	printf " %-5s %-48s %12s %12s %8s %8s   %s\n" "$1" "$2" "$(num "$3" "$m")" \
-		"$(med $(for v in $5; do awk -v v="$v" -v k="${7:-1}" 'BEGIN{if (v == "null") print "null"; else print v * k}'; done))" \
+		"$(med $(for v in $5; do scaled "$v" "${7:-1}"; done))" \
 		"$rr" "$6" "$rs"
 }
 # jarr VALUES...: a JSON array of them (numbers or null).
