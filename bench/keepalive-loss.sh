@@ -39,13 +39,8 @@ if [ -z "${QPG_LAB_HOST:-}" ]; then
 fi
 sh=$QPG_LAB_SHARED
 server_ip=10.77.0.1
-netem() { # ARGS... ("clear" removes it)
-	if [ "$1" = clear ]; then
-		tc qdisc del dev "$QPG_LAB_IF" root 2>/dev/null || true
-	else
-		tc qdisc replace dev "$QPG_LAB_IF" root netem "$@"
-	fi
-}
+letter=(A B)
+. "$repo/scripts/netem.sh"
 
 serve() { # host a: a server per build; applies what b asks of netem
 	local pids="" i
@@ -56,30 +51,10 @@ serve() { # host a: a server per build; applies what b asks of netem
 		pids="$pids $srv"
 	done
 	touch "$sh/up"
-	local n=0
-	while [ ! -f "$sh/done" ]; do
-		if [ -f "$sh/netem.$n" ]; then
-			# shellcheck disable=SC2046
-			netem $(cat "$sh/netem.$n")
-			touch "$sh/netem.$n.ok"
-			n=$((n + 1))
-		fi
-		sleep 0.2
-	done
-	netem clear
+	qpg_netem_follow
 	# shellcheck disable=SC2086
 	kill -TERM $pids
 	wait
-}
-
-n=0
-letter=(A B)
-both() { # ARGS...: netem on both ends of the wire
-	echo "$*" >"$sh/netem.$n.tmp"
-	mv "$sh/netem.$n.tmp" "$sh/netem.$n"
-	netem "$@"
-	for _ in $(seq 1 100); do [ -f "$sh/netem.$n.ok" ] && break; sleep 0.2; done
-	n=$((n + 1))
 }
 
 hold_rounds() { # host b
@@ -97,9 +72,9 @@ hold_rounds() { # host b
 				"$server_ip" localhost >"$w/out" 2>&1 &
 			local c=$!
 			for _ in $(seq 1 300); do [ -f "$w/ready" ] && break; sleep 0.2; done
-			both loss "$loss%"
+			qpg_netem_both loss "$loss%" || { echo "host a did not apply netem" >&2; exit 1; }
 			sleep "$hold"
-			both clear
+			qpg_netem_both clear || { echo "host a did not clear netem" >&2; exit 1; }
 			touch "$w/release"
 			rc=0
 			wait "$c" || rc=$?

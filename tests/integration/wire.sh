@@ -20,14 +20,8 @@ server_ip=10.77.0.1
 client_ip=10.77.0.2
 
 # Both hosts apply the same qdisc to their side of the wire, so loss hits
-# both directions. b asks, a applies and acknowledges.
-netem() { # ARGS... ("clear" removes it)
-	if [ "$1" = clear ]; then
-		tc qdisc del dev "$if" root 2>/dev/null || true
-	else
-		tc qdisc replace dev "$if" root netem "$@"
-	fi
-}
+# both directions: b asks (qpg_netem_both), a applies (qpg_netem_follow).
+. "$here/scripts/netem.sh"
 
 serve_a() {
 	srv="" srv2=""
@@ -58,17 +52,7 @@ serve_a() {
 			grep -Eq "listening on $server_ip:[0-9]+, transport rdma on rxe0 port 1 GID [0-9]+ ::ffff:$server_ip," "$sh/$d/server.log"
 	done
 	touch "$sh/servers-up"
-	local n=0
-	while [ ! -f "$sh/done" ]; do
-		if [ -f "$sh/netem.$n" ]; then
-			# shellcheck disable=SC2046
-			netem $(cat "$sh/netem.$n")
-			touch "$sh/netem.$n.ok"
-			n=$((n + 1))
-		fi
-		sleep 0.2
-	done
-	netem clear
+	qpg_netem_follow
 	for p in $srv $srv2; do kill -TERM "$p"; done
 	wait "$srv"
 	local rc1=$?
@@ -82,16 +66,6 @@ serve_a() {
 }
 
 # ---- host b ----
-netem_both() { # ARGS...
-	local n=${netem_n:-0}
-	echo "$*" >"$sh/netem.$n.tmp"
-	mv "$sh/netem.$n.tmp" "$sh/netem.$n"
-	netem "$@"
-	for _ in $(seq 1 100); do [ -f "$sh/netem.$n.ok" ] && break; sleep 0.2; done
-	netem_n=$((n + 1))
-	[ -f "$sh/netem.$n.ok" ]
-}
-
 metric() { # NAME: its value summed over label sets, from the echo server
 	curl -fsS "http://$server_ip:$mport/metrics" | awk -v m="$1" '$1 == m || index($1, m "{") == 1 { s += $2 } END { print s + 0 }'
 }
@@ -152,7 +126,7 @@ kv() {
 }
 
 loss_round() { # PERCENT
-	netem_both loss "$1%" || { check "netem loss $1% applied on both hosts" false; return; }
+	qpg_netem_both loss "$1%" || { check "netem loss $1% applied on both hosts" false; return; }
 	local t0=$SECONDS out
 	out=$(client -c 20 -n 50 -s 1024 --timeout 600000 2>&1)
 	local rc=$?
@@ -164,7 +138,7 @@ loss_round() { # PERCENT
 	check "11 loss $1%: GETs of 4 KiB and 1 MiB (by READ and sent) verified" [ "$(grep -c verified <<<"$out")" -eq 3 ]
 	[ "$(grep -c verified <<<"$out")" -eq 3 ] ||
 		grep -h 'closed (' "$sh/kv/server.log" | tail -3 | sed 's/^/  kv server: /'
-	netem_both clear
+	qpg_netem_both clear
 }
 
 loss_checks() {
@@ -178,7 +152,7 @@ dead_checks() {
 		--release-file "$work/release" --timeout 120000 >"$work/dead.out" 2>&1 &
 	local dead=$!
 	for _ in $(seq 1 300); do [ -f "$work/ready" ] && break; sleep 0.2; done
-	netem_both loss 100%
+	qpg_netem_both loss 100%
 	local t0=$SECONDS
 	touch "$work/release"
 	wait "$dead"
@@ -186,7 +160,7 @@ dead_checks() {
 	sed 's/^/  /' "$work/dead.out"
 	check "11 loss 100%: every client fails with a clear error in bounded time (${took} s)" \
 		eval '[ $rc -ne 0 ] && grep -q "5 x qp_error.*retry counter exceeded" "$work/dead.out" && [ $took -le 120 ]'
-	netem_both clear
+	qpg_netem_both clear
 	local left=""
 	for _ in $(seq 1 300); do
 		left=$(metric qpgate_connected_clients)
