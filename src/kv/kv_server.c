@@ -148,6 +148,11 @@ static void kv_metrics(void *ctx, FILE *f)
 		"# TYPE qpgate_kv_parked_bytes gauge\nqpgate_kv_parked_bytes %llu\n",
 		ld(&k->m.parked), ld(&k->parked_bytes));
 	fprintf(f,
+		"# HELP qpgate_kv_puts_abandoned_total PUTs whose next chunk did not come within "
+		"--kv-put-timeout: their reserved space given back, their connection kept.\n"
+		"# TYPE qpgate_kv_puts_abandoned_total counter\nqpgate_kv_puts_abandoned_total %llu\n",
+		ld(&k->m.puts_abandoned));
+	fprintf(f,
 		"# HELP qpgate_kv_digest_info The digest each value carries for one-sided "
 		"readers.\n"
 		"# TYPE qpgate_kv_digest_info gauge\n"

@@ -400,6 +400,7 @@ void qpg__kv_tick(struct qpg_conn *c, uint64_t now)
 	if (kc->put && k->put_timeout_ns && qpg__age_ns(now, kc->put_last_ns) > k->put_timeout_ns) {
 		qpg__kv_release(store_of(c), kc->put);
 		kc->put = NULL;
+		add(&k->m.puts_abandoned, 1);
 	}
 	if (expire_grants(kc, now))
 		qpg__kv_pump(c);

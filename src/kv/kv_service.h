@@ -26,6 +26,7 @@ struct qpg__kv_metrics {
 	atomic_ullong releases[2];	      /* grants released: [0] by RELEASE, [1] with a GET */
 	atomic_llong grants_live;	      /* windows bound now */
 	atomic_ullong parked;		      /* requests held until the gate let them by */
+	atomic_ullong puts_abandoned;	      /* PUTs whose chunks stopped past --kv-put-timeout */
 };
 
 /* kv_trim.c: the thread that evicts ahead of need. */

@@ -309,16 +309,28 @@ fi
 # deadline has passed it is not: a new 1 MiB value fits, and the stalled
 # clients' late chunks are refused.
 qpg_serve "$work" --transport "$transport" --service kv --kv-capacity 2M --kv-max-value 1M -s 8192 \
-	--kv-put-timeout 10000 || exit 1
+	--kv-put-timeout 10000 --metrics 127.0.0.1:0 || exit 1
 # The deadline is long enough for the next client to connect under
 # emulation (lab), and the stalled clients stay silent well past it.
 "$bin/stall_put" "$transport" "$port" "$work/ca.crt" 2 1048576 20000 >"$work/stall.out" 2>&1 &
 stall=$!
 for _ in $(seq 1 100); do grep -q 'begun' "$work/stall.out" && break; sleep 0.1; done
+stall_t0=$SECONDS
 out=$(kv put other 1M 41 2>&1)
 sed 's/^/  /' <<<"$out"
 check "two half-sent PUTs hold the 2 MiB store: a new 1 MiB PUT is refused" grep -q '^PUT other: store full' <<<"$out"
-sleep 11
+# The server counts each PUT it gives up on: wait for both, not a fixed
+# time that a loaded host can outlast, but at most until 16 s after the
+# stall began (the deadline is 10 s). The stallers hold on for 20 s and then
+# leave, and their leaving frees the space too: what follows must run
+# before that to show the deadline did it.
+abandoned=0
+while [ $((SECONDS - stall_t0)) -lt 16 ]; do
+	abandoned=$(curl -fsS "http://127.0.0.1:$mport/metrics" | sed -n 's/^qpgate_kv_puts_abandoned_total //p')
+	[ "${abandoned:-0}" -ge 2 ] && break
+	sleep 0.1
+done
+check "both stalled PUTs given up at the deadline ($abandoned, qpgate_kv_puts_abandoned_total)" [ "${abandoned:-0}" -eq 2 ]
 out=$(kv put other 1M 41 get other 1M 41 2>&1)
 sed 's/^/  /' <<<"$out"
 check "past the PUT deadline the space is back: 1 MiB stored and verified" grep -q '^GET other: ok, .*verified' <<<"$out"
