@@ -19,16 +19,8 @@ static void parse_bad_hello(const char *arg, void *dst)
 {
 	static const char *const modes[] = {"",		 "version", "psn",   "qpn",
 					    "truncated", "length",  "stall", "gid"};
-	for (unsigned k = 1; k < sizeof(modes) / sizeof(modes[0]); k++)
-		if (strcmp(arg, modes[k]) == 0) {
-			*(uint8_t *)dst = (uint8_t)k;
-			return;
-		}
-	fprintf(stderr,
-		"error: --test-bad-hello is version, psn, qpn, truncated, length, stall "
-		"or gid, not '%s'\n",
-		arg);
-	exit(2);
+	*(uint8_t *)dst =
+	    (uint8_t)qpg_cli_pick(arg, modes, sizeof(modes) / sizeof(modes[0]), "--test-bad-hello");
 }
 
 int main(int argc, char **argv)

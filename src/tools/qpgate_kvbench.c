@@ -176,16 +176,8 @@ static void report_prefix(const struct bench *b, const struct run_result *r, jso
 /* --get-mode: an enum qpg_kv_get_mode, or 3 for compare. */
 static void parse_get_mode(const char *arg, void *dst)
 {
-	for (int m = 0; m < 3; m++)
-		if (!strcmp(arg, mode_names[m])) {
-			*(int *)dst = m;
-			return;
-		}
-	if (strcmp(arg, "compare")) {
-		fprintf(stderr, "error: --get-mode is auto, two-sided, one-sided or compare\n");
-		exit(2);
-	}
-	*(int *)dst = 3;
+	static const char *const names[] = {"auto", "two-sided", "one-sided", "compare"};
+	*(int *)dst = (int)qpg_cli_pick(arg, names, 4, "--get-mode");
 }
 
 /* What the command line asks for besides the bench's own settings. */

@@ -361,6 +361,10 @@ if [ "$transport" = tcp ]; then
 	out=$("$bin/qpgate-server" --service kv --kv-watermarks 90,95 -p 0 --cert "$work/server.crt" --key "$work/server.key" 2>&1)
 	check "watermarks the wrong way round are refused, with what is wanted" \
 		grep -q "kv-watermarks is HIGH,LOW in percent of the store, LOW below HIGH" <<<"$out"
+	out=$("$bin/qpgate-server" --service kv --kv-eviction lru -p 0 --cert "$work/server.crt" --key "$work/server.key" 2>&1)
+	rc=$?
+	check "an eviction policy it does not have is refused, with the choices (exit $rc)" \
+		eval '[ $rc -eq 2 ] && grep -qF "error: --kv-eviction is '"'sieve' or 'none', not 'lru'"'" <<<"$out"'
 	out=$("$bin/qpgate-server" --service kv --kv-capacity 2T -p 0 --cert "$work/server.crt" --key "$work/server.key" 2>&1)
 	check "a store past 1 TiB is refused, with the bound" \
 		grep -q "kv-capacity wants a size from 4096 to 1099511627776 bytes" <<<"$out"

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 
 #include "qpgate/qpgate.h"
@@ -60,6 +61,25 @@ unsigned long long qpg_cli_size(const char *arg, unsigned long long min, unsigne
 		exit(2);
 	}
 	return v << shift;
+}
+
+unsigned qpg_cli_pick(const char *arg, const char *const *names, unsigned n, const char *flag)
+{
+	unsigned choices = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (names[i] && names[i][0]) {
+			if (strcmp(arg, names[i]) == 0)
+				return i;
+			choices++;
+		}
+	fprintf(stderr, "error: %s is ", flag);
+	for (unsigned i = 0, seen = 0; i < n; i++)
+		if (names[i] && names[i][0]) {
+			const char *sep = ++seen == 1 ? "" : seen == choices ? " or " : ", ";
+			fprintf(stderr, "%s'%s'", sep, names[i]);
+		}
+	fprintf(stderr, ", not '%s'\n", arg);
+	exit(2);
 }
 
 int qpg_cli_transport(const char *arg)

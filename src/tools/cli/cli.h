@@ -11,6 +11,10 @@ double qpg_cli_double(const char *arg, double min, double max, const char *flag)
 /* A byte count with an optional K, M or G suffix (powers of 1024). */
 unsigned long long qpg_cli_size(const char *arg, unsigned long long min, unsigned long long max,
 				const char *flag);
+/* The index of ARG among the N NAMES (an empty or NULL name is never a
+ * choice), or exit(2) naming FLAG and the choices: "error: --x is 'a',
+ * 'b' or 'c', not 'd'". */
+unsigned qpg_cli_pick(const char *arg, const char *const *names, unsigned n, const char *flag);
 /* "rdma" | "tcp", or exit(2). */
 int qpg_cli_transport(const char *arg);
 /* Raise the soft limit on open files to the hard one (a connection is one

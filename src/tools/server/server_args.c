@@ -16,50 +16,33 @@ static struct server_args args;
 /* --service echo|kv */
 static void parse_service(const char *arg, void *dst)
 {
-	if (strcmp(arg, "echo") && strcmp(arg, "kv")) {
-		fprintf(stderr, "error: --service is 'echo' or 'kv', not '%s'\n", arg);
-		exit(2);
-	}
-	*(bool *)dst = strcmp(arg, "kv") == 0;
+	static const char *const names[] = {"echo", "kv"};
+	*(bool *)dst = qpg_cli_pick(arg, names, 2, "--service") == 1;
 }
 
 /* --kv-digest auto|sha256|sha512-256 */
 static void parse_digest(const char *arg, void *dst)
 {
+	const char *names[QPG_KV_DIGEST_MAX + 1];
 	for (uint8_t a = 0; a <= QPG_KV_DIGEST_MAX; a++)
-		if (strcmp(arg, qpg_kv_digest_name(a)) == 0) {
-			*(uint8_t *)dst = a;
-			return;
-		}
-	fprintf(stderr, "error: --kv-digest is 'auto', 'sha256' or 'sha512-256', not '%s'\n", arg);
-	exit(2);
+		names[a] = qpg_kv_digest_name(a);
+	*(uint8_t *)dst = (uint8_t)qpg_cli_pick(arg, names, QPG_KV_DIGEST_MAX + 1, "--kv-digest");
 }
 
 /* --kv-eviction sieve|none */
 static void parse_eviction(const char *arg, void *dst)
 {
-	if (strcmp(arg, "sieve") == 0 || strcmp(arg, "none") == 0) {
-		*(uint8_t *)dst = arg[0] == 's' ? QPG_KV_EVICT_SIEVE : QPG_KV_EVICT_NONE;
-		return;
-	}
-	fprintf(stderr, "error: --kv-eviction is 'sieve' or 'none', not '%s'\n", arg);
-	exit(2);
+	static const char *const names[] = {"sieve", "none"};
+	unsigned i = qpg_cli_pick(arg, names, 2, "--kv-eviction");
+	*(uint8_t *)dst = i == 0 ? QPG_KV_EVICT_SIEVE : QPG_KV_EVICT_NONE;
 }
 
 /* --kv-tenant-from auto|san-uri|cn|san-dns|san-email */
 static void parse_tenant_from(const char *arg, void *dst)
 {
 	static const char *const names[] = {"auto", "san-uri", "cn", "san-dns", "san-email"};
-	for (uint8_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strcmp(arg, names[i]) == 0) {
-			*(uint8_t *)dst = i;
-			return;
-		}
-	fprintf(stderr,
-		"error: --kv-tenant-from is 'auto', 'san-uri', 'cn', 'san-dns' or 'san-email', "
-		"not '%s'\n",
-		arg);
-	exit(2);
+	*(uint8_t *)dst =
+	    (uint8_t)qpg_cli_pick(arg, names, sizeof(names) / sizeof(names[0]), "--kv-tenant-from");
 }
 
 /* --kv-watermarks HIGH,LOW (percent of the store) or off */
