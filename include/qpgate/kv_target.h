@@ -61,6 +61,9 @@ struct qpg_kv_member_stats {
 	uint64_t zero_copy;   /* GETs READ straight into registered memory
 			       * (qpg_kv_register; a cluster member's: by its
 			       * current pool) */
+	uint64_t pool_waits;  /* requests that waited for its pool, a cluster
+			       * member's that joined while it was being made
+			       * (each counted once; a pool's: 0) */
 };
 struct qpg_kv_target_stats {
 	int64_t revision; /* of the view in use (a pool: 0) */

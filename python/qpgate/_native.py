@@ -48,7 +48,8 @@ class MemberStats(ctypes.Structure):
                 ("active", ctypes.c_bool), ("up", ctypes.c_bool), ("suspect", ctypes.c_bool),
                 ("ops", ctypes.c_uint64), ("misses", ctypes.c_uint64),
                 ("unavailable", ctypes.c_uint64), ("wrong_owner", ctypes.c_uint64),
-                ("errors", ctypes.c_uint64), ("zero_copy", ctypes.c_uint64)]
+                ("errors", ctypes.c_uint64), ("zero_copy", ctypes.c_uint64),
+                ("pool_waits", ctypes.c_uint64)]
 
 
 class TargetStats(ctypes.Structure):

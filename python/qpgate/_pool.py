@@ -244,7 +244,8 @@ class _Base:
     def stats(self):
         """What each server (a cluster: each member ever seen) served, as a
         list of dicts: id, ops, misses, unavailable, wrong_owner, errors,
-        and zero_copy (GETs READ straight into a registered buffer)."""
+        zero_copy (GETs READ straight into a registered buffer), and
+        pool_waits (requests that waited for a joining member's pool)."""
         st = n.TargetStats()
         handle = self._take()
         try:
@@ -257,7 +258,7 @@ class _Base:
             return [{"id": st.m[i].id.decode(errors="replace"), "up": st.m[i].up,
                      **{f: getattr(st.m[i], f) for f in ("ops", "misses", "unavailable",
                                                            "wrong_owner", "errors",
-                                                           "zero_copy")}}
+                                                           "zero_copy", "pool_waits")}}
                     for i in range(st.n)]
         finally:
             n.lib.qpg_kv_target_stats_free(ctypes.byref(st))

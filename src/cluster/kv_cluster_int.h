@@ -16,6 +16,7 @@
 struct mstats {
 	char id[QPG_CLUSTER_ID_MAX + 1];
 	atomic_ullong ops, misses, unavailable, wrong_owner, errors;
+	atomic_ullong pool_waits; /* requests that waited for its pool, once each */
 };
 
 struct member {

@@ -112,12 +112,13 @@ static int owner_of(const struct qpg_cluster_view *v, const struct qpg_kv_reques
 	return qpg_cluster_owner(v, key, n);
 }
 
-/* CR's owner joined and its pool is being made: CR waits for it, unless
+/* CR's owner M joined and its pool is being made: CR waits for it, unless
  * its deadline passed or too many wait. 0: it waits. */
-static int wait_pool(struct qpg_kv_cluster *c, struct clreq *cr)
+static int wait_pool(struct qpg_kv_cluster *c, struct clreq *cr, struct member *m)
 {
 	uint64_t now = qpg_cluster_now_ns();
-	if (!cr->wait_until_ns)
+	bool first = !cr->wait_until_ns;
+	if (first)
 		cr->wait_until_ns = now + QPG__KV_CLUSTER_POOL_WAIT_NS;
 	if (now >= cr->wait_until_ns)
 		return -EAGAIN;
@@ -129,6 +130,8 @@ static int wait_pool(struct qpg_kv_cluster *c, struct clreq *cr)
 		rc = 0;
 	}
 	pthread_mutex_unlock(&c->lock);
+	if (rc == 0 && first)
+		qpg__kv_cluster_count(&m->st->pool_waits);
 	return rc;
 }
 
@@ -141,7 +144,7 @@ static void route(struct qpg_kv_cluster *c, struct clreq *cr)
 	struct member *m = o >= 0 ? r->m[o] : NULL;
 	int rc = -EAGAIN;
 	if (m && !m->pool && !atomic_load(&m->suspect)) {
-		if (wait_pool(c, cr) == 0) {
+		if (wait_pool(c, cr, m) == 0) {
 			atomic_fetch_sub(&c->readers, 1);
 			return;
 		}

@@ -78,6 +78,7 @@ static int cluster_stats(struct qpg_kv_target *t, struct qpg_kv_target_stats *ou
 		s->misses = atomic_load(&st->misses);
 		s->unavailable = atomic_load(&st->unavailable);
 		s->wrong_owner = atomic_load(&st->wrong_owner);
+		s->pool_waits = atomic_load(&st->pool_waits);
 		s->errors = atomic_load(&st->errors);
 		int j = qpg_cluster_find(r->v, st->id);
 		if (j >= 0) {

@@ -226,6 +226,13 @@ def test_every_call_over_a_cluster(cluster):
         assert kv.delete(keys[0]) is True
         assert kv.get(keys[0]) is None
         assert kv.delete(keys[0]) is False
+        # One dict per member, read through the C struct's layout: each
+        # member's id and counts where they belong (a field missing from
+        # the ctypes mirror shifts every member after the first).
+        st = kv.stats()
+        assert sorted(m["id"] for m in st) == ["m1", "m2", "m3"]
+        assert sum(m["ops"] for m in st) >= 2 * len(keys)
+        assert all(m["errors"] == 0 and m["pool_waits"] == 0 for m in st)
 
 
 def test_asyncio_over_a_cluster(cluster):

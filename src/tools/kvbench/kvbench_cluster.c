@@ -68,24 +68,26 @@ json_t *kvb_target_close(struct bench *b)
 		    (long long)st.revision, (unsigned long long)st.views,
 		    (unsigned long long)st.redirects, (unsigned long long)st.unroutable,
 		    st.etcd_ok ? "reachable" : "UNREACHABLE (last view kept)");
-		printf(" %-24s %-8s %12s %10s %12s %12s %8s\n", "MEMBER", "STATE", "OPS", "MISSES",
-		       "UNAVAILABLE", "WRONG_OWNER", "ERRORS");
+		printf(" %-24s %-8s %12s %10s %12s %12s %8s %10s\n", "MEMBER", "STATE", "OPS",
+		       "MISSES", "UNAVAILABLE", "WRONG_OWNER", "ERRORS", "POOL_WAITS");
 		for (unsigned i = 0; i < st.n; i++) {
 			const struct qpg_kv_member_stats *m = &st.m[i];
 			const char *state = m->suspect	? "suspect"
 					    : m->active ? (m->up ? "up" : "down")
 							: "gone";
-			printf(" %-24s %-8s %12llu %10llu %12llu %12llu %8llu\n", m->id, state,
-			       (unsigned long long)m->ops, (unsigned long long)m->misses,
+			printf(" %-24s %-8s %12llu %10llu %12llu %12llu %8llu %10llu\n", m->id,
+			       state, (unsigned long long)m->ops, (unsigned long long)m->misses,
 			       (unsigned long long)m->unavailable,
-			       (unsigned long long)m->wrong_owner, (unsigned long long)m->errors);
+			       (unsigned long long)m->wrong_owner, (unsigned long long)m->errors,
+			       (unsigned long long)m->pool_waits);
 			json_array_append_new(
 			    members,
-			    json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "id", m->id, "state",
-				      state, "ops", (json_int_t)m->ops, "misses",
+			    json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "id", m->id,
+				      "state", state, "ops", (json_int_t)m->ops, "misses",
 				      (json_int_t)m->misses, "unavailable",
 				      (json_int_t)m->unavailable, "wrong_owner",
-				      (json_int_t)m->wrong_owner, "errors", (json_int_t)m->errors));
+				      (json_int_t)m->wrong_owner, "errors", (json_int_t)m->errors,
+				      "pool_waits", (json_int_t)m->pool_waits));
 		}
 	}
 	qpg_kv_target_stats_free(&st);
