@@ -188,8 +188,11 @@ for r in $(seq 1 "$runs"); do
 	# What OpenSSL's whole handshake costs, made as qpgate makes it (the
 	# same contexts, certificate, host check and tickets; no bootstrap, no
 	# QP): bench/tls_floor.c, each end's CPU timed, both on one core in turn.
+	# A floor that fails leaves its figures null in this run (its ratios
+	# too), and the medians are taken over the other runs.
 	lib_out=$("$bin/qpg_tls_floor" --cert "$work/server.crt" --key "$work/server.key" --ca "$work/ca.crt" -n 300 \
-		--client-cert "$work/client.crt" --client-key "$work/client.key")
+		--client-cert "$work/client.crt" --client-key "$work/client.key") ||
+		log "qpg_tls_floor failed: no library floor in run $r"
 	echo "$lib_out" >&2
 	read -r a b <<<"$(sed -n 's/^floor full=\([0-9]*\) resumed=\([0-9]*\)$/\1 \2/p' <<<"$lib_out")"
 	lib_full+=("${a:-null}") lib_res+=("${b:-null}")
@@ -204,7 +207,8 @@ for r in $(seq 1 "$runs"); do
 	# (--procs) the same handshakes with the client and the server in two
 	# processes that wait on their sockets, as qpgate's and every TLS
 	# pair's are: what the switches between them cost (bench/tls_floor_procs.c).
-	lib_out=$("$bin/qpg_tls_floor" --cert "$work/server.crt" --key "$work/server.key" --ca "$work/ca.crt" -n 300 --tcp --procs)
+	lib_out=$("$bin/qpg_tls_floor" --cert "$work/server.crt" --key "$work/server.key" --ca "$work/ca.crt" -n 300 --tcp --procs) ||
+		log "qpg_tls_floor --tcp --procs failed: no floor over TCP in run $r"
 	echo "$lib_out" >&2
 	read -r a b <<<"$(sed -n 's/^floor full=\([0-9]*\) resumed=\([0-9]*\)$/\1 \2/p' <<<"$lib_out")"
 	lib_tfull+=("${a:-null}") lib_tres+=("${b:-null}")
@@ -223,7 +227,7 @@ for r in $(seq 1 "$runs"); do
 	# created, moved to RTS and destroyed in one thread, on the device
 	# qpgate runs on. With the floor over TCP it makes the ceiling of a
 	# connect: TLS over TCP and both ends' QPs, nothing of qpgate's own.
-	lib_out=$("$bin/qpg_qp_floor" -d "$dev" -n 300)
+	lib_out=$("$bin/qpg_qp_floor" -d "$dev" -n 300) || log "qpg_qp_floor failed: no QP floor in run $r"
 	echo "$lib_out" >&2
 	a=$(sed -n 's/^floor qp_pairs=[0-9]* per_s=[0-9]* bringup_per_s=\([0-9]*\)$/\1/p' <<<"$lib_out")
 	qp_up+=("${a:-null}")
@@ -235,11 +239,13 @@ for r in $(seq 1 "$runs"); do
 	# vCPU), as qpgate's connects are timed: what the library and the
 	# device reach on these cores with what a CPU figure leaves out (the
 	# kernel's work in other contexts, the scheduler, waits).
-	lib_out=$("$bin/qpg_tls_floor" --cert "$work/server.crt" --key "$work/server.key" --ca "$work/ca.crt" -n 300 --tcp --threads 2)
+	lib_out=$("$bin/qpg_tls_floor" --cert "$work/server.crt" --key "$work/server.key" --ca "$work/ca.crt" -n 300 --tcp --threads 2) ||
+		log "qpg_tls_floor --threads 2 failed: no wall-clock floor in run $r"
 	echo "$lib_out" >&2
 	read -r a b <<<"$(sed -n 's/^wall full=\([0-9]*\) resumed=\([0-9]*\) threads=2$/\1 \2/p' <<<"$lib_out")"
 	wall_tfull+=("${a:-null}") wall_tres+=("${b:-null}")
-	lib_out=$("$bin/qpg_qp_floor" -d "$dev" -n 300 --threads 2)
+	lib_out=$("$bin/qpg_qp_floor" -d "$dev" -n 300 --threads 2) ||
+		log "qpg_qp_floor --threads 2 failed: no wall-clock QP floor in run $r"
 	echo "$lib_out" >&2
 	a=$(sed -n 's/^wall qp_pairs=[0-9]* bringup_per_s=\([0-9]*\) threads=2$/\1/p' <<<"$lib_out")
 	wall_qp+=("${a:-null}")
@@ -247,7 +253,8 @@ for r in $(seq 1 "$runs"); do
 	wall_ceil_res+=("$(ceiling "${wall_tres[-1]}" "${a:-null}")")
 	# One message tag of the echo's frame (header and payload), as the echo
 	# path makes it (bench/tag_floor.c): an echo round trip makes four.
-	a=$("$bin/qpg_tag_floor" -l $((16 + size)) | sed -n 's/^tag len=[0-9]* ns=\([0-9]*\)$/\1/p')
+	a=$("$bin/qpg_tag_floor" -l $((16 + size)) | sed -n 's/^tag len=[0-9]* ns=\([0-9]*\)$/\1/p') ||
+		log "qpg_tag_floor failed: no tag figure in run $r"
 	tag_ns+=("${a:-null}")
 	cmtime_once
 	# qpgate on the same lo-backed device
