@@ -40,6 +40,8 @@ check "a key never stored: not found" grep -q '^GET nope: not found' <<<"$out"
 # The service's own metrics count what that session did.
 curl -fsS "http://127.0.0.1:$mport/metrics" >"$work/kvm.txt"
 kvm() { grep -qxF "$1 $2" "$work/kvm.txt" || { echo "  saw: $(grep -F "$1" "$work/kvm.txt" | head -3)"; return 1; }; }
+# metric NAME: the value of one unlabelled metric of the server now up.
+metric() { curl -fsS "http://127.0.0.1:$mport/metrics" | sed -n "s/^$1 //p"; }
 check "metrics: 2 PUTs and 2 GETs ok, 1 DEL, 2 GETs not found" eval 'kvm "qpgate_kv_ops_total{op=\"put\",status=\"ok\"}" 2 &&
 	kvm "qpgate_kv_ops_total{op=\"get\",status=\"ok\"}" 2 && kvm "qpgate_kv_ops_total{op=\"del\",status=\"ok\"}" 1 &&
 	kvm "qpgate_kv_ops_total{op=\"get\",status=\"not_found\"}" 2'
@@ -92,13 +94,13 @@ full=$(grep -c 'store full' <<<"$out")
 check "16 PUTs of 256 KiB into the 4 MiB store: none refused ($full 'store full')" [ "$full" -eq 0 ]
 check "the newest values read back verified" eval 'grep -q "^GET fill16: ok, .*verified" <<<"$out" &&
 	grep -q "^GET fill15: ok, .*verified" <<<"$out"'
-evicted=$(curl -fsS "http://127.0.0.1:$mport/metrics" | sed -n 's/^qpgate_kv_evictions_total //p')
+evicted=$(metric qpgate_kv_evictions_total)
 check "the store made room by evicting ($evicted keys, qpgate_kv_evictions_total)" [ "${evicted:-0}" -gt 0 ]
 # Some of it ahead of need: past the high watermark (95% of 4 MiB) the
 # service's thread evicts down to the low one (90%) on its own.
 ahead=0
 for _ in $(seq 1 50); do
-	ahead=$(curl -fsS "http://127.0.0.1:$mport/metrics" | sed -n 's/^qpgate_kv_evictions_ahead_total //p')
+	ahead=$(metric qpgate_kv_evictions_ahead_total)
 	[ "${ahead:-0}" -gt 0 ] && break
 	sleep 0.1
 done
@@ -171,7 +173,7 @@ if [ "$transport" = rdma ]; then
 	# Left to the server (the default), 1 MiB comes by READ (delivered
 	# whole, after its digest check) and 4 KiB is sent; --two-sided gets
 	# 1 MiB in 129 frames.
-	byref0=$(curl -fsS "http://127.0.0.1:$mport/metrics" | sed -n 's/^qpgate_messages_by_reference_total //p')
+	byref0=$(metric qpgate_messages_by_reference_total)
 	out=$(kv get os1m 1M 22 get os4k 4096 21 2>&1; kvf --two-sided -- get os1m 1M 22 2>&1)
 	sed 's/^/  /' <<<"$out"
 	check "by default, 1 MiB by READ and 4 KiB sent, both verified; forced two-sided too" \
@@ -179,7 +181,7 @@ if [ "$transport" = rdma ]; then
 	# The 1 MiB value sent went from the store itself, gathered by each
 	# SEND (qpg_conn_send_ref): 128 chunks of 8,176 bytes; its last 2,048
 	# bytes, and the 4 KiB value, were copied (kv_ref.h: QPG__KV_REF_MIN).
-	byref=$(curl -fsS "http://127.0.0.1:$mport/metrics" | sed -n 's/^qpgate_messages_by_reference_total //p')
+	byref=$(metric qpgate_messages_by_reference_total)
 	check "a sent value's chunks were gathered from the store, not copied: $((byref - byref0)) frames by reference, of 128" \
 		[ "$((byref - byref0))" -eq 128 ]
 
@@ -326,7 +328,7 @@ check "two half-sent PUTs hold the 2 MiB store: a new 1 MiB PUT is refused" grep
 # before that to show the deadline did it.
 abandoned=0
 while [ $((SECONDS - stall_t0)) -lt 16 ]; do
-	abandoned=$(curl -fsS "http://127.0.0.1:$mport/metrics" | sed -n 's/^qpgate_kv_puts_abandoned_total //p')
+	abandoned=$(metric qpgate_kv_puts_abandoned_total)
 	[ "${abandoned:-0}" -ge 2 ] && break
 	sleep 0.1
 done
