@@ -41,7 +41,7 @@ trap 'for f in "$work"/*.pid; do [ -f "$f" ] && kill -CONT "$(cat "$f")" 2>/dev/
 qpg_etcd_start "$work" || exit 1
 etcd_port=${etcd_url##*:}
 name=fo$$
-mono() { python3 -c 'import time; print(time.monotonic_ns())'; }
+mono() { /usr/bin/python3 -c 'import time; print(time.monotonic_ns())'; }
 proxy() { # NAME TARGET_PORT: a proxy on a port of its own; its port in NAME.port
 	local p
 	p=$(qpg_free_port)
@@ -115,8 +115,8 @@ trial() {
 		echo "$t0 $v" >"$kept.t0"
 	fi
 	local verdict
-	verdict=$(python3 "$repo/tests/nemesis/nemesis_check.py" "$work/w.log" "$work/r.log")
-	python3 - "$work/r.log" "$t0" "$fault_s" <<'PY'
+	verdict=$(/usr/bin/python3 "$repo/tests/nemesis/nemesis_check.py" "$work/w.log" "$work/r.log")
+	/usr/bin/python3 - "$work/r.log" "$t0" "$fault_s" <<'PY'
 import sys, collections
 t0, fault_end = int(sys.argv[2]), int(sys.argv[2]) + int(sys.argv[3]) * 10**9
 ev = collections.defaultdict(list)

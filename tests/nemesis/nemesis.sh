@@ -193,7 +193,9 @@ done
 # its entry over before the dead lease ends. tcp.cluster checks takeovers.)
 echo "   takeovers after kill -9: $(cat "$work"/m[1-4].log | grep -c 'taken over')"
 echo "== every read judged"
-python3 "$here/tests/nemesis/nemesis_check.py" "$work/writer.log" "$work/r1.log" "$work/r2.log" >"$work/verdict"
+# Debian's python3 by its path: a python3 first on PATH may be a version
+# manager's shim (pyenv's took 5 s to start in the lab VM, the interpreter 0.6 s).
+/usr/bin/python3 "$here/tests/nemesis/nemesis_check.py" "$work/writer.log" "$work/r1.log" "$work/r2.log" >"$work/verdict"
 rc=$?
 cat "$work/verdict"
 check "no stale, phantom or torn read (seed $seed)" [ $rc -eq 0 ]

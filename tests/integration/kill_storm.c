@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* kill_storm: start N copies of a command at once and SIGKILL each at a
+ * random point of its own life, 0 to MAX ms after its start.
+ *
+ *   kill_storm [--max-ms MS] [--seed S] N -- COMMAND [ARG...]
+ *
+ * storm.sh's kill rounds used to start each client, and then each client's
+ * killer, as a bash subshell. Under the lab's TCG a bash fork costs about
+ * 0.2 s, so 100 clients took 17-21 s to start and their killers 18 s more
+ * (2026-12-01): each client lived 20-40 s before its kill, long past its
+ * handshake, and a round took 45 s. Here each child is started by
+ * posix_spawn (a vfork: no copy of this process), so all of them start
+ * within a fraction of a second and die where the schedule says: in the
+ * TLS handshake, the bootstrap, the QP's bring-up or the data.
+ *
+ * The children's standard input, output and error are /dev/null. The seed
+ * (default: from the clock and the pid) is printed, so a round can be
+ * replayed. Every child is reaped after the last kill, so no pid is reused
+ * while one is still to be killed. Prints one line:
+ *   kill_storm: seed S: N started, K killed, E exited on their own (first exit status X)
+ * Exit status: 0, or 1 if a child could not be started (those already
+ * started are killed and reaped), 2 on a usage error. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+struct child {
+	pid_t pid;
+	struct timespec at; /* when to kill it */
+	int sent;           /* SIGKILL sent */
+};
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: kill_storm [--max-ms MS] [--seed S] N -- COMMAND [ARG...]\n");
+	return 2;
+}
+
+static int by_time(const void *a, const void *b)
+{
+	const struct timespec *x = &((const struct child *)a)->at, *y = &((const struct child *)b)->at;
+	if (x->tv_sec != y->tv_sec)
+		return x->tv_sec < y->tv_sec ? -1 : 1;
+	return (x->tv_nsec > y->tv_nsec) - (x->tv_nsec < y->tv_nsec);
+}
+
+static double secs(const struct timespec *a, const struct timespec *b)
+{
+	return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+static int number(const char *s, unsigned long max, unsigned long *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long max_ms = 3000, n = 0, seed;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	seed = (unsigned long)now.tv_nsec ^ ((unsigned long)getpid() << 16);
+	int i = 1;
+	for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], "--max-ms") == 0 && i + 1 < argc) {
+			if (number(argv[++i], 3600000, &max_ms) < 0 || max_ms == 0)
+				return usage();
+		} else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
+			if (number(argv[++i], 0xffffffffUL, &seed) < 0)
+				return usage();
+		} else if (n == 0 && number(argv[i], 100000, &n) == 0 && n > 0) {
+			continue;
+		} else {
+			return usage();
+		}
+	}
+	if (n == 0 || i + 1 >= argc)
+		return usage();
+	char **cmd = argv + i + 1;
+
+	struct child *kids = calloc(n, sizeof(*kids));
+	if (!kids) {
+		perror("kill_storm: calloc");
+		return 1;
+	}
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	for (int fd = 0; fd < 3; fd++)
+		posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", fd ? O_WRONLY : O_RDONLY, 0);
+	srandom((unsigned)seed);
+	int rc = 0;
+	unsigned long started = 0;
+	struct timespec t0, t1, t2;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (; started < n; started++) {
+		/* Under an emulated CPU a start can take 0.1 s: kill what is due. */
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		for (unsigned long k = 0; k < started; k++)
+			if (!kids[k].sent && by_time(&kids[k], &(struct child){.at = now}) <= 0) {
+				kill(kids[k].pid, SIGKILL); /* unreaped, so still this child */
+				kids[k].sent = 1;
+			}
+		struct child *c = &kids[started];
+		int err = posix_spawnp(&c->pid, cmd[0], &fa, NULL, cmd, environ);
+		if (err) {
+			fprintf(stderr, "kill_storm: cannot start %s: %s\n", cmd[0], strerror(err));
+			rc = 1;
+			break;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &c->at);
+		long ms = random() % (long)max_ms;
+		c->at.tv_sec += ms / 1000;
+		c->at.tv_nsec += (ms % 1000) * 1000000L;
+		if (c->at.tv_nsec >= 1000000000L) {
+			c->at.tv_sec++;
+			c->at.tv_nsec -= 1000000000L;
+		}
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	if (rc) /* kill what started, at once */
+		for (unsigned long k = 0; k < started; k++)
+			kids[k].at = (struct timespec){0, 0};
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	qsort(kids, started, sizeof(*kids), by_time);
+	for (unsigned long k = 0; k < started; k++) {
+		if (kids[k].sent)
+			continue;
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &kids[k].at, NULL) == EINTR)
+			;
+		kill(kids[k].pid, SIGKILL);
+	}
+	unsigned long killed = 0, exited = 0;
+	int first_status = -1;
+	for (unsigned long k = 0; k < started; k++) {
+		int st;
+		while (waitpid(kids[k].pid, &st, 0) < 0 && errno == EINTR)
+			;
+		if (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) {
+			killed++;
+		} else {
+			exited++;
+			if (first_status < 0)
+				first_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		}
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t2);
+	printf("kill_storm: seed %lu: %lu started, %lu killed, %lu exited on their own", seed, started, killed,
+	       exited);
+	if (first_status >= 0)
+		printf(" (first exit status %d)", first_status);
+	printf("; started in %.1f s, all gone %.1f s after\n", secs(&t0, &t1), secs(&t1, &t2));
+	free(kids);
+	return rc;
+}
