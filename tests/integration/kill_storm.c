@@ -69,61 +69,66 @@ static int number(const char *s, unsigned long max, unsigned long *out)
 	return 0;
 }
 
-int main(int argc, char **argv)
+struct opts {
+	unsigned long max_ms, n, seed;
+	char **cmd;
+};
+
+static int parse(int argc, char **argv, struct opts *o)
 {
-	unsigned long max_ms = 3000, n = 0, seed;
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	seed = (unsigned long)now.tv_nsec ^ ((unsigned long)getpid() << 16);
+	*o = (struct opts){.max_ms = 3000, .seed = (unsigned long)now.tv_nsec ^ ((unsigned long)getpid() << 16)};
 	int i = 1;
 	for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
 		if (strcmp(argv[i], "--max-ms") == 0 && i + 1 < argc) {
-			if (number(argv[++i], 3600000, &max_ms) < 0 || max_ms == 0)
-				return usage();
+			if (number(argv[++i], 3600000, &o->max_ms) < 0 || o->max_ms == 0)
+				return -1;
 		} else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
-			if (number(argv[++i], 0xffffffffUL, &seed) < 0)
-				return usage();
-		} else if (n == 0 && number(argv[i], 100000, &n) == 0 && n > 0) {
-			continue;
-		} else {
-			return usage();
+			if (number(argv[++i], 0xffffffffUL, &o->seed) < 0)
+				return -1;
+		} else if (o->n != 0 || number(argv[i], 100000, &o->n) < 0 || o->n == 0) {
+			return -1;
 		}
 	}
-	if (n == 0 || i + 1 >= argc)
-		return usage();
-	char **cmd = argv + i + 1;
+	if (o->n == 0 || i + 1 >= argc)
+		return -1;
+	o->cmd = argv + i + 1;
+	return 0;
+}
 
-	struct child *kids = calloc(n, sizeof(*kids));
-	if (!kids) {
-		perror("kill_storm: calloc");
-		return 1;
-	}
+/* Kill each started child whose time has come (never one already sent). */
+static void kill_due(struct child *kids, unsigned long started)
+{
+	struct child now = {0};
+	clock_gettime(CLOCK_MONOTONIC, &now.at);
+	for (unsigned long k = 0; k < started; k++)
+		if (!kids[k].sent && by_time(&kids[k], &now) <= 0) {
+			kill(kids[k].pid, SIGKILL); /* unreaped, so still this child */
+			kids[k].sent = 1;
+		}
+}
+
+/* Starts the children, each with its time to die; kills those due as it
+ * goes (under an emulated CPU a start can take 0.1 s). Returns how many
+ * started; *err is set if one could not. */
+static unsigned long spawn_all(const struct opts *o, struct child *kids, int *err)
+{
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
 	for (int fd = 0; fd < 3; fd++)
 		posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", fd ? O_WRONLY : O_RDONLY, 0);
-	srandom((unsigned)seed);
-	int rc = 0;
+	srandom((unsigned)o->seed);
 	unsigned long started = 0;
-	struct timespec t0, t1, t2;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (; started < n; started++) {
-		/* Under an emulated CPU a start can take 0.1 s: kill what is due. */
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		for (unsigned long k = 0; k < started; k++)
-			if (!kids[k].sent && by_time(&kids[k], &(struct child){.at = now}) <= 0) {
-				kill(kids[k].pid, SIGKILL); /* unreaped, so still this child */
-				kids[k].sent = 1;
-			}
+	*err = 0;
+	for (; started < o->n; started++) {
+		kill_due(kids, started);
 		struct child *c = &kids[started];
-		int err = posix_spawnp(&c->pid, cmd[0], &fa, NULL, cmd, environ);
-		if (err) {
-			fprintf(stderr, "kill_storm: cannot start %s: %s\n", cmd[0], strerror(err));
-			rc = 1;
+		*err = posix_spawnp(&c->pid, o->cmd[0], &fa, NULL, o->cmd, environ);
+		if (*err)
 			break;
-		}
 		clock_gettime(CLOCK_MONOTONIC, &c->at);
-		long ms = random() % (long)max_ms;
+		long ms = random() % (long)o->max_ms;
 		c->at.tv_sec += ms / 1000;
 		c->at.tv_nsec += (ms % 1000) * 1000000L;
 		if (c->at.tv_nsec >= 1000000000L) {
@@ -132,10 +137,16 @@ int main(int argc, char **argv)
 		}
 	}
 	posix_spawn_file_actions_destroy(&fa);
-	if (rc) /* kill what started, at once */
+	return started;
+}
+
+/* Kills the rest on schedule (at once with now_all), then reaps them all. */
+static void kill_and_reap(struct child *kids, unsigned long started, int now_all, unsigned long *killed,
+			  unsigned long *exited, int *first_status)
+{
+	if (now_all)
 		for (unsigned long k = 0; k < started; k++)
 			kids[k].at = (struct timespec){0, 0};
-	clock_gettime(CLOCK_MONOTONIC, &t1);
 	qsort(kids, started, sizeof(*kids), by_time);
 	for (unsigned long k = 0; k < started; k++) {
 		if (kids[k].sent)
@@ -144,26 +155,48 @@ int main(int argc, char **argv)
 			;
 		kill(kids[k].pid, SIGKILL);
 	}
-	unsigned long killed = 0, exited = 0;
-	int first_status = -1;
+	*killed = *exited = 0;
+	*first_status = -1;
 	for (unsigned long k = 0; k < started; k++) {
 		int st;
 		while (waitpid(kids[k].pid, &st, 0) < 0 && errno == EINTR)
 			;
 		if (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) {
-			killed++;
+			(*killed)++;
 		} else {
-			exited++;
-			if (first_status < 0)
-				first_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+			(*exited)++;
+			if (*first_status < 0)
+				*first_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 		}
 	}
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	if (parse(argc, argv, &o) < 0)
+		return usage();
+	struct child *kids = calloc(o.n, sizeof(*kids));
+	if (!kids) {
+		perror("kill_storm: calloc");
+		return 1;
+	}
+	struct timespec t0, t1, t2;
+	int err;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	unsigned long started = spawn_all(&o, kids, &err);
+	if (err)
+		fprintf(stderr, "kill_storm: cannot start %s: %s\n", o.cmd[0], strerror(err));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	unsigned long killed, exited;
+	int first_status;
+	kill_and_reap(kids, started, err != 0, &killed, &exited, &first_status);
 	clock_gettime(CLOCK_MONOTONIC, &t2);
-	printf("kill_storm: seed %lu: %lu started, %lu killed, %lu exited on their own", seed, started, killed,
+	printf("kill_storm: seed %lu: %lu started, %lu killed, %lu exited on their own", o.seed, started, killed,
 	       exited);
 	if (first_status >= 0)
 		printf(" (first exit status %d)", first_status);
 	printf("; started in %.1f s, all gone %.1f s after\n", secs(&t0, &t1), secs(&t1, &t2));
 	free(kids);
-	return rc;
+	return err ? 1 : 0;
 }
