@@ -6,10 +6,10 @@
 #   scripts/rxe-vm --mem 8192 -- bench/killstorm.sh [N] [ROUNDS] [WINDOW_MS]   (rdma, in the lab)
 #   bench/killstorm.sh --tcp [N] [ROUNDS] [WINDOW_MS]                           (tcp, here)
 # Each client is killed 0 to WINDOW_MS after its start (default 3000 over tcp,
-# 15000 in the lab, where clients started by the hundred take seconds to start).
+# 20000 in the lab, where clients started by the hundred take seconds to start).
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd -P)
-transport=rdma window=15000
+transport=rdma window=20000
 if [ "${1:-}" = --tcp ]; then transport=tcp window=3000; shift; fi
 export QPG_BIN=${QPG_BIN:-$here/build/bin}
 exec "$here/tests/integration/storm.sh" "$transport" kill "${1:-1000}" "${2:-10}" "${3:-$window}"

@@ -98,9 +98,9 @@ kill)
 	bad=0 cut_tls=0 cut_after=0
 	hs() { metric "qpgate_handshakes_total{result=\"$1\"}"; }
 	for r in $(seq 1 "$rounds"); do
-		# Each client killed at a random point of its life, 0 to 3 s after
-		# its start (kill_storm.c: started by posix_spawn, as a bash fork
-		# costs 0.2 s in the lab and 100 of them took 20 s).
+		# Each client killed at a random point of its life, 0 to WINDOW_MS
+		# after its start (kill_storm.c: started by posix_spawn, as a bash
+		# fork costs 0.2 s in the lab and 100 of them took 20 s).
 		hs_failed=$(hs failed) hs_ok=$(hs ok)
 		"$bin/kill_storm" --max-ms "$window_ms" "$n" -- "$bin/qpgate-client" --transport "$transport" \
 			--ca "$work/ca.crt" -p "$port" -n 100000 -s 256 --handshake-timeout 30000 127.0.0.1 localhost |
@@ -115,9 +115,10 @@ kill)
 		[ -n "$ok" ] || { bad=$((bad + 1)); curl -fsS "http://127.0.0.1:$mport/metrics" | grep -E '^qpgate_(connected|handshakes_in)' | sed 's/^/  not settled: /'; ss -tnp state established "( sport = :$port )" | tail -n +2 | head -3 | sed 's/^/  socket: /'; }
 		# Where the kills landed: handshakes cut (failed), and clients
 		# killed after theirs (bootstrap, bring-up, data).
-		f=$(($(hs failed) - hs_failed)) o=$(($(hs ok) - hs_ok))
+		f=$(hs failed) o=$(hs ok)
+		f=$((${f:-0} - ${hs_failed:-0})) o=$((${o:-0} - ${hs_ok:-0}))
 		cut_tls=$((cut_tls + f)) cut_after=$((cut_after + o))
-		echo "  round $r: $n killed, $f in their handshake, $o after it; server RSS $(rss) kB, $(fds) fds, $(qps) QPs, connected $(metric qpgate_connected_clients)"
+		echo "  round $r: of $n, $f killed in their handshake, $o after it; server RSS $(rss) kB, $(fds) fds, $(qps) QPs, connected $(metric qpgate_connected_clients)"
 		kill -0 "$srv" || break
 	done
 	touch "$work/storm-over"
