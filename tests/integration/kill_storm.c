@@ -12,7 +12,7 @@
  * posix_spawn (a vfork: no copy of this process), and dies where its own
  * schedule says: in its start, the TLS handshake, the bootstrap, the QP's
  * bring-up or the data. (The clients' own starts remain: in the lab VM 100
- * of them take 8-14 s to start.)
+ * of them take 8-19 s to start.)
  *
  * The children's standard input, output and error are /dev/null. The seed
  * (default: from the clock and the pid) is printed, so a round can be
