@@ -26,7 +26,6 @@ mode=$2
 . "$(dirname "$0")/lib.sh"
 qpg_test_setup flood
 qp0=$(qps)
-metric() { curl -fsS "http://127.0.0.1:$mport/metrics" | sed -n "s/^$1 //p"; }
 client() { "$bin/qpgate-client" --transport "$transport" --ca "$work/ca.crt" -p "$port" "$@" 127.0.0.1 localhost; }
 
 case $mode in

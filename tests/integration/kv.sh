@@ -40,8 +40,6 @@ check "a key never stored: not found" grep -q '^GET nope: not found' <<<"$out"
 # The service's own metrics count what that session did.
 curl -fsS "http://127.0.0.1:$mport/metrics" >"$work/kvm.txt"
 kvm() { grep -qxF "$1 $2" "$work/kvm.txt" || { echo "  saw: $(grep -F "$1" "$work/kvm.txt" | head -3)"; return 1; }; }
-# metric NAME: the value of one unlabelled metric of the server now up.
-metric() { curl -fsS "http://127.0.0.1:$mport/metrics" | sed -n "s/^$1 //p"; }
 check "metrics: 2 PUTs and 2 GETs ok, 1 DEL, 2 GETs not found" eval 'kvm "qpgate_kv_ops_total{op=\"put\",status=\"ok\"}" 2 &&
 	kvm "qpgate_kv_ops_total{op=\"get\",status=\"ok\"}" 2 && kvm "qpgate_kv_ops_total{op=\"del\",status=\"ok\"}" 1 &&
 	kvm "qpgate_kv_ops_total{op=\"get\",status=\"not_found\"}" 2'

@@ -37,6 +37,10 @@ qpg_test_setup() {
 	"$here/scripts/make-certs" "$work" localhost >/dev/null 2>&1
 }
 
+# metric NAME: one metric's value (NAME with its labels, as /metrics writes
+# them) from the server qpg_serve started last with --metrics ($mport).
+metric() { curl -fsS "http://127.0.0.1:$mport/metrics" | sed -n "s/^$1 //p"; }
+
 # The device's QP count (rdma), or 0.
 qps() { if [ "${transport:-tcp}" = rdma ]; then rdma res show qp | grep -c lqpn; else echo 0; fi; }
 # qps_back N: the device's QP count comes back to N within 60 s (a server

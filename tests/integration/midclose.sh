@@ -75,7 +75,6 @@ qp0=$(qps)
 qpg_serve "$dir" --transport "$transport" --bind "$server_ip" --max-msg "$bytes" --srq-depth 16 \
 	--metrics 127.0.0.1:0 || exit 1
 [ "$dir" = "$work" ] || ln -s "$dir/server.log" "$work/server.log"
-metric() { curl -fsS "http://127.0.0.1:$mport/metrics" | sed -n "s/^$1 //p"; }
 idle() {
 	for _ in $(seq 1 150); do
 		[ "$(metric qpgate_connected_clients)" = 0 ] && [ "$(metric qpgate_handshakes_in_progress)" = 0 ] &&

@@ -26,7 +26,6 @@ hold_ms=15000
 qp0=$(qps)
 qpg_serve "$work" --transport "$transport" --service kv --kv-capacity ${cap_mb}M --kv-max-value 1M \
 	-s $maxmsg --threads $threads --progress-timeout $progress_ms --metrics 127.0.0.1:0 || exit 1
-metric() { curl -fsS "http://127.0.0.1:$mport/metrics" | sed -n "s/^$1 //p"; }
 kv() { "$bin/qpgate-kv" --synthetic --transport "$transport" --ca "$work/ca.crt" -p "$port" 127.0.0.1 localhost "$@"; }
 kv put big 1M 7 >/dev/null || { echo "FAIL cannot store the 1 MiB value"; exit 1; }
 sleep 0.3

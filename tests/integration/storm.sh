@@ -32,7 +32,6 @@ qp0=$(qps)
 # ignored without ASan.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=4:allocator_release_to_os_interval_ms=100"
 qpg_serve "$work" --transport "$transport" --metrics 127.0.0.1:0 || exit 1
-metric() { curl -fsS "http://127.0.0.1:$mport/metrics" | sed -n "s/^$1 //p"; }
 rss() { awk '/VmRSS/{print $2}' "/proc/$srv/status"; }
 fds() { ls "/proc/$srv/fd" | wc -l; }
 client() { "$bin/qpgate-client" --transport "$transport" --ca "$work/ca.crt" -p "$port" "$@" 127.0.0.1 localhost; }
