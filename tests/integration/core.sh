@@ -10,7 +10,7 @@ scenario=$2
 bin=${QPG_BIN:-$here/build/bin}
 work=$(mktemp -d "${TMPDIR:-/tmp}/qpg-core.XXXXXX")
 certs=$work/certs
-"$here/scripts/make-certs" "$certs" localhost >/dev/null 2>&1 || { echo "FAIL cannot make certs"; exit 1; }
+qpg_certs "$certs" || { echo "FAIL cannot make certs"; exit 1; }
 srv_pid=""
 
 cleanup() {

@@ -18,6 +18,7 @@ import time
 import pytest
 
 import qpgate
+from test_kv import make_certs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -56,8 +57,7 @@ class Cluster:
 
     def __init__(self, prepare=None):
         self.dir = tempfile.mkdtemp(prefix="qpg-pycl.")
-        subprocess.run([os.path.join(REPO, "scripts", "make-certs"), self.dir, "localhost"],
-                       check=True, capture_output=True)
+        make_certs(self.dir)
         self.flags = list(prepare(self.dir)) if prepare else []
         self.ca = os.path.join(self.dir, "ca.crt")
         self.name = f"py{os.getpid()}"

@@ -8,6 +8,7 @@ import errno
 import gc
 import os
 import resource
+import shutil
 import signal
 import socket
 import subprocess
@@ -56,11 +57,23 @@ class Server:
         self.log.close()
 
 
+def make_certs(d):
+    """The test PKI of scripts/make-certs in D: a copy of $QPG_TEST_CERTS
+    when the build made one (as tests/integration/lib.sh's qpg_certs), else
+    made afresh."""
+    cache = os.environ.get("QPG_TEST_CERTS")
+    if cache and os.path.isfile(os.path.join(cache, "client.key")):
+        for f in os.listdir(cache):
+            shutil.copy2(os.path.join(cache, f), d)
+        return
+    subprocess.run([os.path.join(REPO, "scripts", "make-certs"), d, "localhost"], check=True,
+                   capture_output=True)
+
+
 @pytest.fixture(scope="module")
 def certs():
     d = tempfile.mkdtemp(prefix="qpg-py.")
-    subprocess.run([os.path.join(REPO, "scripts", "make-certs"), d, "localhost"], check=True,
-                   capture_output=True)
+    make_certs(d)
     return d
 
 

@@ -12,7 +12,7 @@ import tempfile
 import pytest
 
 import qpgate
-from test_kv import TRANSPORT, Server, pattern
+from test_kv import TRANSPORT, Server, make_certs, pattern
 
 QUOTA = 1 << 20
 MAKE_CERTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
@@ -29,7 +29,7 @@ def issue(d, name, cn, san=None):
 @pytest.fixture(scope="module")
 def tenants():
     d = tempfile.mkdtemp(prefix="qpg-py-tenants.")
-    subprocess.run([MAKE_CERTS, d, "localhost"], check=True, capture_output=True)
+    make_certs(d)
     ids = {n: issue(d, n, n, san) for n, san in
            (("a", "URI:spiffe://py/a"), ("b", "URI:spiffe://py/b"), ("eve", None))}
     path = os.path.join(d, "tenants.json")
