@@ -2,7 +2,13 @@
 /* kill_storm: start N copies of a command at once and SIGKILL each at a
  * random point of its own life, 0 to MAX ms after its start.
  *
- *   kill_storm [--max-ms MS] [--seed S] N -- COMMAND [ARG...]
+ *   kill_storm [--max-ms MS] [--seed S] [--no-kill] [--out DIR] N -- COMMAND [ARG...]
+ *
+ * --no-kill starts them the same way and lets each run to its end (a burst:
+ * storm.sh burst). --out DIR sends child I's output and errors (I from 1)
+ * to DIR/cI.out instead of /dev/null, and a line is printed for each child
+ * that did not exit 0:
+ *   kill_storm: child I (DIR/cI.out): exit status X   (or: killed by signal X)
  *
  * storm.sh's kill rounds used to start each client, and then each client's
  * killer, as a bash subshell. Under the lab's TCG a bash fork costs about
@@ -14,12 +20,13 @@
  * bring-up or the data. (The clients' own starts remain: in the lab VM 100
  * of them take 8-19 s to start.)
  *
- * The children's standard input, output and error are /dev/null. The seed
+ * The children's standard input is /dev/null, and so are their output
+ * and errors without --out. The seed
  * (default: from the clock and the pid) is printed, so a round can be
  * replayed. Every child is reaped after the last kill, so no pid is reused
  * while one is still to be killed. Prints one line:
- *   kill_storm: seed S: N started, K killed, E exited on their own (first exit status X);
- *   started in A s, all gone B s after
+ *   kill_storm: seed S: N started, K killed, E exited on their own (Z with status 0,
+ *   first exit status X); started in A s, all gone B s after
  * Exit status: 0, or 1 if a child could not be started (those already
  * started are killed and reaped), 2 on a usage error. */
 #include <errno.h>
@@ -37,13 +44,15 @@ extern char **environ;
 
 struct child {
 	pid_t pid;
+	unsigned long idx;  /* 1-based, in the order started: DIR/cIDX.out */
 	struct timespec at; /* when to kill it */
 	int sent;           /* SIGKILL sent */
+	int status;         /* from waitpid */
 };
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: kill_storm [--max-ms MS] [--seed S] N -- COMMAND [ARG...]\n");
+	fprintf(stderr, "usage: kill_storm [--max-ms MS] [--seed S] [--no-kill] [--out DIR] N -- COMMAND [ARG...]\n");
 	return 2;
 }
 
@@ -73,6 +82,8 @@ static int number(const char *s, unsigned long max, unsigned long *out)
 
 struct opts {
 	unsigned long max_ms, n, seed;
+	int no_kill;
+	const char *out; /* --out DIR, or NULL */
 	char **cmd;
 };
 
@@ -86,6 +97,10 @@ static int parse(int argc, char **argv, struct opts *o)
 		if (strcmp(argv[i], "--max-ms") == 0 && i + 1 < argc) {
 			if (number(argv[++i], 3600000, &o->max_ms) < 0 || o->max_ms == 0)
 				return -1;
+		} else if (strcmp(argv[i], "--no-kill") == 0) {
+			o->no_kill = 1;
+		} else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
+			o->out = argv[++i];
 		} else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
 			if (number(argv[++i], 0xffffffffUL, &o->seed) < 0)
 				return -1;
@@ -111,22 +126,37 @@ static void kill_due(struct child *kids, unsigned long started)
 		}
 }
 
-/* Starts the children, each with its time to die; kills those due as it
- * goes (under an emulated CPU a start can take 0.1 s). Returns how many
- * started; *err is set if one could not. */
-static unsigned long spawn_all(const struct opts *o, struct child *kids, int *err)
+/* One child's posix_spawn: /dev/null in, and out to DIR/cI.out (or
+ * /dev/null). */
+static int spawn_one(const struct opts *o, struct child *c)
 {
 	posix_spawn_file_actions_t fa;
+	char path[4096];
+	if (o->out)
+		snprintf(path, sizeof(path), "%s/c%lu.out", o->out, c->idx);
 	posix_spawn_file_actions_init(&fa);
-	for (int fd = 0; fd < 3; fd++)
-		posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", fd ? O_WRONLY : O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, o->out ? path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	int err = posix_spawnp(&c->pid, o->cmd[0], &fa, NULL, o->cmd, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	return err;
+}
+
+/* Starts the children, each with its time to die (none with --no-kill);
+ * kills those due as it goes (under an emulated CPU a start can take
+ * 0.1 s). Returns how many started; *err is set if one could not. */
+static unsigned long spawn_all(const struct opts *o, struct child *kids, int *err)
+{
 	srandom((unsigned)o->seed);
 	unsigned long started = 0;
 	*err = 0;
 	for (; started < o->n; started++) {
-		kill_due(kids, started);
+		if (!o->no_kill)
+			kill_due(kids, started);
 		struct child *c = &kids[started];
-		*err = posix_spawnp(&c->pid, o->cmd[0], &fa, NULL, o->cmd, environ);
+		c->idx = started + 1;
+		*err = spawn_one(o, c);
 		if (*err)
 			break;
 		clock_gettime(CLOCK_MONOTONIC, &c->at);
@@ -138,39 +168,70 @@ static unsigned long spawn_all(const struct opts *o, struct child *kids, int *er
 			c->at.tv_nsec -= 1000000000L;
 		}
 	}
-	posix_spawn_file_actions_destroy(&fa);
 	return started;
 }
 
-/* Kills the rest on schedule (at once with now_all), then reaps them all. */
-static void kill_and_reap(struct child *kids, unsigned long started, int now_all, unsigned long *killed,
-			  unsigned long *exited, int *first_status)
+enum kill_when { KILL_ON_SCHEDULE, KILL_NOW, KILL_NONE };
+
+/* Kills those not yet sent (on schedule, at once, or not at all), then
+ * reaps every child into its status. */
+static void kill_and_reap(struct child *kids, unsigned long started, enum kill_when when)
 {
-	if (now_all)
+	if (when == KILL_NOW)
 		for (unsigned long k = 0; k < started; k++)
 			kids[k].at = (struct timespec){0, 0};
 	qsort(kids, started, sizeof(*kids), by_time);
-	for (unsigned long k = 0; k < started; k++) {
+	for (unsigned long k = 0; when != KILL_NONE && k < started; k++) {
 		if (kids[k].sent)
 			continue;
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &kids[k].at, NULL) == EINTR)
 			;
 		kill(kids[k].pid, SIGKILL);
+		kids[k].sent = 1;
 	}
-	*killed = *exited = 0;
-	*first_status = -1;
-	for (unsigned long k = 0; k < started; k++) {
-		int st;
-		while (waitpid(kids[k].pid, &st, 0) < 0 && errno == EINTR)
+	for (unsigned long k = 0; k < started; k++)
+		while (waitpid(kids[k].pid, &kids[k].status, 0) < 0 && errno == EINTR)
 			;
-		if (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) {
-			(*killed)++;
-		} else {
-			(*exited)++;
-			if (*first_status < 0)
-				*first_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+struct tally {
+	unsigned long killed, exited, exited_ok;
+	int first_status; /* of the first (in start order) that exited otherwise, or -1 */
+};
+
+static int by_idx(const void *a, const void *b)
+{
+	unsigned long x = ((const struct child *)a)->idx, y = ((const struct child *)b)->idx;
+	return (x > y) - (x < y);
+}
+
+/* Counts how the children ended; with --out, names each that did not exit 0. */
+static struct tally count(const struct opts *o, struct child *kids, unsigned long started)
+{
+	struct tally t = {.first_status = -1};
+	qsort(kids, started, sizeof(*kids), by_idx);
+	for (unsigned long k = 0; k < started; k++) {
+		int st = kids[k].status;
+		int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		if (kids[k].sent && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) {
+			t.killed++;
+			continue;
 		}
+		t.exited++;
+		if (code == 0) {
+			t.exited_ok++;
+			continue;
+		}
+		if (t.first_status < 0)
+			t.first_status = code;
+		if (o->out && WIFEXITED(st))
+			printf("kill_storm: child %lu (%s/c%lu.out): exit status %d\n", kids[k].idx, o->out, kids[k].idx,
+			       code);
+		else if (o->out)
+			printf("kill_storm: child %lu (%s/c%lu.out): killed by signal %d\n", kids[k].idx, o->out,
+			       kids[k].idx, WTERMSIG(st));
 	}
+	return t;
 }
 
 int main(int argc, char **argv)
@@ -190,15 +251,14 @@ int main(int argc, char **argv)
 	if (err)
 		fprintf(stderr, "kill_storm: cannot start %s: %s\n", o.cmd[0], strerror(err));
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	unsigned long killed, exited;
-	int first_status;
-	kill_and_reap(kids, started, err != 0, &killed, &exited, &first_status);
+	kill_and_reap(kids, started, err ? KILL_NOW : o.no_kill ? KILL_NONE : KILL_ON_SCHEDULE);
 	clock_gettime(CLOCK_MONOTONIC, &t2);
-	printf("kill_storm: seed %lu: %lu started, %lu killed, %lu exited on their own", o.seed, started, killed,
-	       exited);
-	if (first_status >= 0)
-		printf(" (first exit status %d)", first_status);
-	printf("; started in %.1f s, all gone %.1f s after\n", secs(&t0, &t1), secs(&t1, &t2));
+	struct tally t = count(&o, kids, started);
+	printf("kill_storm: seed %lu: %lu started, %lu killed, %lu exited on their own (%lu with status 0", o.seed,
+	       started, t.killed, t.exited, t.exited_ok);
+	if (t.first_status >= 0)
+		printf(", first exit status %d", t.first_status);
+	printf("); started in %.1f s, all gone %.1f s after\n", secs(&t0, &t1), secs(&t1, &t2));
 	free(kids);
 	return err ? 1 : 0;
 }
