@@ -20,13 +20,13 @@
  * bring-up or the data. (The clients' own starts remain: in the lab VM 100
  * of them take 8-19 s to start.)
  *
- * The children's standard input is /dev/null, and so are their output
- * and errors without --out. The seed
- * (default: from the clock and the pid) is printed, so a round can be
- * replayed. Every child is reaped after the last kill, so no pid is reused
- * while one is still to be killed. Prints one line:
- *   kill_storm: seed S: N started, K killed, E exited on their own (Z with status 0,
- *   first exit status X); started in A s, all gone B s after
+ * The children's standard input is /dev/null, and so are their output and
+ * errors without --out. The seed (default: from the clock and the pid) is
+ * printed, so a round can be replayed. Every child is reaped after the
+ * last kill, so no pid is reused while one is still to be killed. Prints,
+ * after the lines of --out:
+ *   kill_storm: seed S: N started, K killed, E exited on their own (Z with
+ *   status 0, first other exit status X); started in A s, all gone B s after
  * Exit status: 0, or 1 if a child could not be started (those already
  * started are killed and reaped), 2 on a usage error. */
 #include <errno.h>
@@ -257,7 +257,7 @@ int main(int argc, char **argv)
 	printf("kill_storm: seed %lu: %lu started, %lu killed, %lu exited on their own (%lu with status 0", o.seed,
 	       started, t.killed, t.exited, t.exited_ok);
 	if (t.first_status >= 0)
-		printf(", first exit status %d", t.first_status);
+		printf(", first other exit status %d", t.first_status);
 	printf("); started in %.1f s, all gone %.1f s after\n", secs(&t0, &t1), secs(&t1, &t2));
 	free(kids);
 	return err ? 1 : 0;

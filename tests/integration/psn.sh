@@ -5,8 +5,10 @@
 # statistical tests at a fixed significance level check that they are
 # uniform 24-bit values and independent of each other.
 #   psn.sh [CLIENTS] [ROUNDS]
+# QPG_PSN_ROUNDS, when set, overrides ROUNDS: make test runs 2 rounds of
+# 1,250 (5,000 PSNs), make security-check 4 (10,000).
 n=${1:-1250}
-rounds=${2:-4}
+rounds=${QPG_PSN_ROUNDS:-${2:-4}}
 . "$(dirname "$0")/lib.sh"
 qpg_test_setup psn
 qpg_serve "$work" --handshake-timeout 60000
