@@ -80,6 +80,8 @@ static int number(const char *s, unsigned long max, unsigned long *out)
 	return 0;
 }
 
+#define OUT_DIR_MAX 4000 /* --out DIR's length; spawn_one's path holds DIR/cI.out */
+
 struct opts {
 	unsigned long max_ms, n, seed;
 	int no_kill;
@@ -101,6 +103,8 @@ static int parse(int argc, char **argv, struct opts *o)
 			o->no_kill = 1;
 		} else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
 			o->out = argv[++i];
+			if (strlen(o->out) > OUT_DIR_MAX) /* DIR/cI.out must fit spawn_one's path */
+				return -1;
 		} else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
 			if (number(argv[++i], 0xffffffffUL, &o->seed) < 0)
 				return -1;
@@ -131,7 +135,7 @@ static void kill_due(struct child *kids, unsigned long started)
 static int spawn_one(const struct opts *o, struct child *c)
 {
 	posix_spawn_file_actions_t fa;
-	char path[4096];
+	char path[OUT_DIR_MAX + 32];
 	if (o->out)
 		snprintf(path, sizeof(path), "%s/c%lu.out", o->out, c->idx);
 	posix_spawn_file_actions_init(&fa);
@@ -224,12 +228,9 @@ static struct tally count(const struct opts *o, struct child *kids, unsigned lon
 		}
 		if (t.first_status < 0)
 			t.first_status = code;
-		if (o->out && WIFEXITED(st))
-			printf("kill_storm: child %lu (%s/c%lu.out): exit status %d\n", kids[k].idx, o->out, kids[k].idx,
-			       code);
-		else if (o->out)
-			printf("kill_storm: child %lu (%s/c%lu.out): killed by signal %d\n", kids[k].idx, o->out,
-			       kids[k].idx, WTERMSIG(st));
+		if (o->out)
+			printf("kill_storm: child %lu (%s/c%lu.out): %s %d\n", kids[k].idx, o->out, kids[k].idx,
+			       WIFEXITED(st) ? "exit status" : "killed by signal", WIFEXITED(st) ? code : WTERMSIG(st));
 	}
 	return t;
 }
