@@ -7,7 +7,9 @@
  * server reserves the whole value), then nothing for HOLD_MS while its
  * connection stays up. Then it sends the next chunk and prints how the
  * server answered it: a server whose --kv-put-timeout passed meanwhile has
- * given the space back and refuses the late chunk. */
+ * given the space back and refuses the late chunk. SIGUSR1 ends the hold
+ * early: a caller that has seen the deadline do its work need not wait out
+ * the rest of HOLD_MS. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +26,13 @@ struct staller {
 };
 
 static int n_up, n_closed;
+static volatile sig_atomic_t hold_over;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	hold_over = 1;
+}
 
 static void on_established(struct qpg_client_conn *c, void *user)
 {
@@ -54,7 +63,7 @@ static void run_for(struct qpg_client *cl, int ms, int (*done)(struct staller *,
 		    struct staller *s, int n)
 {
 	uint64_t t0 = kvtest_now_ms();
-	while (kvtest_now_ms() - t0 < (uint64_t)ms && !(done && done(s, n)))
+	while (kvtest_now_ms() - t0 < (uint64_t)ms && !(done ? done(s, n) : hold_over))
 		qpg_client_run(cl, 20);
 }
 
@@ -92,6 +101,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	signal(SIGUSR1, on_usr1);
 	struct qpg_client_opts o;
 	kvtest_opts(&o, argv[1], argv[2], argv[3]);
 	o.credits = 1;
