@@ -67,7 +67,7 @@ dir=$work
 if [ "$host" = a ]; then
 	dir=$sh/mc
 	mkdir -p "$dir"
-	"$here/scripts/make-certs" "$dir" localhost >/dev/null 2>&1
+	qpg_certs "$dir"
 fi
 qp0=$(qps)
 # A small SRQ: it holds the credits granted plus 64, so losing 64

@@ -29,7 +29,7 @@ serve_a() {
 	. "$here/scripts/serve.sh"
 	for d in echo kv; do
 		mkdir -p "$sh/$d"
-		"$here/scripts/make-certs" "$sh/$d" localhost >/dev/null 2>&1
+		qpg_certs "$sh/$d"
 	done
 	qps0=$(rdma res show qp | grep -c lqpn)
 	# Message auth is optional on this server so check 3 can show what a
