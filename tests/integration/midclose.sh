@@ -66,7 +66,6 @@ qpg_test_setup midclose
 dir=$work
 if [ "$host" = a ]; then
 	dir=$sh/mc
-	mkdir -p "$dir"
 	qpg_certs "$dir"
 fi
 qp0=$(qps)

@@ -28,7 +28,6 @@ serve_a() {
 	trap 'for p in $srv $srv2; do kill -9 "$p" 2>/dev/null; done' EXIT
 	. "$here/scripts/serve.sh"
 	for d in echo kv; do
-		mkdir -p "$sh/$d"
 		qpg_certs "$sh/$d"
 	done
 	qps0=$(rdma res show qp | grep -c lqpn)
