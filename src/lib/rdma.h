@@ -53,12 +53,27 @@ struct rdma_ep {
 	struct rdma_conn *unposted;
 };
 
+/* A window's bind or invalidation: its work request's id, and while it
+ * waits on the fence (rdma_windows.c) the next that waits and the messages
+ * closed after it (linked by next_free), which wait too. */
+struct rdma_window_op {
+	struct rdma_window *w;
+	struct rdma_window_op *next;
+	struct qpg_buf *after, *after_tail;
+	bool inv;
+};
+
 struct rdma_window {
 	struct ibv_mw *mw;
 	struct rdma_conn *owner;
 	void *user;
 	struct rdma_window *next_all, *next_free;
-	bool revoking;
+	void *region; /* what its bind binds */
+	const void *addr;
+	uint32_t len;
+	uint32_t rkey; /* the key its bind gives it (mw->rkey: once posted) */
+	struct rdma_window_op bind, inv;
+	bool revoking; /* its invalidation is posted or waits */
 };
 
 /* Scatter entries of a gathered SEND: the first slot's bytes, and for each
@@ -90,6 +105,11 @@ struct rdma_conn {
 	/* On rdma_ep.unposted while msg is set: the next, and the pointer
 	 * that points at this one (so it leaves the list in constant time). */
 	struct rdma_conn *next_unposted, **pprev_unposted;
+	/* The fence (rdma_windows.c): SENDs, READs and WRITEs posted and not
+	 * completed, and the window binds and invalidations that wait for
+	 * them to be none, oldest first, each with the messages behind it. */
+	uint32_t net_out;
+	struct rdma_window_op *ops, *ops_tail;
 };
 
 /* Small frames (an echo of up to 96 bytes with its header and tag) are
@@ -155,9 +175,20 @@ void qpg__rdma_send_init(struct rdma_ep *r);
 void qpg__rdma_send_fini(struct rdma_ep *r);
 /* A send's completion: how many frames its message carried. */
 uint32_t qpg__rdma_sent_frames(const struct qpg_buf *b);
+/* Posts message B (closed: its frame count and slot bytes in it), now. */
+void qpg__rdma_msg_post(struct rdma_conn *rc, struct qpg_buf *b);
+/* Drops the closed messages from M on (linked by next_free), as their
+ * flushes would have. */
+void qpg__rdma_msgs_drop(struct rdma_conn *rc, struct qpg_buf *m);
 
 /* rdma_windows.c */
-void qpg__rdma_window_done(struct rdma_window *w, const struct ibv_wc *wc);
+void qpg__rdma_window_done(struct rdma_window_op *op, const struct ibv_wc *wc);
+/* A SEND, READ or WRITE of RC completed (or was flushed): the fence may
+ * let the windows' work requests waiting on it go. */
+void qpg__rdma_net_done(struct rdma_conn *rc);
+/* RC is closing: the waiting window work requests and messages are
+ * dropped, as their flushes would have been. */
+void qpg__rdma_ops_drop(struct rdma_conn *rc);
 int qpg__rdma_windows_probe(struct qpg__endpoint *ep);
 /* rdma_setup.c: the process setup (qpg__transport_ops.setup). */
 int qpg__rdma_setup(const struct qpg__transport_setup *su, struct qpg_rdma_dev *dev, char *err,

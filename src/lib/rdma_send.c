@@ -10,8 +10,11 @@
  * are that large). It is posted once a batch of completions has been
  * handled (the answers to a batch of requests, before the receives are
  * refilled) or the loop's turn ends (its flush), when the next frame would
- * not fit, and before any other work request of the connection, so work
- * requests keep the order they were asked for in. Each frame keeps its own
+ * not fit, and before a READ or a window's invalidation of the connection,
+ * so those keep the order they were asked for in. A window's bind does not
+ * close it (the reply naming the window goes in it, after the bind); a
+ * message closed while a bind or invalidation waits on the fence
+ * (rdma_windows.c) waits behind it and is posted after it. Each frame keeps its own
  * header, sequence number and tag, and counts in flight until the
  * message's completion. A connection is on rdma_ep.unposted exactly while
  * it holds a message.
@@ -59,39 +62,37 @@ static void enlist(struct rdma_ep *r, struct rdma_conn *rc)
 	rc->pprev_unposted = &r->unposted;
 }
 
-/* The message's scatter list into SGE: its slot's bytes, cut where each
- * chained value goes between them. The count. */
-static int scatter(const struct rdma_conn *rc, struct ibv_sge sge[QPG__RDMA_SEND_SGE])
+/* Closed message B's scatter list into SGE: its slot's bytes (the first
+ * USED of them), cut where each chained value goes between them. The
+ * count; its length in *LEN. */
+static int scatter(const struct qpg_buf *b, uint32_t used, struct ibv_sge sge[QPG__RDMA_SEND_SGE],
+		   uint32_t *len)
 {
-	const struct qpg_buf *b = rc->msg;
 	uint32_t from = 0;
 	int n = 0;
+	*len = used;
 	for (const struct qpg_buf *v = b->chain; v; v = v->chain) {
 		uint32_t at = (uint32_t)v->cookie;
 		if (at > from)
 			sge[n++] = (struct ibv_sge){(uintptr_t)b->addr + from, at - from, b->lkey};
 		sge[n++] = (struct ibv_sge){(uintptr_t)v->addr, v->io_len, v->lkey};
+		*len += v->io_len;
 		from = at;
 	}
-	if (rc->msg_used > from)
-		sge[n++] =
-		    (struct ibv_sge){(uintptr_t)b->addr + from, rc->msg_used - from, b->lkey};
+	if (used > from)
+		sge[n++] = (struct ibv_sge){(uintptr_t)b->addr + from, used - from, b->lkey};
 	return n;
 }
 
-/* Posts RC's message (nothing if it has none). A failed post fails its
+/* A closed message carries its frame count in io_len (qpg__rdma_sent_frames)
+ * and the bytes of its slot it uses in cookie. A failed post fails its
  * frames as a failed completion would, which closes the connection. */
-static void post(struct rdma_conn *rc)
+void qpg__rdma_msg_post(struct rdma_conn *rc, struct qpg_buf *b)
 {
-	struct qpg_buf *b = rc->msg;
-	if (!b)
-		return;
 	struct qpg__conn *c = &rc->base;
-	uint32_t len = rc->msg_len, frames = rc->msg_frames;
+	uint32_t frames = b->io_len, len;
 	struct ibv_sge sge[QPG__RDMA_SEND_SGE];
-	int nsge = scatter(rc, sge);
-	rc->msg = rc->msg_tail = NULL;
-	b->io_len = frames;
+	int nsge = scatter(b, (uint32_t)b->cookie, sge, &len);
 	/* Still signaled when inline: the completion is what ends the send
 	 * (in flight, the progress deadline) and gives the buffer back. */
 	unsigned flags = IBV_SEND_SIGNALED | (len <= rc->max_inline ? IBV_SEND_INLINE : 0);
@@ -103,12 +104,49 @@ static void post(struct rdma_conn *rc)
 			   *bad;
 	int err = ibv_post_send(rc->qp, &wr, &bad);
 	if (!err) {
+		rc->net_out++;
 		qpg__stat_add(&c->ep->stats.rdma_msgs_out, 1);
 		return;
 	}
 	qpg_pool_put(&c->ep->pool, b); /* and the values chained to it */
 	for (uint32_t i = 0; i < frames; i++)
 		qpg__conn_on_sent(c, false, strerror(err));
+}
+
+void qpg__rdma_msgs_drop(struct rdma_conn *rc, struct qpg_buf *m)
+{
+	struct qpg__conn *c = &rc->base;
+	while (m) {
+		struct qpg_buf *next = m->next_free;
+		m->next_free = NULL;
+		c->in_flight -= m->io_len; /* as their flushes would have */
+		qpg_pool_put(&c->ep->pool, m); /* and the values chained to it */
+		m = next;
+	}
+}
+
+/* Closes RC's message and posts it (nothing if it has none), unless a
+ * window's work request waits on the fence (rdma_windows.c): then it
+ * waits behind the last such, and goes after it. */
+static void post(struct rdma_conn *rc)
+{
+	struct qpg_buf *b = rc->msg;
+	if (!b)
+		return;
+	b->io_len = rc->msg_frames;
+	b->cookie = rc->msg_used;
+	rc->msg = rc->msg_tail = NULL;
+	struct rdma_window_op *op = rc->ops_tail;
+	if (!op) {
+		qpg__rdma_msg_post(rc, b);
+		return;
+	}
+	b->next_free = NULL;
+	if (op->after_tail)
+		op->after_tail->next_free = b;
+	else
+		op->after = b;
+	op->after_tail = b;
 }
 
 void qpg__rdma_post_now(struct rdma_conn *rc)

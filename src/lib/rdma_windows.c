@@ -10,12 +10,15 @@
 #include "frame.h"
 #include "rdma.h"
 
-void qpg__rdma_window_done(struct rdma_window *w, const struct ibv_wc *wc)
+void qpg__rdma_window_done(struct rdma_window_op *op, const struct ibv_wc *wc)
 {
+	struct rdma_window *w = op->w;
 	struct qpg__conn *c = &w->owner->base;
 	bool ok = wc->status == IBV_WC_SUCCESS;
-	if (w->revoking) {
-		/* Invalid now (or its QP is in error): safe to reuse. */
+	if (op->inv) {
+		/* Invalid now (or its QP is in error): safe to reuse. Only
+		 * the invalidation's completion says so, not a bind's that
+		 * comes after the revoke was asked for. */
 		w->revoking = false;
 		w->next_free = w->owner->free_windows;
 		w->owner->free_windows = w;
@@ -56,8 +59,106 @@ void qpg__rdma_region_close(void *region)
 		ibv_dereg_mr(region);
 }
 
-/* Frames C has sent go first (rdma_send.c): a reply that names a window
- * reaches the peer after the window is bound, as it was asked for. */
+/* The fence. rxe retransmits from the oldest SEND not acknowledged, and
+ * runs again every work request behind it, a bind already done included
+ * (req_retry in rxe_req.c restarts there, and a local one is not skipped);
+ * a type-2 window bound twice fails the QP with a bind error. So a bind
+ * or an invalidation is posted only when no SEND, READ or WRITE of its
+ * connection is outstanding (net_out 0): then the device has nothing to go
+ * back over, and its completer retires the done bind before it can retry
+ * what follows. One that must wait waits on rdma_conn.ops with every
+ * message closed after it, in the order asked; the completion that brings
+ * net_out to 0 lets them go. A bind does not close the message being
+ * gathered: the reply that names the window goes in it, after the bind,
+ * and a batch's binds share one wait. Costs one-sided GETs on a busy
+ * connection up to the round trip of the SENDs ahead of them. */
+static int window_post(struct rdma_conn *rc, struct rdma_window_op *op)
+{
+	struct rdma_window *w = op->w;
+	struct ibv_send_wr wr = {.wr_id = wr_id_of(op, WR_WINDOW),
+				 .send_flags = IBV_SEND_SIGNALED},
+			   *bad;
+	if (op->inv) {
+		wr.opcode = IBV_WR_LOCAL_INV;
+		wr.invalidate_rkey = w->rkey;
+	} else {
+		wr.opcode = IBV_WR_BIND_MW;
+		wr.bind_mw.mw = w->mw;
+		wr.bind_mw.rkey = w->rkey;
+		wr.bind_mw.bind_info =
+		    (struct ibv_mw_bind_info){.mr = w->region,
+					      .addr = (uintptr_t)w->addr,
+					      .length = w->len,
+					      .mw_access_flags = IBV_ACCESS_REMOTE_READ};
+	}
+	int err = ibv_post_send(rc->qp, &wr, &bad);
+	if (!err && !op->inv)
+		w->mw->rkey = w->rkey; /* the provider names the window by its old key until posted */
+	return err;
+}
+
+/* OP's work request, now or behind the fence. */
+static int window_op(struct rdma_conn *rc, struct rdma_window_op *op)
+{
+	if (!rc->ops && !rc->net_out)
+		return -window_post(rc, op);
+	op->next = NULL;
+	op->after = op->after_tail = NULL;
+	if (rc->ops_tail)
+		rc->ops_tail->next = op;
+	else
+		rc->ops = op;
+	rc->ops_tail = op;
+	return 0;
+}
+
+void qpg__rdma_net_done(struct rdma_conn *rc)
+{
+	struct qpg__conn *c = &rc->base;
+	rc->net_out--;
+	struct rdma_window_op *op;
+	while ((op = rc->ops) && !rc->net_out && c->state == QPG_CONN_ESTABLISHED) {
+		rc->ops = op->next;
+		if (!rc->ops)
+			rc->ops_tail = NULL;
+		struct qpg_buf *m = op->after;
+		op->after = op->after_tail = NULL;
+		if (window_post(rc, op)) { /* as if it had failed on the device: C closes */
+			struct ibv_wc wc = {.status = IBV_WC_LOC_QP_OP_ERR};
+			qpg__rdma_window_done(op, &wc);
+		}
+		while (m && c->state == QPG_CONN_ESTABLISHED) {
+			struct qpg_buf *next = m->next_free;
+			m->next_free = NULL;
+			qpg__rdma_msg_post(rc, m);
+			m = next;
+		}
+		qpg__rdma_msgs_drop(rc, m); /* C closed: what was left */
+	}
+}
+
+void qpg__rdma_ops_drop(struct rdma_conn *rc)
+{
+	struct qpg__conn *c = &rc->base;
+	while (rc->ops) {
+		struct rdma_window_op *op = rc->ops;
+		rc->ops = op->next;
+		qpg__rdma_msgs_drop(rc, op->after);
+		op->after = op->after_tail = NULL;
+		c->in_flight--; /* as its flush would have */
+		if (op->inv) {
+			struct rdma_window *w = op->w;
+			w->revoking = false;
+			w->next_free = rc->free_windows;
+			rc->free_windows = w;
+		}
+	}
+	rc->ops_tail = NULL;
+}
+
+/* Frames C has sent go first (rdma_send.c), where the order matters: an
+ * invalidation after the reply that named its window, a READ after the
+ * request it follows. */
 static int post_sends_first(struct qpg__conn *c)
 {
 	qpg__rdma_post_now(to_rdma(c));
@@ -72,8 +173,6 @@ int qpg__rdma_grant_read(struct qpg__conn *c, void *region, const void *addr, ui
 	int err;
 	if (w && !w->mw)
 		return -ENOTCONN; /* shut down: its windows are gone */
-	if ((err = post_sends_first(c)) != 0)
-		return err;
 	if (w) {
 		rc->free_windows = w->next_free;
 	} else {
@@ -85,30 +184,25 @@ int qpg__rdma_grant_read(struct qpg__conn *c, void *region, const void *addr, ui
 			return err;
 		}
 		w->owner = rc;
+		w->bind.w = w->inv.w = w;
+		w->inv.inv = true;
 		w->next_all = rc->windows;
 		rc->windows = w;
 	}
-	uint32_t new_rkey = ibv_inc_rkey(w->mw->rkey);
-	struct ibv_send_wr wr = {.wr_id = wr_id_of(w, WR_WINDOW),
-				 .opcode = IBV_WR_BIND_MW,
-				 .send_flags = IBV_SEND_SIGNALED},
-			   *bad;
-	wr.bind_mw.mw = w->mw;
-	wr.bind_mw.rkey = new_rkey;
-	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){.mr = region,
-							 .addr = (uintptr_t)addr,
-							 .length = len,
-							 .mw_access_flags = IBV_ACCESS_REMOTE_READ};
-	if ((err = ibv_post_send(rc->qp, &wr, &bad)) != 0) {
+	/* A new key on every bind: the device knows the window by it from
+	 * the bind on. */
+	w->rkey = ibv_inc_rkey(w->mw->rkey);
+	w->region = region;
+	w->addr = addr;
+	w->len = len;
+	if ((err = window_op(rc, &w->bind)) != 0) {
 		w->next_free = rc->free_windows;
 		rc->free_windows = w;
-		return -err;
+		return err;
 	}
-	/* The device knows the window by its current key from here on. */
-	w->mw->rkey = new_rkey;
 	w->user = user;
 	*window = w;
-	*rkey = new_rkey;
+	*rkey = w->rkey;
 	return 0;
 }
 
@@ -117,16 +211,11 @@ int qpg__rdma_revoke(struct qpg__conn *c, void *window)
 	struct rdma_window *w = window;
 	if (!w->mw || post_sends_first(c))
 		return -ENOTCONN;
-	struct ibv_send_wr wr = {.wr_id = wr_id_of(w, WR_WINDOW),
-				 .opcode = IBV_WR_LOCAL_INV,
-				 .send_flags = IBV_SEND_SIGNALED,
-				 .invalidate_rkey = w->mw->rkey},
-			   *bad;
-	int err = ibv_post_send(to_rdma(c)->qp, &wr, &bad);
-	if (err)
-		return -err;
-	w->revoking = true;
-	return 0;
+	if (w->revoking)
+		return -EALREADY;
+	int err = window_op(to_rdma(c), &w->inv);
+	w->revoking = !err;
+	return err;
 }
 
 static int post_one_sided(struct qpg__conn *c, struct qpg_buf *b, enum wr_kind kind, uint64_t raddr,
@@ -140,6 +229,11 @@ static int post_one_sided(struct qpg__conn *c, struct qpg_buf *b, enum wr_kind k
 			return -EINVAL;
 		sge[n++] = (struct ibv_sge){(uintptr_t)p->addr, p->io_len, p->lkey};
 	}
+	/* Not held behind the fence: a connection that binds windows (a
+	 * server's) does not read, and one that did would be refused here
+	 * rather than have its READ pass what waits. */
+	if (to_rdma(c)->ops)
+		return -EBUSY;
 	if (post_sends_first(c))
 		return -ENOTCONN;
 	b->owner = c;
@@ -152,7 +246,10 @@ static int post_one_sided(struct qpg__conn *c, struct qpg_buf *b, enum wr_kind k
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
 	int err = ibv_post_send(to_rdma(c)->qp, &wr, &bad);
-	return err ? -err : 0;
+	if (err)
+		return -err;
+	to_rdma(c)->net_out++;
+	return 0;
 }
 
 int qpg__rdma_read(struct qpg__conn *c, struct qpg_buf *b, uint64_t raddr, uint32_t rkey)

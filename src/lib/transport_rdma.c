@@ -79,6 +79,7 @@ static void handle_wc(struct rdma_ep *r, const struct ibv_wc *wc)
 	bool ok = wc->status == IBV_WC_SUCCESS;
 	if (kind == WR_READ) {
 		qpg__conn_on_read(c, b, ok, ibv_wc_status_str(wc->status));
+		qpg__rdma_net_done(to_rdma(c));
 		return;
 	}
 	if (kind == WR_WRITE) {
@@ -86,13 +87,14 @@ static void handle_wc(struct rdma_ep *r, const struct ibv_wc *wc)
 		 * cookie: the test hook that posts it must see it landed. */
 		if (ok) {
 			qpg__conn_on_read(c, b, true, NULL);
-			return;
+		} else {
+			qpg_pool_put(&ep->pool, b);
+			if (c->state == QPG_CONN_ESTABLISHED)
+				qpg__conn_close(c, QPG_ERR_QP, "one-sided write failed: %s",
+						ibv_wc_status_str(wc->status));
+			qpg__conn_on_sent(c, ok, ibv_wc_status_str(wc->status));
 		}
-		qpg_pool_put(&ep->pool, b);
-		if (!ok && c->state == QPG_CONN_ESTABLISHED)
-			qpg__conn_close(c, QPG_ERR_QP, "one-sided write failed: %s",
-					ibv_wc_status_str(wc->status));
-		qpg__conn_on_sent(c, ok, ibv_wc_status_str(wc->status));
+		qpg__rdma_net_done(to_rdma(c));
 		return;
 	}
 	if (!c) { /* a receive from the SRQ */
@@ -118,6 +120,7 @@ static void handle_wc(struct rdma_ep *r, const struct ibv_wc *wc)
 	qpg_pool_put(&ep->pool, b);
 	for (uint32_t i = 0; i < frames; i++)
 		qpg__conn_on_sent(c, ok, ibv_wc_status_str(wc->status));
+	qpg__rdma_net_done(to_rdma(c));
 }
 
 /* Completions handled per callback. A busy CQ never empties (every reply
@@ -483,6 +486,7 @@ static void rdma_conn_shutdown(struct qpg__conn *c)
 	r->credits -= rc->credits;
 	rc->credits = 0;
 	qpg__rdma_send_drop(rc);
+	qpg__rdma_ops_drop(rc);
 	qpg__map_del(&r->qpn_to_conn, rc->qp->qp_num);
 	/* ERR flushes posted sends back through the CQ; the conn is freed
 	 * only after they are all back (conn_busy). */
