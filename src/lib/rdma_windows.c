@@ -10,6 +10,14 @@
 #include "frame.h"
 #include "rdma.h"
 
+/* W back on its connection's free list: unbound, or its QP in error. */
+static void window_put(struct rdma_window *w)
+{
+	w->revoking = false;
+	w->next_free = w->owner->free_windows;
+	w->owner->free_windows = w;
+}
+
 void qpg__rdma_window_done(struct rdma_window_op *op, const struct ibv_wc *wc)
 {
 	struct rdma_window *w = op->w;
@@ -19,9 +27,7 @@ void qpg__rdma_window_done(struct rdma_window_op *op, const struct ibv_wc *wc)
 		/* Invalid now (or its QP is in error): safe to reuse. Only
 		 * the invalidation's completion says so, not a bind's that
 		 * comes after the revoke was asked for. */
-		w->revoking = false;
-		w->next_free = w->owner->free_windows;
-		w->owner->free_windows = w;
+		window_put(w);
 		if (ok)
 			qpg__conn_on_revoked(c, w->user);
 	}
@@ -146,12 +152,8 @@ void qpg__rdma_ops_drop(struct rdma_conn *rc)
 		qpg__rdma_msgs_drop(rc, op->after);
 		op->after = op->after_tail = NULL;
 		c->in_flight--; /* as its flush would have */
-		if (op->inv) {
-			struct rdma_window *w = op->w;
-			w->revoking = false;
-			w->next_free = rc->free_windows;
-			rc->free_windows = w;
-		}
+		if (op->inv)
+			window_put(op->w);
 	}
 	rc->ops_tail = NULL;
 }
@@ -196,8 +198,7 @@ int qpg__rdma_grant_read(struct qpg__conn *c, void *region, const void *addr, ui
 	w->addr = addr;
 	w->len = len;
 	if ((err = window_op(rc, &w->bind)) != 0) {
-		w->next_free = rc->free_windows;
-		rc->free_windows = w;
+		window_put(w);
 		return err;
 	}
 	w->user = user;
