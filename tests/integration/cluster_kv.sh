@@ -32,8 +32,22 @@ start() { # start ID [ETCD_URL]: a KV server joining the cluster
 	"$bin/qpgate-server" --transport "$transport" --service kv --kv-capacity 64M -s 8192 \
 		--cert "$work/server.crt" --key "$work/server.key" -p 0 \
 		--cluster "${2:-$etcd_url}" --cluster-name "$name" --cluster-id "$1" \
-		--advertise-name localhost --cluster-ttl 3 "${@:3}" 2>>"$work/$1.log" &
+		--advertise-name localhost --cluster-ttl 3 --metrics 127.0.0.1:0 \
+		--port-file "$work/$1.port" "${@:3}" 2>>"$work/$1.log" &
 	pids[$1]=$!
+}
+# refused IDS...: the KV requests these members answered UNAVAILABLE
+# because their own view was not known current (fenced, or stale: their
+# write to etcd did not come back within the staleness bound), summed
+# from their /metrics; a member that cannot be read counts 0.
+refused() {
+	local id n sum=0
+	for id in "$@"; do
+		n=$(curl -s -m 5 "http://127.0.0.1:$(awk '{print $2}' "$work/$id.port" 2>/dev/null)/metrics" 2>/dev/null |
+			awk '/^qpgate_cluster_kv_refused_total/ {s += $2} END {print s + 0}')
+		sum=$((sum + ${n:-0}))
+	done
+	echo "$sum"
 }
 port_of() { cl status | awk -v id="$1" '$1==id {split($2, a, ":"); print a[2]}'; }
 rev() { cl status | awk '/view revision/ {print $3+0}'; }
@@ -186,6 +200,7 @@ lapses() { cat "$work"/m1.log "$work"/m2.log "$work"/m3.log 2>/dev/null | grep -
 for try in 1 2; do
 	l0=$(lapses)
 	kvbench "$work/b4p" 1 || echo "   (the preload run exited $?)"
+	r0=$(refused m1 m2 m3 m4)
 	kvbench "$work/b4" 8 --no-preload &
 	b=$!
 	load_running "$work/b4"
@@ -193,6 +208,7 @@ for try in 1 2; do
 	join_m4
 	wait $b
 	rc=$?
+	r1=$(refused m1 m2 m3 m4)
 	[ "$(lapses)" -eq "$l0" ] || [ $try -eq 2 ] && break
 	echo "   a lease of m1-m3 lapsed during the join (their logs say 'lease lost'): m4 leaves, and the join runs again"
 	kill -TERM "${pids[m4]}" $tcp_proxy
@@ -208,11 +224,19 @@ check "join: between 20% and 30% of the keys moved ($refills of 3000)" \
 # up with the clients' (one loop thread at a time waits for that): a few,
 # never an error. With requests for m4 failing fast until its pool is up
 # (the fix switched off), this read 5.5% and 6.0% of the GETs.
+# Not counted against the join: requests the members refused because
+# their own view was not known current (their metrics say how many). That
+# is the staleness bound at work on a machine whose etcd answers late, as
+# on a loaded CI host: CI of 2026-12-01 saw m1-m3 refuse about 7,100 GETs
+# each, 25% of all. (etcd stopped for 2 s during the join reproduces it:
+# 24,574 UNAVAILABLE of 89,614 GETs, all of them the members' refusals.)
 unav=$(awk '/^ cluster: [0-9]+ misses/ {print $(NF-1)}' "$work/b4")
 gets=$(awk '/GETs verified/ {print $1}' "$work/b4")
-echo "   $unav of $gets GETs were UNAVAILABLE during the join; by member:"
+own=$((r1 - r0))
+echo "   $unav of $gets GETs were UNAVAILABLE during the join ($own of them refused by a member for a view not known current); by member:"
 awk '$1 ~ /^m[0-9]$/ && NF == 8' "$work/b4" | sed 's/^/   /'
-check "join: at most 2% of the GETs were UNAVAILABLE ($unav of $gets)" [ "${unav:-1}" -le $((${gets:-0} / 50)) ]
+unav=$((${unav:-999999999} - own))
+check "join: at most 2% of the GETs were UNAVAILABLE for the join ($unav of $gets)" [ "$unav" -le $((${gets:-0} / 50)) ]
 # While the proxy held m4's connects back, its keys' requests waited for
 # its pool: the client counts them (POOL_WAITS), so the wait was exercised.
 w4=$(member_col "$work/b4" m4 8)
