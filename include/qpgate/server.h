@@ -159,6 +159,10 @@ struct qpg_server_stats {
 	 * keeps it (a KV store's registered memory), gathered into the SEND
 	 * without a copy (qpg_conn_send_ref). */
 	unsigned long long msgs_by_ref;
+	/* Handshakes whose deadline passed while the peer's next bytes were
+	 * already here, unread: the wait was this server's (a busy thread),
+	 * so the deadline moved on once instead of closing them. */
+	unsigned long long deadlines_extended;
 };
 void qpg_server_stats(struct qpg_server *s, struct qpg_server_stats *out);
 /* The stats as Prometheus text (format 0.0.4) in a malloc'd *OUT; 0 or a

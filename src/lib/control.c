@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -236,10 +237,31 @@ static const char *state_name(enum qpg__conn_state st)
 	return st == QPG_CONN_CONNECTING ? "TCP connect" : st == QPG_CONN_TLS ? "TLS" : "bootstrap";
 }
 
+/* Whether C's peer has sent bytes that we have not read from the socket
+ * yet. (Not what TLS holds: a record the peer began and stalled in, as a
+ * slowloris does, is read and waits there for the rest.) */
+static bool input_waiting(const struct qpg__conn *c)
+{
+	int n = 0;
+	return c->io.fd >= 0 && ioctl(c->io.fd, FIONREAD, &n) == 0 && n > 0;
+}
+
+bool qpg__control_deadline_extend(struct qpg__conn *c, uint64_t now)
+{
+	if (c->state == QPG_CONN_REJECTING || c->deadline_extended || !input_waiting(c))
+		return false;
+	c->deadline_extended = true;
+	c->deadline_ns = now + c->ep->handshake_timeout_ns;
+	qpg__stat_add(&c->ep->stats.deadlines_extended, 1);
+	return true;
+}
+
 void qpg__control_deadline(struct qpg__conn *c, uint64_t now)
 {
 	struct qpg__endpoint *ep = c->ep;
 	unsigned long long ms = ep->handshake_timeout_ns / 1000000;
+	if (qpg__control_deadline_extend(c, now))
+		return;
 	if (c->state == QPG_CONN_REJECTING) {
 		qpg__conn_close(c, c->err, "%s", c->why);
 	} else if (c->is_server && c->state == QPG_CONN_BOOTSTRAP) {

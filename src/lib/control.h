@@ -48,8 +48,16 @@ enum qpg__hello_mutation {
 int qpg__conn_connect(struct qpg__endpoint *ep, const struct qpg__client_params *p,
 		      struct qpg__conn **out);
 
-/* C's handshake deadline passed at NOW: close it, or (a server whose TLS is
- * up) tell the client why with a REJECT first. */
+/* The handshake deadline of C has passed while its peer's next bytes are
+ * here, unread: the wait is ours (a thread busy with other handshakes, or
+ * starved of CPU), not the peer's, and closing would throw away the work
+ * already done for it. Once per connection the deadline moves on by its
+ * length (so a handshake is held at most twice the deadline; a slow
+ * peer's bytes are read as they come, and find nothing waiting): true
+ * then. False, with nothing changed, when C is to close. */
+bool qpg__control_deadline_extend(struct qpg__conn *c, uint64_t now);
+/* C's handshake deadline passed at NOW: extend it (above), close it, or (a
+ * server whose TLS is up) tell the client why with a REJECT first. */
 void qpg__control_deadline(struct qpg__conn *c, uint64_t now);
 
 #endif

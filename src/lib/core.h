@@ -138,6 +138,7 @@ struct qpg__ep_stats {
 	atomic_ullong handshakes_resumed; /* of those, TLS resumed from a ticket */
 	atomic_ullong tls_tickets;	  /* resumption tickets sent, each asked for */
 	atomic_ullong handshakes_failed;
+	atomic_ullong deadlines_extended; /* qpg__control_deadline: ours, not the peer's */
 	atomic_ullong rejected[16]; /* by enum qpg_reject_code */
 	atomic_ullong closed_by_reason[QPG_ERR_COUNT];
 	atomic_ullong auth_failures; /* bad tag */
@@ -211,6 +212,7 @@ struct qpg__conn {
 	bool counted_connected;
 	bool admitted;
 	bool handshake_done;
+	bool deadline_extended; /* its handshake deadline moved on once (control.c) */
 	bool resumed;	       /* the TLS session was resumed from a ticket */
 	bool corrupt_next_tag; /* test hook */
 	bool oversize_next;    /* test hook: let the next frame exceed max_msg */

@@ -197,6 +197,10 @@ static void labelled_metrics(FILE *f, const struct qpg_server_stats *st)
 	header(f, "qpgate_pending_evictions_total", "counter",
 	       "Unfinished handshakes closed to make room for a lighter address (pending full).");
 	fprintf(f, "qpgate_pending_evictions_total %llu\n", st->pending_evicted);
+	header(f, "qpgate_handshake_deadlines_extended_total", "counter",
+	       "Handshakes given their deadline once more: the peer's next bytes were here, "
+	       "unread (the server was busy).");
+	fprintf(f, "qpgate_handshake_deadlines_extended_total %llu\n", st->deadlines_extended);
 	header(f, "qpgate_bringup_timeouts_total", "counter",
 	       "QPs closed because no authenticated frame came within the bring-up deadline.");
 	fprintf(f, "qpgate_bringup_timeouts_total %llu\n", st->bringup_timeouts);

@@ -493,6 +493,7 @@ void qpg_server_stats(struct qpg_server *s, struct qpg_server_stats *out)
 		out->handshakes_ok += ld(&st->handshakes_ok);
 		out->handshakes_resumed += ld(&st->handshakes_resumed);
 		out->handshakes_failed += ld(&st->handshakes_failed);
+		out->deadlines_extended += ld(&st->deadlines_extended);
 		for (int k = 0; k < 16; k++)
 			out->rejected[k] += ld(&st->rejected[k]);
 		for (int k = 0; k < QPG_ERR_COUNT; k++)

@@ -10,15 +10,19 @@
  * - a connect that fails reaches the closed callback with its user
  *   pointer, and the connection is counted until then;
  * - a session's QPs share one fate (tcp carries no sessions, so the
- *   members here never reach the wire: their lifetime is what is tested). */
+ *   members here never reach the wire: their lifetime is what is tested);
+ * - a handshake deadline moves on once when the peer's bytes wait unread,
+ *   and never for a peer that has sent nothing or is being refused. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "unit.h"
 
 #include "client_testing.h"
+#include "control.h"
 #include "core.h" /* a session's members, below the public API */
 #include "loopback.h"
 #include "qpgate/wire.h"
@@ -310,6 +314,36 @@ static void stamp_after_now_is_not_idle(void **state)
 	assert_false(qpg__session_idle(&lead, now, idle));
 }
 
+/* The deadline passed with the peer's next bytes unread in the socket (a
+ * busy server's delay): extended once by the deadline's length, counted;
+ * then no more, bytes or not. Nothing waiting, or a REJECT being sent:
+ * never. */
+static void deadline_moves_on_once_for_unread_bytes(void **state)
+{
+	(void)state;
+	static struct qpg__endpoint ep; /* only its deadline and counters */
+	ep.handshake_timeout_ns = 5000000000ull;
+	int sv[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	struct qpg__conn c = {.ep = &ep, .state = QPG_CONN_TLS, .io = {.fd = sv[0]}};
+	const uint64_t now = 1000000000000ull;
+	c.deadline_ns = now - 1;
+	assert_false(qpg__control_deadline_extend(&c, now)); /* nothing sent: closes */
+	assert_int_equal(c.deadline_ns, now - 1);
+	assert_int_equal(write(sv[1], "finished", 8), 8);
+	c.state = QPG_CONN_REJECTING;
+	assert_false(qpg__control_deadline_extend(&c, now)); /* being refused: closes */
+	c.state = QPG_CONN_TLS;
+	assert_true(qpg__control_deadline_extend(&c, now));
+	assert_int_equal(c.deadline_ns, now + ep.handshake_timeout_ns);
+	assert_int_equal(atomic_load(&ep.stats.deadlines_extended), 1);
+	/* Once: the next deadline closes it, its bytes still unread or not. */
+	assert_false(qpg__control_deadline_extend(&c, now + ep.handshake_timeout_ns + 1));
+	assert_int_equal(atomic_load(&ep.stats.deadlines_extended), 1);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 QPG_UNIT_MAIN(qpg_loopback_group_start, qpg_loopback_group_stop,
 	      cmocka_unit_test(busy_poll_default_is_the_transports),
 	      cmocka_unit_test(close_self_inside_reply),
@@ -318,4 +352,5 @@ QPG_UNIT_MAIN(qpg_loopback_group_start, qpg_loopback_group_stop,
 	      cmocka_unit_test(wrong_frame_type_closes_only_its_connection),
 	      cmocka_unit_test(session_shares_one_fate),
 	      cmocka_unit_test(member_of_a_failed_leader_is_reported),
-	      cmocka_unit_test(stamp_after_now_is_not_idle))
+	      cmocka_unit_test(stamp_after_now_is_not_idle),
+	      cmocka_unit_test(deadline_moves_on_once_for_unread_bytes))
