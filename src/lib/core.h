@@ -139,7 +139,7 @@ struct qpg__ep_stats {
 	atomic_ullong tls_tickets;	  /* resumption tickets sent, each asked for */
 	atomic_ullong handshakes_failed;
 	atomic_ullong deadlines_extended; /* qpg__control_deadline: ours, not the peer's */
-	atomic_ullong rejected[16]; /* by enum qpg_reject_code */
+	atomic_ullong rejected[16];	  /* by enum qpg_reject_code */
 	atomic_ullong closed_by_reason[QPG_ERR_COUNT];
 	atomic_ullong auth_failures; /* bad tag */
 	atomic_ullong seq_failures;  /* out-of-order sequence */
@@ -213,11 +213,11 @@ struct qpg__conn {
 	bool admitted;
 	bool handshake_done;
 	bool deadline_extended; /* its handshake deadline moved on once (control.c) */
-	bool resumed;	       /* the TLS session was resumed from a ticket */
-	bool corrupt_next_tag; /* test hook */
-	bool oversize_next;    /* test hook: let the next frame exceed max_msg */
-	bool read_paused;      /* stop reading requests until our output drains */
-	uint8_t test_mutation; /* test hook: enum qpg__hello_mutation */
+	bool resumed;		/* the TLS session was resumed from a ticket */
+	bool corrupt_next_tag;	/* test hook */
+	bool oversize_next;	/* test hook: let the next frame exceed max_msg */
+	bool read_paused;	/* stop reading requests until our output drains */
+	uint8_t test_mutation;	/* test hook: enum qpg__hello_mutation */
 	uint64_t closing_since_ns;
 	struct qpg__conn *prev, *next; /* endpoint's handshaking or established list */
 	bool listed_established;
