@@ -69,12 +69,16 @@ static int parse(struct pkt *p, uint32_t dst)
 	if (p->b[12] != 0x08 || p->b[13] != 0x00)
 		return 0;
 	p->ip = ETH_LEN;
-	const struct iphdr *ip = (const void *)(p->b + p->ip);
-	if (ip->version != 4 || ip->ihl != 5 || ip->protocol != IPPROTO_UDP || ip->daddr != dst)
+	/* Copied out: the IP header sits 14 bytes into the frame, where a
+	 * struct iphdr may not be read in place (UBSan: misaligned). */
+	struct iphdr ip;
+	memcpy(&ip, p->b + p->ip, sizeof(ip));
+	if (ip.version != 4 || ip.ihl != 5 || ip.protocol != IPPROTO_UDP || ip.daddr != dst)
 		return 0;
 	p->udp = p->ip + 20;
-	const struct udphdr *u = (const void *)(p->b + p->udp);
-	if (ntohs(u->dest) != ROCE_PORT)
+	struct udphdr u;
+	memcpy(&u, p->b + p->udp, sizeof(u));
+	if (ntohs(u.dest) != ROCE_PORT)
 		return 0;
 	p->bth = p->udp + 8;
 	p->payload = p->bth + BTH_LEN;
@@ -111,13 +115,12 @@ static uint32_t icrc(const struct pkt *p)
 	uint8_t pseudo[8 + 20 + 8 + BTH_LEN];
 	memset(pseudo, 0xff, 8);
 	memcpy(pseudo + 8, p->b + p->ip, 20 + 8 + BTH_LEN);
-	struct iphdr *ip = (struct iphdr *)(void *)(pseudo + 8);
-	ip->tos = 0xff;
-	ip->ttl = 0xff;
-	ip->check = 0xffff;
-	struct udphdr *u = (struct udphdr *)(void *)(pseudo + 8 + 20);
-	u->check = 0xffff;
-	pseudo[8 + 20 + 8 + 4] = 0xff; /* BTH resv8a */
+	uint8_t *ip = pseudo + 8, *u = ip + 20; /* by byte: no alignment */
+	ip[1] = 0xff;				/* TOS */
+	ip[8] = 0xff;				/* TTL */
+	ip[10] = ip[11] = 0xff;			/* checksum */
+	u[6] = u[7] = 0xff;			/* UDP checksum */
+	pseudo[8 + 20 + 8 + 4] = 0xff;		/* BTH resv8a */
 	uLong c = crc32(0L, Z_NULL, 0);
 	c = crc32(c, pseudo, sizeof(pseudo));
 	c = crc32(c, p->b + p->payload, (uInt)(p->len - ICRC_LEN - p->payload));
