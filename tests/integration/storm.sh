@@ -53,8 +53,8 @@ burst)
 	# at once (kill_storm --no-kill: started by posix_spawn, each to its
 	# end; bash forks took 20 s to start 100 in the lab). Those the server
 	# cannot take in time try again (--connect-attempts), so every one
-	# completes. Their one change from the defaults: they keep trying for
-	# 240 s, not 60 s. Under emulation on a loaded CI host the burst is
+	# completes. Their change from the defaults: they keep trying for 240
+	# s, not 60 s, up to 30 times, not 10. Under emulation on a loaded CI host the burst is
 	# bound by the VM's CPU, which the 100 client processes share with the
 	# server: CI of 2026-12-01 took 20 s only to start them, none connected
 	# at its first try, and 17 ran out of their 60 s after 6 tries each
