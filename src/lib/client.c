@@ -213,6 +213,11 @@ static int client_tls(struct qpg_client *cl, char *err, size_t err_len)
 	SSL_CTX *ctx = qpg__tls_client_ctx(&tf, err, err_len);
 	if (!ctx)
 		return -EINVAL;
+	if (qpg__tls_vcache_attach(ctx)) {
+		snprintf(err, err_len, "cannot set up the cache of verified certificates");
+		qpg__tls_ctx_free(ctx);
+		return -ENOMEM;
+	}
 	qpg__tls_slot_init(&cl->tls, ctx);
 	if (o->tls_resume && qpg__tls_slot_resume(&cl->tls)) {
 		snprintf(err, err_len, "cannot set up TLS resumption");

@@ -23,6 +23,19 @@ struct qpg__tls_files {
  * hashes to SHA256, on top of the chain and host-name checks (tls_pin.c). */
 int qpg__tls_pin_spki(SSL_CTX *ctx, const uint8_t sha256[32]);
 
+/* Client: remember the server chains this context verified (tls_vcache.c),
+ * so a full handshake to a server it verified within QPG__TLS_VCACHE_TTL_S
+ * checks the server's proof of its key (CertificateVerify) but does not
+ * build and verify the same chain again. Keyed by every certificate the
+ * server sent and the names checked; at most QPG__TLS_VCACHE_MAX chains,
+ * each still inside its validity period when it is used. 0 or -1. */
+#define QPG__TLS_VCACHE_MAX 32
+#define QPG__TLS_VCACHE_TTL_S 600
+int qpg__tls_vcache_attach(SSL_CTX *ctx);
+/* What the cache of CTX did: chains found, chains verified (each lookup
+ * that found none), and the chains it holds now. -1 when CTX has none. */
+int qpg__tls_vcache_counts(SSL_CTX *ctx, uint64_t *hits, uint64_t *misses, unsigned *entries);
+
 #include "tls_tickets.h"
 
 /* Return a context or NULL with a reason in ERR. A server context issues

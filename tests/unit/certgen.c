@@ -24,14 +24,18 @@ static int load_ca(const char *dir, X509 **crt, EVP_PKEY **key)
 
 int certgen_client(const char *dir, const char *name, long seconds, long serial)
 {
+	return certgen_leaf(dir, name, "qpgate-client", seconds, serial);
+}
+
+int certgen_leaf(const char *dir, const char *name, const char *cn, long seconds, long serial)
+{
 	X509 *ca = NULL, *x = X509_new();
 	EVP_PKEY *ca_key = NULL, *key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
 	int rc = -1;
 	if (!x || !key || load_ca(dir, &ca, &ca_key))
 		goto out;
 	X509_NAME *subj = X509_NAME_new();
-	X509_NAME_add_entry_by_txt(subj, "CN", MBSTRING_ASC, (const unsigned char *)"qpgate-client",
-				   -1, -1, 0);
+	X509_NAME_add_entry_by_txt(subj, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1, 0);
 	int ok = X509_set_version(x, 2) && ASN1_INTEGER_set(X509_get_serialNumber(x), serial) &&
 		 X509_set_issuer_name(x, X509_get_subject_name(ca)) &&
 		 X509_set_subject_name(x, subj) && X509_gmtime_adj(X509_getm_notBefore(x), -3600) &&

@@ -5,16 +5,23 @@
 
 #include "tls_tickets.h"
 
+void memtls_pair(SSL_CTX *sctx, SSL_CTX *cctx, SSL **s, SSL **c)
+{
+	*s = SSL_new(sctx);
+	*c = SSL_new(cctx);
+	BIO *sb, *cb;
+	assert_int_equal(BIO_new_bio_pair(&sb, 0, &cb, 0), 1);
+	SSL_set_bio(*s, sb, sb);
+	SSL_set_bio(*c, cb, cb);
+	SSL_set_accept_state(*s);
+	SSL_set_connect_state(*c);
+}
+
 SSL_SESSION *memtls_handshake(SSL_CTX *sctx, SSL_CTX *cctx, SSL_SESSION *offer, bool *resumed,
 			      bool *peer)
 {
-	SSL *s = SSL_new(sctx), *c = SSL_new(cctx);
-	BIO *sb, *cb;
-	assert_int_equal(BIO_new_bio_pair(&sb, 0, &cb, 0), 1);
-	SSL_set_bio(s, sb, sb);
-	SSL_set_bio(c, cb, cb);
-	SSL_set_accept_state(s);
-	SSL_set_connect_state(c);
+	SSL *s, *c;
+	memtls_pair(sctx, cctx, &s, &c);
 	SSL_set_tlsext_host_name(c, "localhost");
 	if (offer)
 		assert_int_equal(SSL_set_session(c, offer), 1);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* A TLS handshake in memory, through a BIO pair, for tests of resumption. */
+/* A TLS handshake in memory, through a BIO pair, for tests of resumption
+ * and of certificate checks. */
 #ifndef QPG_TESTS_MEMTLS_H
 #define QPG_TESTS_MEMTLS_H
 
@@ -14,6 +15,9 @@
  * then freed as qpgate frees them after the bootstrap (qpg__tls_release):
  * OpenSSL marks the session of a connection freed in the middle not
  * resumable. Fails the test when the handshake does not finish. */
+/* A server of SCTX and a client of CCTX joined by a BIO pair, each in its
+ * state (accept, connect), nothing sent yet. */
+void memtls_pair(SSL_CTX *sctx, SSL_CTX *cctx, SSL **s, SSL **c);
 SSL_SESSION *memtls_handshake(SSL_CTX *sctx, SSL_CTX *cctx, SSL_SESSION *offer, bool *resumed,
 			      bool *peer);
 

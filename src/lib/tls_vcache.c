@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* A client's cache of server certificate chains it has verified, so that a
+ * full handshake to a server it verified moments ago does not build and
+ * check the same chain again (as Chromium's CachingCertVerifier does).
+ *
+ * What it skips is X509_verify_cert: building the chain to a trusted CA,
+ * the CA's signature over each certificate, their purposes and the host
+ * name. What it never skips is the handshake's own proof: OpenSSL checks the
+ * server's CertificateVerify (a signature over this handshake) with the
+ * presented leaf's key every time, so a server that presents a cached chain
+ * without its private key still fails.
+ *
+ * An entry is found only by the SHA-256 of everything the result depends
+ * on: the expected host names and IP address and their check flags, the
+ * verification flags and depth, and every certificate the server presented,
+ * in order. The trust store, the pin and the purpose belong to the context,
+ * and each context has its own cache. Only a success is kept; a hit checks
+ * again that every certificate of the verified chain is still inside its
+ * validity period, and an entry lives at most QPG__TLS_VCACHE_TTL_S. The
+ * cache holds at most QPG__TLS_VCACHE_MAX entries, the oldest replaced. */
+#include "tls.h"
+
+#include <openssl/evp.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct entry {
+	uint8_t key[32];
+	uint64_t born_ns;	/* CLOCK_MONOTONIC; 0: empty */
+	STACK_OF(X509) * chain; /* the verified chain, leaf first */
+};
+
+struct vcache {
+	pthread_mutex_t lock;
+	unsigned next; /* the slot to fill next (the oldest) */
+	uint64_t hits, misses;
+	struct entry e[QPG__TLS_VCACHE_MAX];
+};
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static int idx = -1;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void chain_free(STACK_OF(X509) * chain)
+{
+	sk_X509_pop_free(chain, X509_free);
+}
+
+static void free_cache(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int i, long argl, void *argp)
+{
+	(void)parent, (void)ad, (void)i, (void)argl, (void)argp;
+	struct vcache *vc = ptr;
+	if (!vc)
+		return;
+	for (unsigned k = 0; k < QPG__TLS_VCACHE_MAX; k++)
+		chain_free(vc->e[k].chain);
+	pthread_mutex_destroy(&vc->lock);
+	free(vc);
+}
+
+static void init(void)
+{
+	idx = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, free_cache);
+}
+
+static int put_str(EVP_MD_CTX *md, const char *s)
+{
+	uint32_t n = s ? (uint32_t)strlen(s) + 1 : 0; /* NULL and "" differ */
+	return EVP_DigestUpdate(md, &n, sizeof(n)) && (!s || EVP_DigestUpdate(md, s, n));
+}
+
+/* KEY: the SHA-256 of what X509_verify_cert's answer depends on, beyond the
+ * context. 0, or -1 when a part could not be read (then nothing is cached). */
+static int chain_key(X509_STORE_CTX *x, uint8_t key[32])
+{
+	X509_VERIFY_PARAM *p = X509_STORE_CTX_get0_param(x);
+	X509 *leaf = X509_STORE_CTX_get0_cert(x);
+	STACK_OF(X509) *sent = X509_STORE_CTX_get0_untrusted(x);
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	char *ip = X509_VERIFY_PARAM_get1_ip_asc(p);
+	unsigned long flags = X509_VERIFY_PARAM_get_flags(p);
+	unsigned hostflags = X509_VERIFY_PARAM_get_hostflags(p);
+	int depth = X509_VERIFY_PARAM_get_depth(p),
+	    ok = md && leaf && EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+	ok = ok && EVP_DigestUpdate(md, &flags, sizeof(flags)) &&
+	     EVP_DigestUpdate(md, &hostflags, sizeof(hostflags)) &&
+	     EVP_DigestUpdate(md, &depth, sizeof(depth)) && put_str(md, ip);
+	char *host;
+	for (int i = 0; ok && (host = X509_VERIFY_PARAM_get0_host(p, i)) != NULL; i++)
+		ok = put_str(md, host);
+	ok = ok && put_str(md, X509_VERIFY_PARAM_get0_email(p)) && put_str(md, NULL);
+	/* The leaf, then what the server sent (its chain, the leaf again first). */
+	for (int i = -1; ok && i < (sent ? sk_X509_num(sent) : 0); i++) {
+		uint8_t d[EVP_MAX_MD_SIZE];
+		unsigned dl = 0;
+		ok = X509_digest(i < 0 ? leaf : sk_X509_value(sent, i), EVP_sha256(), d, &dl) &&
+		     EVP_DigestUpdate(md, d, dl);
+	}
+	unsigned kl = 0;
+	ok = ok && EVP_DigestFinal_ex(md, key, &kl) && kl == 32;
+	OPENSSL_free(ip);
+	EVP_MD_CTX_free(md);
+	return ok ? 0 : -1;
+}
+
+/* True when every certificate of CHAIN is inside its validity period now. */
+static bool still_valid(STACK_OF(X509) * chain)
+{
+	for (int i = 0; i < sk_X509_num(chain); i++) {
+		X509 *c = sk_X509_value(chain, i);
+		if (X509_cmp_time(X509_get0_notBefore(c), NULL) >= 0 ||
+		    X509_cmp_time(X509_get0_notAfter(c), NULL) <= 0)
+			return false;
+	}
+	return true;
+}
+
+/* A hit: a copy of the verified chain (its certificates referenced), or
+ * NULL. An entry past its age or its certificates' validity is dropped. */
+static STACK_OF(X509) * lookup(struct vcache *vc, const uint8_t key[32])
+{
+	STACK_OF(X509) *got = NULL;
+	uint64_t now = now_ns();
+	pthread_mutex_lock(&vc->lock);
+	for (unsigned k = 0; k < QPG__TLS_VCACHE_MAX; k++) {
+		struct entry *e = &vc->e[k];
+		if (!e->born_ns || memcmp(e->key, key, 32) != 0)
+			continue;
+		if (now - e->born_ns < QPG__TLS_VCACHE_TTL_S * 1000000000ull &&
+		    still_valid(e->chain)) {
+			got = X509_chain_up_ref(e->chain);
+		} else {
+			chain_free(e->chain);
+			*e = (struct entry){0};
+		}
+		break;
+	}
+	vc->hits += got != NULL;
+	vc->misses += got == NULL;
+	pthread_mutex_unlock(&vc->lock);
+	return got;
+}
+
+static void store(struct vcache *vc, const uint8_t key[32], STACK_OF(X509) * chain)
+{
+	pthread_mutex_lock(&vc->lock);
+	struct entry *e = &vc->e[vc->next];
+	vc->next = (vc->next + 1) % QPG__TLS_VCACHE_MAX;
+	chain_free(e->chain);
+	*e = (struct entry){.born_ns = now_ns(), .chain = chain};
+	memcpy(e->key, key, 32);
+	pthread_mutex_unlock(&vc->lock);
+}
+
+static int verify_cached(X509_STORE_CTX *x, void *arg)
+{
+	struct vcache *vc = arg;
+	uint8_t key[32];
+	bool keyed = chain_key(x, key) == 0;
+	STACK_OF(X509) *chain = keyed ? lookup(vc, key) : NULL;
+	if (chain) {
+		/* As X509_verify_cert leaves it on success: the chain that
+		 * SSL_get0_verified_chain returns, and no error. */
+		X509_STORE_CTX_set0_verified_chain(x, chain);
+		X509_STORE_CTX_set_error(x, X509_V_OK);
+		return 1;
+	}
+	int ok = X509_verify_cert(x);
+	if (ok == 1 && keyed && X509_STORE_CTX_get_error(x) == X509_V_OK) {
+		STACK_OF(X509) *verified = X509_STORE_CTX_get1_chain(x);
+		if (verified)
+			store(vc, key, verified);
+	}
+	return ok;
+}
+
+int qpg__tls_vcache_attach(SSL_CTX *ctx)
+{
+	pthread_once(&once, init);
+	struct vcache *vc = calloc(1, sizeof(*vc));
+	if (idx < 0 || !vc)
+		goto fail;
+	if (pthread_mutex_init(&vc->lock, NULL)) {
+		free(vc);
+		return -1;
+	}
+	if (SSL_CTX_set_ex_data(ctx, idx, vc) != 1) {
+		free_cache(NULL, vc, NULL, 0, 0, NULL);
+		return -1;
+	}
+	SSL_CTX_set_cert_verify_callback(ctx, verify_cached, vc);
+	return 0;
+fail:
+	free(vc);
+	return -1;
+}
+
+int qpg__tls_vcache_counts(SSL_CTX *ctx, uint64_t *hits, uint64_t *misses, unsigned *entries)
+{
+	struct vcache *vc = idx < 0 ? NULL : SSL_CTX_get_ex_data(ctx, idx);
+	if (!vc)
+		return -1;
+	pthread_mutex_lock(&vc->lock);
+	*hits = vc->hits;
+	*misses = vc->misses;
+	*entries = 0;
+	for (unsigned k = 0; k < QPG__TLS_VCACHE_MAX; k++)
+		*entries += vc->e[k].born_ns != 0;
+	pthread_mutex_unlock(&vc->lock);
+	return 0;
+}
