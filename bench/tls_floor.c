@@ -339,7 +339,7 @@ static void usage(FILE *f)
 	fprintf(
 	    f, "usage: qpg_tls_floor --cert FILE --key FILE --ca FILE [-n N] "
 	       "[--servername NAME] [--client-cert FILE --client-key FILE]\n"
-	       "       [--variant base|auto-chain|two-tickets|server-cache|x25519-only|no-compat|\n"
+	       "       [--variant base|auto-chain|two-tickets|server-cache|x25519-only|no-compat|verify-cache|\n"
 	       "                 mtls-tickets] [--tcp] [--threads N] [--procs]\n");
 }
 
@@ -361,6 +361,8 @@ static int apply_variant(SSL_CTX *ctx, int is_server)
 		return SSL_CTX_set1_groups_list(ctx, "X25519") != 1;
 	else if (strcmp(variant, "no-compat") == 0) /* no middlebox-compatibility records */
 		SSL_CTX_clear_options(ctx, SSL_OP_ENABLE_MIDDLEBOX_COMPAT);
+	else if (strcmp(variant, "verify-cache") == 0) /* a qpgate client's cache of chains */
+		return is_server ? 0 : qpg__tls_vcache_attach(ctx);
 	else
 		return -1;
 	return 0;
