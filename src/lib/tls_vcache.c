@@ -198,9 +198,9 @@ static int verify_cached(X509_STORE_CTX *x, void *arg)
 int qpg__tls_vcache_attach(SSL_CTX *ctx)
 {
 	pthread_once(&once, init);
-	struct vcache *vc = calloc(1, sizeof(*vc));
-	if (idx < 0 || !vc)
-		goto fail;
+	struct vcache *vc = idx < 0 ? NULL : calloc(1, sizeof(*vc));
+	if (!vc)
+		return -1;
 	if (pthread_mutex_init(&vc->lock, NULL)) {
 		free(vc);
 		return -1;
@@ -211,9 +211,6 @@ int qpg__tls_vcache_attach(SSL_CTX *ctx)
 	}
 	SSL_CTX_set_cert_verify_callback(ctx, verify_cached, vc);
 	return 0;
-fail:
-	free(vc);
-	return -1;
 }
 
 int qpg__tls_vcache_counts(SSL_CTX *ctx, uint64_t *hits, uint64_t *misses, unsigned *entries)
