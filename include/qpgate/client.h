@@ -74,6 +74,13 @@ struct qpg_client_opts {
 	/* rdma: as qpg_server_opts.spare_qps, for the client's own QPs (a
 	 * pool reconnecting, sessions coming and going). Default 0: none. */
 	unsigned spare_qps;
+	/* A server chain this client verified is not verified again for
+	 * VERIFY_CACHE_S seconds: a full handshake to that server in that time
+	 * checks the server's CertificateVerify (its private key) and each
+	 * certificate's validity period, not the chain, its signatures and the
+	 * host name once more (default 600; 0: every chain verified in full).
+	 * At most 32 chains, keyed by every certificate and name checked. */
+	unsigned verify_cache_s;
 };
 void qpg_client_opts_default(struct qpg_client_opts *o);
 

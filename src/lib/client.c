@@ -40,6 +40,7 @@ void qpg_client_opts_default(struct qpg_client_opts *o)
 	o->connect_attempts = 10;
 	o->connect_deadline_ms = 60000;
 	o->keepalive_ms = 60000;
+	o->verify_cache_s = 600;
 }
 
 static void transport_teardown(struct qpg_client *cl)
@@ -213,7 +214,7 @@ static int client_tls(struct qpg_client *cl, char *err, size_t err_len)
 	SSL_CTX *ctx = qpg__tls_client_ctx(&tf, err, err_len);
 	if (!ctx)
 		return -EINVAL;
-	if (qpg__tls_vcache_attach(ctx)) {
+	if (o->verify_cache_s && qpg__tls_vcache_attach(ctx, o->verify_cache_s)) {
 		snprintf(err, err_len, "cannot set up the cache of verified certificates");
 		qpg__tls_ctx_free(ctx);
 		return -ENOMEM;

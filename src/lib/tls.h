@@ -24,14 +24,13 @@ struct qpg__tls_files {
 int qpg__tls_pin_spki(SSL_CTX *ctx, const uint8_t sha256[32]);
 
 /* Client: remember the server chains this context verified (tls_vcache.c),
- * so a full handshake to a server it verified within QPG__TLS_VCACHE_TTL_S
- * checks the server's proof of its key (CertificateVerify) but does not
- * build and verify the same chain again. Keyed by every certificate the
- * server sent and the names checked; at most QPG__TLS_VCACHE_MAX chains,
- * each still inside its validity period when it is used. 0 or -1. */
+ * so a full handshake to a server it verified within TTL_S seconds checks
+ * the server's proof of its key (CertificateVerify) but does not build and
+ * verify the same chain again. Keyed by every certificate the server sent
+ * and the names checked; at most QPG__TLS_VCACHE_MAX chains, each still
+ * inside its validity period when it is used. 0 or -1. */
 #define QPG__TLS_VCACHE_MAX 32
-#define QPG__TLS_VCACHE_TTL_S 600
-int qpg__tls_vcache_attach(SSL_CTX *ctx);
+int qpg__tls_vcache_attach(SSL_CTX *ctx, unsigned ttl_s);
 /* What the cache of CTX did: chains found, chains verified (each lookup
  * that found none), and the chains it holds now. -1 when CTX has none. */
 int qpg__tls_vcache_counts(SSL_CTX *ctx, uint64_t *hits, uint64_t *misses, unsigned *entries);

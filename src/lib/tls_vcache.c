@@ -16,8 +16,9 @@
  * in order. The trust store, the pin and the purpose belong to the context,
  * and each context has its own cache. Only a success is kept; a hit checks
  * again that every certificate of the verified chain is still inside its
- * validity period, and an entry lives at most QPG__TLS_VCACHE_TTL_S. The
- * cache holds at most QPG__TLS_VCACHE_MAX entries, the oldest replaced. */
+ * validity period, and an entry lives at most the cache's TTL
+ * (qpg_client_opts.verify_cache_s). The cache holds at most
+ * QPG__TLS_VCACHE_MAX entries, the oldest replaced. */
 #include "tls.h"
 
 #include <openssl/evp.h>
@@ -36,7 +37,8 @@ struct entry {
 
 struct vcache {
 	pthread_mutex_t lock;
-	unsigned next; /* the slot to fill next (the oldest) */
+	uint64_t ttl_ns; /* an entry's life */
+	unsigned next;	 /* the slot to fill next (the oldest) */
 	uint64_t hits, misses;
 	struct entry e[QPG__TLS_VCACHE_MAX];
 };
@@ -141,8 +143,7 @@ static STACK_OF(X509) * lookup(struct vcache *vc, const uint8_t key[32])
 		struct entry *e = &vc->e[k];
 		if (!e->born_ns || memcmp(e->key, key, 32) != 0)
 			continue;
-		if (now - e->born_ns < QPG__TLS_VCACHE_TTL_S * 1000000000ull &&
-		    still_valid(e->chain)) {
+		if (now - e->born_ns < vc->ttl_ns && still_valid(e->chain)) {
 			got = X509_chain_up_ref(e->chain);
 		} else {
 			chain_free(e->chain);
@@ -195,7 +196,7 @@ static int verify_cached(X509_STORE_CTX *x, void *arg)
 	return ok;
 }
 
-int qpg__tls_vcache_attach(SSL_CTX *ctx)
+int qpg__tls_vcache_attach(SSL_CTX *ctx, unsigned ttl_s)
 {
 	pthread_once(&once, init);
 	struct vcache *vc = idx < 0 ? NULL : calloc(1, sizeof(*vc));
@@ -205,6 +206,7 @@ int qpg__tls_vcache_attach(SSL_CTX *ctx)
 		free(vc);
 		return -1;
 	}
+	vc->ttl_ns = (uint64_t)ttl_s * 1000000000ull;
 	if (SSL_CTX_set_ex_data(ctx, idx, vc) != 1) {
 		free_cache(NULL, vc, NULL, 0, 0, NULL);
 		return -1;

@@ -4,7 +4,7 @@
  *   verified chain;
  * - another host name, another chain, an untrusted chain and a chain past
  *   its validity are verified (and refused) as without the cache;
- * - a failure is never kept;
+ * - a failure is never kept, and an entry lives its TTL;
  * - it holds at most QPG__TLS_VCACHE_MAX chains, the oldest replaced.
  * TLS handshakes in memory, through a BIO pair. */
 #include <openssl/err.h>
@@ -33,15 +33,20 @@ static SSL_CTX *server_ctx(const char *dir, const char *name)
 	return c;
 }
 
-static SSL_CTX *client_ctx(void)
+static SSL_CTX *client_ctx_ttl(unsigned ttl_s)
 {
 	char ca[160], err[256];
 	snprintf(ca, sizeof(ca), "%s/ca.crt", lb.dir);
 	struct qpg__tls_files f = {.ca = ca};
 	SSL_CTX *c = qpg__tls_client_ctx(&f, err, sizeof(err));
 	assert_non_null(c);
-	assert_int_equal(qpg__tls_vcache_attach(c), 0);
+	assert_int_equal(qpg__tls_vcache_attach(c, ttl_s), 0);
 	return c;
+}
+
+static SSL_CTX *client_ctx(void)
+{
+	return client_ctx_ttl(600); /* qpg_client_opts_default's */
 }
 
 /* One handshake, the client checking HOST as qpg__tls_session has it
@@ -157,6 +162,20 @@ static void a_chain_past_its_validity_is_refused(void **state)
 	SSL_CTX_free(c);
 }
 
+static void an_entry_lives_its_ttl(void **state)
+{
+	(void)state;
+	SSL_CTX *s = server_ctx(lb.dir, "server"), *c = client_ctx_ttl(1);
+	assert_int_equal(handshake(s, c, "localhost", NULL), X509_V_OK);
+	assert_int_equal(handshake(s, c, "localhost", NULL), X509_V_OK);
+	counts(c, 1, 1, 1);
+	sleep(2);
+	assert_int_equal(handshake(s, c, "localhost", NULL), X509_V_OK);
+	counts(c, 1, 2, 1); /* verified again, and kept again */
+	SSL_CTX_free(s);
+	SSL_CTX_free(c);
+}
+
 static void it_holds_at_most_its_size(void **state)
 {
 	(void)state;
@@ -198,4 +217,4 @@ QPG_UNIT_MAIN(setup, teardown, cmocka_unit_test(a_chain_verified_once_is_found_a
 	      cmocka_unit_test(another_name_is_checked_again),
 	      cmocka_unit_test(a_failure_is_not_kept), cmocka_unit_test(another_chain_is_verified),
 	      cmocka_unit_test(a_chain_past_its_validity_is_refused),
-	      cmocka_unit_test(it_holds_at_most_its_size))
+	      cmocka_unit_test(an_entry_lives_its_ttl), cmocka_unit_test(it_holds_at_most_its_size))

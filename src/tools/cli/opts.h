@@ -138,6 +138,15 @@ void qpg_opts_usage(FILE *f, const struct qpg_opt *const *tables, const char *sy
 	     "MS",                                                                                   \
 	     "a keepalive frame after MS without traffic (default 60000; 0: only as a QP comes "     \
 	     "up)"},                                                                                 \
+	    {"verify-cache",                                                                         \
+	     0,                                                                                      \
+	     OPT_UINT,                                                                               \
+	     &(o)->verify_cache_s,                                                                   \
+	     0,                                                                                      \
+	     86400,                                                                                  \
+	     "S",                                                                                    \
+	     "a server chain verified is not verified again for S seconds (its key and validity "    \
+	     "are; default 600; 0: every time)"},                                                    \
 	    {"credits", 0,    OPT_U16, &(o)->credits,                                                \
 	     1,		1024, "N",     "requests in flight per connection (default 1)"},             \
 	    {"tclass", 0,   OPT_U8, &(o)->tclass,                                                    \
