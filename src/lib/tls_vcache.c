@@ -21,13 +21,14 @@
  * QPG__TLS_VCACHE_MAX entries, the oldest replaced. */
 #include "tls.h"
 
+#include "common.h"
+
 #include <openssl/evp.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct entry {
 	uint8_t key[32];
@@ -45,13 +46,6 @@ struct vcache {
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int idx = -1;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void chain_free(STACK_OF(X509) * chain)
 {
@@ -137,7 +131,7 @@ static bool still_valid(STACK_OF(X509) * chain)
 static STACK_OF(X509) * lookup(struct vcache *vc, const uint8_t key[32])
 {
 	STACK_OF(X509) *got = NULL;
-	uint64_t now = now_ns();
+	uint64_t now = qpg__now_ns();
 	pthread_mutex_lock(&vc->lock);
 	for (unsigned k = 0; k < QPG__TLS_VCACHE_MAX; k++) {
 		struct entry *e = &vc->e[k];
@@ -169,7 +163,7 @@ static void store(struct vcache *vc, const uint8_t key[32], STACK_OF(X509) * cha
 		vc->next = (vc->next + 1) % QPG__TLS_VCACHE_MAX;
 	}
 	chain_free(e->chain);
-	*e = (struct entry){.born_ns = now_ns(), .chain = chain};
+	*e = (struct entry){.born_ns = qpg__now_ns(), .chain = chain};
 	memcpy(e->key, key, 32);
 	pthread_mutex_unlock(&vc->lock);
 }
