@@ -362,7 +362,7 @@ static int apply_variant(SSL_CTX *ctx, int is_server)
 	else if (strcmp(variant, "no-compat") == 0) /* no middlebox-compatibility records */
 		SSL_CTX_clear_options(ctx, SSL_OP_ENABLE_MIDDLEBOX_COMPAT);
 	else if (strcmp(variant, "verify-cache") == 0) /* a qpgate client's cache of chains */
-		return is_server ? 0 : qpg__tls_vcache_attach(ctx, 600);
+		return is_server ? 0 : qpg__tls_vcache_attach(ctx, QPG__TLS_VCACHE_TTL_S);
 	else
 		return -1;
 	return 0;

@@ -40,7 +40,7 @@ void qpg_client_opts_default(struct qpg_client_opts *o)
 	o->connect_attempts = 10;
 	o->connect_deadline_ms = 60000;
 	o->keepalive_ms = 60000;
-	o->verify_cache_s = 600;
+	o->verify_cache_s = QPG__TLS_VCACHE_TTL_S;
 }
 
 static void transport_teardown(struct qpg_client *cl)

@@ -29,7 +29,8 @@ int qpg__tls_pin_spki(SSL_CTX *ctx, const uint8_t sha256[32]);
  * verify the same chain again. Keyed by every certificate the server sent
  * and the names checked; at most QPG__TLS_VCACHE_MAX chains, each still
  * inside its validity period when it is used. 0 or -1. */
-#define QPG__TLS_VCACHE_MAX 32
+#define QPG__TLS_VCACHE_MAX   32
+#define QPG__TLS_VCACHE_TTL_S 600 /* qpg_client_opts.verify_cache_s's default */
 int qpg__tls_vcache_attach(SSL_CTX *ctx, unsigned ttl_s);
 /* What the cache of CTX did: chains found, chains verified (each lookup
  * that found none), and the chains it holds now. -1 when CTX has none. */

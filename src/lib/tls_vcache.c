@@ -126,6 +126,15 @@ static bool still_valid(STACK_OF(X509) * chain)
 	return true;
 }
 
+/* The entry held under KEY, or NULL. Under the lock. */
+static struct entry *find(struct vcache *vc, const uint8_t key[32])
+{
+	for (unsigned k = 0; k < QPG__TLS_VCACHE_MAX; k++)
+		if (vc->e[k].born_ns && memcmp(vc->e[k].key, key, 32) == 0)
+			return &vc->e[k];
+	return NULL;
+}
+
 /* A hit: a copy of the verified chain (its certificates referenced), or
  * NULL. An entry past its age or its certificates' validity is dropped. */
 static STACK_OF(X509) * lookup(struct vcache *vc, const uint8_t key[32])
@@ -133,17 +142,12 @@ static STACK_OF(X509) * lookup(struct vcache *vc, const uint8_t key[32])
 	STACK_OF(X509) *got = NULL;
 	uint64_t now = qpg__now_ns();
 	pthread_mutex_lock(&vc->lock);
-	for (unsigned k = 0; k < QPG__TLS_VCACHE_MAX; k++) {
-		struct entry *e = &vc->e[k];
-		if (!e->born_ns || memcmp(e->key, key, 32) != 0)
-			continue;
-		if (now - e->born_ns < vc->ttl_ns && still_valid(e->chain)) {
-			got = X509_chain_up_ref(e->chain);
-		} else {
-			chain_free(e->chain);
-			*e = (struct entry){0};
-		}
-		break;
+	struct entry *e = find(vc, key);
+	if (e && now - e->born_ns < vc->ttl_ns && still_valid(e->chain)) {
+		got = X509_chain_up_ref(e->chain);
+	} else if (e) {
+		chain_free(e->chain);
+		*e = (struct entry){0};
 	}
 	vc->hits += got != NULL;
 	vc->misses += got == NULL;
@@ -154,10 +158,7 @@ static STACK_OF(X509) * lookup(struct vcache *vc, const uint8_t key[32])
 static void store(struct vcache *vc, const uint8_t key[32], STACK_OF(X509) * chain)
 {
 	pthread_mutex_lock(&vc->lock);
-	struct entry *e = NULL;
-	for (unsigned k = 0; k < QPG__TLS_VCACHE_MAX && !e; k++)
-		if (vc->e[k].born_ns && memcmp(vc->e[k].key, key, 32) == 0)
-			e = &vc->e[k]; /* two threads verified it at once */
+	struct entry *e = find(vc, key); /* two threads verified it at once */
 	if (!e) {
 		e = &vc->e[vc->next];
 		vc->next = (vc->next + 1) % QPG__TLS_VCACHE_MAX;

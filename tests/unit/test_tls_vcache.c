@@ -46,7 +46,7 @@ static SSL_CTX *client_ctx_ttl(unsigned ttl_s)
 
 static SSL_CTX *client_ctx(void)
 {
-	return client_ctx_ttl(600); /* qpg_client_opts_default's */
+	return client_ctx_ttl(QPG__TLS_VCACHE_TTL_S); /* the clients' default */
 }
 
 /* One handshake, the client checking HOST as qpg__tls_session has it
