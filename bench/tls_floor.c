@@ -361,8 +361,9 @@ static int apply_variant(SSL_CTX *ctx, int is_server)
 		return SSL_CTX_set1_groups_list(ctx, "X25519") != 1;
 	else if (strcmp(variant, "no-compat") == 0) /* no middlebox-compatibility records */
 		SSL_CTX_clear_options(ctx, SSL_OP_ENABLE_MIDDLEBOX_COMPAT);
-	else if (strcmp(variant, "verify-cache") == 0) /* a qpgate client's cache of chains */
-		return is_server ? 0 : qpg__tls_vcache_attach(ctx, QPG__TLS_VCACHE_TTL_S);
+	else if (strcmp(variant, "verify-cache") == 0) /* qpgate's caches of verified chains */
+		return qpg__tls_vcache_attach(ctx, QPG__TLS_VCACHE_TTL_S,
+					      is_server ? QPG__TLS_VCACHE_SERVER_MAX : QPG__TLS_VCACHE_MAX);
 	else
 		return -1;
 	return 0;

@@ -91,6 +91,15 @@ struct qpg_server_opts {
 	/* How long a spare may wait unused before it is destroyed (default
 	 * 10000; a client's wait 10 s). */
 	unsigned spare_idle_ms;
+	/* With client_ca: a client chain this server verified is not verified
+	 * again for VERIFY_CACHE_S seconds. A full handshake from a client of
+	 * the same certificates in that time checks its CertificateVerify (its
+	 * private key), each certificate's validity period and that every CRL
+	 * is current, not the chain, its signatures and the CRL lookup once
+	 * more. At most 1,024 chains, keyed by every certificate; a reload
+	 * (qpg_server_reload_tls) starts an empty cache. Default 600; 0: every
+	 * chain verified in full. */
+	unsigned verify_cache_s;
 };
 #define QPG_QPS_PER_PEER_AUTO 0xffffffffu
 

@@ -214,7 +214,7 @@ static int client_tls(struct qpg_client *cl, char *err, size_t err_len)
 	SSL_CTX *ctx = qpg__tls_client_ctx(&tf, err, err_len);
 	if (!ctx)
 		return -EINVAL;
-	if (o->verify_cache_s && qpg__tls_vcache_attach(ctx, o->verify_cache_s)) {
+	if (o->verify_cache_s && qpg__tls_vcache_attach(ctx, o->verify_cache_s, QPG__TLS_VCACHE_MAX)) {
 		snprintf(err, err_len, "cannot set up the cache of verified certificates");
 		qpg__tls_ctx_free(ctx);
 		return -ENOMEM;

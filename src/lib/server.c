@@ -41,6 +41,7 @@ void qpg_server_opts_default(struct qpg_server_opts *o)
 	o->handshake_timeout_ms = 5000;
 	o->spare_qps = 0; /* opt-in: spares show in the device's QP count */
 	o->spare_idle_ms = 10000;
+	o->verify_cache_s = QPG__TLS_VCACHE_TTL_S;
 	/* Longer than a dead peer takes to fail a QP (7 ACK timeouts of
 	 * 1.07 s), so this catches the peer that is alive but does not read. */
 	o->progress_timeout_ms = 15000;
@@ -280,6 +281,22 @@ static int worker_init(struct qpg_server *s, unsigned i, const struct qpg__trans
 	return 0;
 }
 
+/* The TLS context of S's files, with its cache of verified client chains
+ * (mTLS): one per context, so a reload starts an empty one. NULL: ERR. */
+static SSL_CTX *server_tls_ctx(struct qpg_server *s, char *err, size_t err_len)
+{
+	struct qpg__tls_files tf = {s->o.cert, s->o.key,  s->o.client_ca,
+				    NULL,      s->o.crls, s->o.ncrls};
+	SSL_CTX *ctx = qpg__tls_server_ctx(&tf, s->tickets, err, err_len);
+	if (ctx && s->o.client_ca && s->o.verify_cache_s &&
+	    qpg__tls_vcache_attach(ctx, s->o.verify_cache_s, QPG__TLS_VCACHE_SERVER_MAX)) {
+		snprintf(err, err_len, "out of memory for the cache of verified chains");
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
+	return ctx;
+}
+
 int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, char *err,
 		      size_t err_len)
 {
@@ -341,9 +358,7 @@ int qpg_server_create(struct qpg_server **out, const struct qpg_server_opts *o, 
 		snprintf(err, err_len, "out of memory for the mTLS session cache (--tls-cache)");
 		goto fail;
 	}
-	struct qpg__tls_files tf = {s->o.cert, s->o.key,  s->o.client_ca,
-				    NULL,      s->o.crls, s->o.ncrls};
-	SSL_CTX *ctx = qpg__tls_server_ctx(&tf, s->tickets, err, err_len);
+	SSL_CTX *ctx = server_tls_ctx(s, err, err_len);
 	if (!ctx)
 		goto fail; /* a certificate or key that does not load: -EINVAL */
 	qpg__tls_slot_init(&s->tls, ctx);
@@ -420,9 +435,7 @@ void qpg__server_metrics(struct qpg_server *s, FILE *f)
 
 int qpg_server_reload_tls(struct qpg_server *s, char *err, size_t err_len)
 {
-	struct qpg__tls_files tf = {s->o.cert, s->o.key,  s->o.client_ca,
-				    NULL,      s->o.crls, s->o.ncrls};
-	SSL_CTX *ctx = qpg__tls_server_ctx(&tf, s->tickets, err, err_len);
+	SSL_CTX *ctx = server_tls_ctx(s, err, err_len);
 	if (!ctx)
 		return -EINVAL;
 	/* A ticket carries a session verified under the old files: forget

@@ -23,15 +23,17 @@ struct qpg__tls_files {
  * hashes to SHA256, on top of the chain and host-name checks (tls_pin.c). */
 int qpg__tls_pin_spki(SSL_CTX *ctx, const uint8_t sha256[32]);
 
-/* Client: remember the server chains this context verified (tls_vcache.c),
- * so a full handshake to a server it verified within TTL_S seconds checks
- * the server's proof of its key (CertificateVerify) but does not build and
- * verify the same chain again. Keyed by every certificate the server sent
- * and the names checked; at most QPG__TLS_VCACHE_MAX chains, each still
- * inside its validity period when it is used. 0 or -1. */
-#define QPG__TLS_VCACHE_MAX   32
-#define QPG__TLS_VCACHE_TTL_S 600 /* qpg_client_opts.verify_cache_s's default */
-int qpg__tls_vcache_attach(SSL_CTX *ctx, unsigned ttl_s);
+/* Remember the peer chains this context verified (tls_vcache.c): a
+ * client's of servers, a server's of clients (mTLS). A full handshake with
+ * a peer verified within TTL_S seconds checks the peer's proof of its key
+ * (CertificateVerify) but does not build and verify the same chain again.
+ * Keyed by every certificate the peer sent and the names checked; at most
+ * MAX chains, each still inside its validity period (and the store's CRLs
+ * inside theirs) when it is used. 0 or -1. */
+#define QPG__TLS_VCACHE_MAX	   32	/* a client's: the servers it talks to */
+#define QPG__TLS_VCACHE_SERVER_MAX 1024 /* a server's: its clients' identities */
+#define QPG__TLS_VCACHE_TTL_S	   600	/* verify_cache_s's default, both sides */
+int qpg__tls_vcache_attach(SSL_CTX *ctx, unsigned ttl_s, unsigned max);
 /* What the cache of CTX did: chains found, chains verified (each lookup
  * that found none), and the chains it holds now. -1 when CTX has none. */
 int qpg__tls_vcache_counts(SSL_CTX *ctx, uint64_t *hits, uint64_t *misses, unsigned *entries);

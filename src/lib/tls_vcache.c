@@ -1,24 +1,31 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* A client's cache of server certificate chains it has verified, so that a
- * full handshake to a server it verified moments ago does not build and
- * check the same chain again (as Chromium's CachingCertVerifier does).
+/* A cache of the peer certificate chains a TLS context has verified, so
+ * that a full handshake with a peer verified moments ago does not build and
+ * check the same chain again (as Chromium's CachingCertVerifier does): a
+ * client's of server chains, a server's of client chains (mTLS: a fleet of
+ * worker processes that share one certificate, each process a full
+ * handshake).
  *
  * What it skips is X509_verify_cert: building the chain to a trusted CA,
- * the CA's signature over each certificate, their purposes and the host
- * name. What it never skips is the handshake's own proof: OpenSSL checks the
- * server's CertificateVerify (a signature over this handshake) with the
- * presented leaf's key every time, so a server that presents a cached chain
- * without its private key still fails.
+ * the CA's signature over each certificate, their purposes, the host name
+ * and the CRL lookup. What it never skips is the handshake's own proof:
+ * OpenSSL checks the peer's CertificateVerify (a signature over this
+ * handshake) with the presented leaf's key every time, so a peer that
+ * presents a cached chain without its private key still fails.
  *
  * An entry is found only by the SHA-256 of everything the result depends
  * on: the expected host names and IP address and their check flags, the
- * verification flags and depth, and every certificate the server presented,
- * in order. The trust store, the pin and the purpose belong to the context,
- * and each context has its own cache. Only a success is kept; a hit checks
+ * verification flags and depth, and every certificate the peer presented,
+ * in order. The trust store, its CRLs, the pin and the purpose belong to
+ * the context, which is never changed (a server's reload makes a new one),
+ * and each context has its own cache. Only a success is kept. A hit checks
  * again that every certificate of the verified chain is still inside its
- * validity period, and an entry lives at most the cache's TTL
- * (qpg_client_opts.verify_cache_s). The cache holds at most
- * QPG__TLS_VCACHE_MAX entries, the oldest replaced. */
+ * validity period and, where CRLs are checked, that every CRL of the store
+ * is current (one past its next update fails a verification), and an entry
+ * lives at most the cache's TTL (qpg_client_opts.verify_cache_s,
+ * qpg_server_opts.verify_cache_s). The cache holds at most the entries
+ * it was made with (a client's QPG__TLS_VCACHE_MAX, a server's
+ * QPG__TLS_VCACHE_SERVER_MAX), the oldest replaced. */
 #include "tls.h"
 
 #include "common.h"
@@ -40,8 +47,9 @@ struct vcache {
 	pthread_mutex_t lock;
 	uint64_t ttl_ns; /* an entry's life */
 	unsigned next;	 /* the slot to fill next (the oldest) */
+	unsigned max;	 /* entries */
 	uint64_t hits, misses;
-	struct entry e[QPG__TLS_VCACHE_MAX];
+	struct entry e[];
 };
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -58,7 +66,7 @@ static void free_cache(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int i, long 
 	struct vcache *vc = ptr;
 	if (!vc)
 		return;
-	for (unsigned k = 0; k < QPG__TLS_VCACHE_MAX; k++)
+	for (unsigned k = 0; k < vc->max; k++)
 		chain_free(vc->e[k].chain);
 	pthread_mutex_destroy(&vc->lock);
 	free(vc);
@@ -126,24 +134,46 @@ static bool still_valid(STACK_OF(X509) * chain)
 	return true;
 }
 
+/* True unless the store checks CRLs and one of them is not current now
+ * (before its last update, or past its next one), which a verification
+ * would refuse. */
+static bool crls_current(X509_STORE *st)
+{
+	if (!(X509_VERIFY_PARAM_get_flags(X509_STORE_get0_param(st)) & X509_V_FLAG_CRL_CHECK))
+		return true;
+	if (X509_STORE_lock(st) != 1)
+		return false;
+	bool ok = true;
+	STACK_OF(X509_OBJECT) *objs = X509_STORE_get0_objects(st);
+	for (int i = 0; ok && i < sk_X509_OBJECT_num(objs); i++) {
+		X509_CRL *crl = X509_OBJECT_get0_X509_CRL(sk_X509_OBJECT_value(objs, i));
+		const ASN1_TIME *next = crl ? X509_CRL_get0_nextUpdate(crl) : NULL;
+		ok = !crl || (X509_cmp_time(X509_CRL_get0_lastUpdate(crl), NULL) < 0 &&
+			      (!next || X509_cmp_time(next, NULL) > 0));
+	}
+	X509_STORE_unlock(st);
+	return ok;
+}
+
 /* The entry held under KEY, or NULL. Under the lock. */
 static struct entry *find(struct vcache *vc, const uint8_t key[32])
 {
-	for (unsigned k = 0; k < QPG__TLS_VCACHE_MAX; k++)
+	for (unsigned k = 0; k < vc->max; k++)
 		if (vc->e[k].born_ns && memcmp(vc->e[k].key, key, 32) == 0)
 			return &vc->e[k];
 	return NULL;
 }
 
 /* A hit: a copy of the verified chain (its certificates referenced), or
- * NULL. An entry past its age or its certificates' validity is dropped. */
-static STACK_OF(X509) * lookup(struct vcache *vc, const uint8_t key[32])
+ * NULL. An entry past its age, its certificates' validity or its store's
+ * CRLs' is dropped. */
+static STACK_OF(X509) * lookup(struct vcache *vc, const uint8_t key[32], X509_STORE *st)
 {
 	STACK_OF(X509) *got = NULL;
 	uint64_t now = qpg__now_ns();
 	pthread_mutex_lock(&vc->lock);
 	struct entry *e = find(vc, key);
-	if (e && now - e->born_ns < vc->ttl_ns && still_valid(e->chain)) {
+	if (e && now - e->born_ns < vc->ttl_ns && still_valid(e->chain) && crls_current(st)) {
 		got = X509_chain_up_ref(e->chain);
 	} else if (e) {
 		chain_free(e->chain);
@@ -161,7 +191,7 @@ static void store(struct vcache *vc, const uint8_t key[32], STACK_OF(X509) * cha
 	struct entry *e = find(vc, key); /* two threads verified it at once */
 	if (!e) {
 		e = &vc->e[vc->next];
-		vc->next = (vc->next + 1) % QPG__TLS_VCACHE_MAX;
+		vc->next = (vc->next + 1) % vc->max;
 	}
 	chain_free(e->chain);
 	*e = (struct entry){.born_ns = qpg__now_ns(), .chain = chain};
@@ -174,7 +204,7 @@ static int verify_cached(X509_STORE_CTX *x, void *arg)
 	struct vcache *vc = arg;
 	uint8_t key[32];
 	bool keyed = chain_key(x, key) == 0;
-	STACK_OF(X509) *chain = keyed ? lookup(vc, key) : NULL;
+	STACK_OF(X509) *chain = keyed ? lookup(vc, key, X509_STORE_CTX_get0_store(x)) : NULL;
 	if (chain) {
 		/* As X509_verify_cert leaves it on success: the chain that
 		 * SSL_get0_verified_chain returns, and no error. */
@@ -191,12 +221,14 @@ static int verify_cached(X509_STORE_CTX *x, void *arg)
 	return ok;
 }
 
-int qpg__tls_vcache_attach(SSL_CTX *ctx, unsigned ttl_s)
+int qpg__tls_vcache_attach(SSL_CTX *ctx, unsigned ttl_s, unsigned max)
 {
 	pthread_once(&once, init);
-	struct vcache *vc = idx < 0 ? NULL : calloc(1, sizeof(*vc));
+	struct vcache *vc =
+	    idx < 0 || !max ? NULL : calloc(1, sizeof(*vc) + (size_t)max * sizeof(vc->e[0]));
 	if (!vc)
 		return -1;
+	vc->max = max;
 	if (pthread_mutex_init(&vc->lock, NULL)) {
 		free(vc);
 		return -1;
@@ -219,7 +251,7 @@ int qpg__tls_vcache_counts(SSL_CTX *ctx, uint64_t *hits, uint64_t *misses, unsig
 	*hits = vc->hits;
 	*misses = vc->misses;
 	*entries = 0;
-	for (unsigned k = 0; k < QPG__TLS_VCACHE_MAX; k++)
+	for (unsigned k = 0; k < vc->max; k++)
 		*entries += vc->e[k].born_ns != 0;
 	pthread_mutex_unlock(&vc->lock);
 	return 0;

@@ -66,10 +66,15 @@ out:
 
 int certgen_crl(const char *dir, const long *serials, int n, const char *path)
 {
+	return certgen_crl_until(dir, serials, n, 86400, path);
+}
+
+int certgen_crl_until(const char *dir, const long *serials, int n, long next_s, const char *path)
+{
 	X509 *ca = NULL;
 	EVP_PKEY *ca_key = NULL;
 	X509_CRL *crl = X509_CRL_new();
-	ASN1_TIME *now = X509_gmtime_adj(NULL, -60), *next = X509_gmtime_adj(NULL, 86400);
+	ASN1_TIME *now = X509_gmtime_adj(NULL, -60), *next = X509_gmtime_adj(NULL, next_s);
 	int rc = -1;
 	if (!crl || !now || !next || load_ca(dir, &ca, &ca_key))
 		goto out;

@@ -13,5 +13,7 @@ int certgen_client(const char *dir, const char *name, long seconds, long serial)
 int certgen_leaf(const char *dir, const char *name, const char *cn, long seconds, long serial);
 /* PATH: a CRL from DIR's CA revoking the N SERIALS (none: N = 0). */
 int certgen_crl(const char *dir, const long *serials, int n, const char *path);
+/* The same, its next update NEXT_S seconds from now (certgen_crl: a day). */
+int certgen_crl_until(const char *dir, const long *serials, int n, long next_s, const char *path);
 
 #endif

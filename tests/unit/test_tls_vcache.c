@@ -40,7 +40,7 @@ static SSL_CTX *client_ctx_ttl(unsigned ttl_s)
 	struct qpg__tls_files f = {.ca = ca};
 	SSL_CTX *c = qpg__tls_client_ctx(&f, err, sizeof(err));
 	assert_non_null(c);
-	assert_int_equal(qpg__tls_vcache_attach(c, ttl_s), 0);
+	assert_int_equal(qpg__tls_vcache_attach(c, ttl_s, QPG__TLS_VCACHE_MAX), 0);
 	return c;
 }
 

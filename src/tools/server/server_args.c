@@ -161,6 +161,9 @@ static const struct qpg_opt limit_opts[] = {
     {"tls-cache", 0, OPT_UINT, &args.o.tls_cache_max, 0, 10000000, "N",
      "with --client-ca: mTLS sessions kept for resumption, the oldest dropped first "
      "(default 8192; 0: stateless tickets, slower to resume)"},
+    {"verify-cache", 0, OPT_UINT, &args.o.verify_cache_s, 0, 86400, "S",
+     "with --client-ca: a client chain verified is not verified again for S seconds "
+     "(its key, validity and the CRLs' are; default 600; 0: every time)"},
     {"allow-no-auth", 0, OPT_FLAG, &args.o.allow_no_auth, 0, 0, NULL,
      "accept clients that turn per-message auth off"},
     {"allow-any-gid", 0, OPT_FLAG, &args.o.allow_any_gid, 0, 0, NULL,

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* A server's cache of verified client chains (mTLS, tls_vcache.c):
+ * - a client chain verified once is found again, and the session still
+ *   gets its verified chain (the mTLS session cache reads it);
+ * - a revoked client is refused every time, and nothing of it is kept;
+ * - once a CRL of the store is past its next update, a cached chain is
+ *   verified again and refused, as without the cache.
+ * TLS handshakes in memory, through a BIO pair. */
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "unit.h"
+
+#include "certgen.h"
+#include "loopback.h"
+#include "memtls.h"
+#include "tls.h"
+
+static struct qpg_loopback lb;
+
+/* A server of lb's certificates asking for a client certificate from lb's
+ * CA, checked against the CRL at CRL, with its cache of client chains. */
+static SSL_CTX *server_ctx(const char *crl)
+{
+	char crt[160], key[160], ca[160], err[256];
+	snprintf(crt, sizeof(crt), "%s/server.crt", lb.dir);
+	snprintf(key, sizeof(key), "%s/server.key", lb.dir);
+	snprintf(ca, sizeof(ca), "%s/ca.crt", lb.dir);
+	const char *crls[] = {crl};
+	struct qpg__tls_files f = {.cert = crt, .key = key, .ca = ca, .crls = crls, .ncrls = 1};
+	SSL_CTX *c = qpg__tls_server_ctx(&f, NULL, err, sizeof(err));
+	assert_non_null(c);
+	assert_int_equal(
+		qpg__tls_vcache_attach(c, QPG__TLS_VCACHE_TTL_S, QPG__TLS_VCACHE_SERVER_MAX), 0);
+	return c;
+}
+
+/* A client of lb's CA presenting NAME.crt. */
+static SSL_CTX *client_ctx(const char *name)
+{
+	char crt[160], key[160], ca[160], err[256];
+	snprintf(crt, sizeof(crt), "%s/%s.crt", lb.dir, name);
+	snprintf(key, sizeof(key), "%s/%s.key", lb.dir, name);
+	snprintf(ca, sizeof(ca), "%s/ca.crt", lb.dir);
+	struct qpg__tls_files f = {.cert = crt, .key = key, .ca = ca};
+	SSL_CTX *c = qpg__tls_client_ctx(&f, err, sizeof(err));
+	assert_non_null(c);
+	return c;
+}
+
+/* One handshake: X509_V_OK, or the server's verification result (-1: it
+ * failed otherwise). *CHAIN: the length of the server's verified chain. */
+static long handshake(SSL_CTX *sctx, SSL_CTX *cctx, int *chain)
+{
+	SSL *s, *c;
+	memtls_pair(sctx, cctx, &s, &c);
+	int rc = 0, rs = 0;
+	for (int i = 0; i < 50 && (rc != 1 || rs != 1); i++) {
+		rc = rc == 1 ? 1 : SSL_do_handshake(c);
+		if (rc != 1 && SSL_get_error(c, rc) != SSL_ERROR_WANT_READ)
+			break;
+		rs = rs == 1 ? 1 : SSL_do_handshake(s);
+		if (rs != 1 && SSL_get_error(s, rs) != SSL_ERROR_WANT_READ)
+			break;
+	}
+	long v = rc == 1 && rs == 1 ? X509_V_OK : SSL_get_verify_result(s);
+	if (v == X509_V_OK && (rc != 1 || rs != 1))
+		v = -1;
+	STACK_OF(X509) *vc = SSL_get0_verified_chain(s);
+	if (chain)
+		*chain = vc ? sk_X509_num(vc) : 0;
+	ERR_clear_error();
+	SSL_free(c);
+	SSL_free(s);
+	return v;
+}
+
+static void counts(SSL_CTX *c, uint64_t hits, uint64_t misses, unsigned entries)
+{
+	uint64_t h = 0, m = 0;
+	unsigned n = 0;
+	assert_int_equal(qpg__tls_vcache_counts(c, &h, &m, &n), 0);
+	assert_int_equal(h, hits);
+	assert_int_equal(m, misses);
+	assert_int_equal(n, entries);
+}
+
+static void a_client_chain_verified_once_is_found_again(void **state)
+{
+	(void)state;
+	char crl[160];
+	snprintf(crl, sizeof(crl), "%s/none.crl", lb.dir);
+	assert_int_equal(certgen_crl(lb.dir, NULL, 0, crl), 0);
+	SSL_CTX *s = server_ctx(crl), *c = client_ctx("client");
+	for (int i = 0; i < 3; i++) {
+		int chain = 0;
+		assert_int_equal(handshake(s, c, &chain), X509_V_OK);
+		assert_int_equal(chain, 2); /* the leaf and the CA, hit or not */
+	}
+	counts(s, 2, 1, 1);
+	SSL_CTX_free(s);
+	SSL_CTX_free(c);
+}
+
+static void a_revoked_client_is_refused_and_not_kept(void **state)
+{
+	(void)state;
+	char crl[160];
+	snprintf(crl, sizeof(crl), "%s/revoked.crl", lb.dir);
+	const long serial[] = {5001};
+	assert_int_equal(certgen_client(lb.dir, "revoked", 3600, 5001), 0);
+	assert_int_equal(certgen_crl(lb.dir, serial, 1, crl), 0);
+	SSL_CTX *s = server_ctx(crl), *r = client_ctx("revoked"), *c = client_ctx("client");
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(handshake(s, r, NULL), X509_V_ERR_CERT_REVOKED);
+	assert_int_equal(handshake(s, c, NULL), X509_V_OK);
+	counts(s, 0, 3, 1);
+	SSL_CTX_free(s);
+	SSL_CTX_free(r);
+	SSL_CTX_free(c);
+}
+
+static void a_stale_crl_ends_every_entry(void **state)
+{
+	(void)state;
+	char crl[160];
+	snprintf(crl, sizeof(crl), "%s/brief.crl", lb.dir);
+	assert_int_equal(certgen_crl_until(lb.dir, NULL, 0, 2, crl), 0);
+	SSL_CTX *s = server_ctx(crl), *c = client_ctx("client");
+	assert_int_equal(handshake(s, c, NULL), X509_V_OK);
+	assert_int_equal(handshake(s, c, NULL), X509_V_OK);
+	counts(s, 1, 1, 1);
+	sleep(3); /* the CRL is past its next update: no news of revocations */
+	assert_int_equal(handshake(s, c, NULL), X509_V_ERR_CRL_HAS_EXPIRED);
+	counts(s, 1, 2, 0);
+	SSL_CTX_free(s);
+	SSL_CTX_free(c);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	return qpg_loopback_init(&lb) ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	qpg_loopback_fini(&lb);
+	return 0;
+}
+
+QPG_UNIT_MAIN(setup, teardown, cmocka_unit_test(a_client_chain_verified_once_is_found_again),
+	      cmocka_unit_test(a_revoked_client_is_refused_and_not_kept),
+	      cmocka_unit_test(a_stale_crl_ends_every_entry))
