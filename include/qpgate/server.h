@@ -172,6 +172,10 @@ struct qpg_server_stats {
 	 * already here, unread: the wait was this server's (a busy thread),
 	 * so the deadline moved on once instead of closing them. */
 	unsigned long long deadlines_extended;
+	/* mTLS (qpg_server_opts.verify_cache_s): client chains the server
+	 * holds as verified now, and full handshakes whose client chain it
+	 * found there, since the start or the last reload (which empties it). */
+	unsigned long long tls_chains_cached, tls_chain_hits;
 };
 void qpg_server_stats(struct qpg_server *s, struct qpg_server_stats *out);
 /* The stats as Prometheus text (format 0.0.4) in a malloc'd *OUT; 0 or a

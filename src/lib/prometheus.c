@@ -129,6 +129,13 @@ static void plain_metrics(FILE *f, const struct qpg_server_stats *st)
 	    {"qpgate_tls_cache_sessions", "gauge",
 	     "mTLS sessions held for resumption (--tls-cache; about 6 kB each).",
 	     (long long)st->tls_cache_sessions},
+	    {"qpgate_tls_chains_cached", "gauge",
+	     "mTLS: client certificate chains held as verified (--verify-cache).",
+	     (long long)st->tls_chains_cached},
+	    {"qpgate_tls_chain_hits_total", "counter",
+	     "mTLS: full handshakes whose client chain was found verified (since the last "
+	     "reload).",
+	     (long long)st->tls_chain_hits},
 	    {"qpgate_tls_tickets_total", "counter",
 	     "TLS resumption tickets sent, each to a client whose HELLO asked for one.",
 	     (long long)st->tls_tickets},

@@ -549,4 +549,14 @@ void qpg_server_stats(struct qpg_server *s, struct qpg_server_stats *out)
 	out->peers_tracked = qpg__peers_count(&s->peers);
 	out->accept_backoffs = ld(&s->accept_backoffs);
 	out->tls_cache_sessions = s->tickets ? qpg__tls_tickets_cached(s->tickets) : 0;
+	uint64_t hits = 0, misses = 0;
+	unsigned chains = 0;
+	if (!s->tls_ready)
+		return;
+	pthread_mutex_lock(&s->tls.lock);
+	if (qpg__tls_vcache_counts(s->tls.ctx, &hits, &misses, &chains) == 0) {
+		out->tls_chains_cached = chains;
+		out->tls_chain_hits = hits;
+	}
+	pthread_mutex_unlock(&s->tls.lock);
 }

@@ -4,8 +4,11 @@
  *   gets its verified chain (the mTLS session cache reads it);
  * - a revoked client is refused every time, and nothing of it is kept;
  * - once a CRL of the store is past its next update, a cached chain is
- *   verified again and refused, as without the cache.
- * TLS handshakes in memory, through a BIO pair. */
+ *   verified again and refused, as without the cache;
+ * - a server of default options keeps the chains of its clients, says so
+ *   in its stats, and a reload starts an empty cache.
+ * TLS handshakes in memory, through a BIO pair; the last case over real
+ * connections (the tcp transport on loopback). */
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <stdio.h>
@@ -139,6 +142,46 @@ static void a_stale_crl_ends_every_entry(void **state)
 	SSL_CTX_free(c);
 }
 
+/* One connection of a new client presenting NAME (a worker process of its
+ * own: no ticket, a full handshake). 0, or -1 if it never came up. */
+static int worker(struct qpg_loopback *srv, const char *name)
+{
+	char crt[160], key[160], why[256] = "";
+	snprintf(crt, sizeof(crt), "%s/%s.crt", srv->dir, name);
+	snprintf(key, sizeof(key), "%s/%s.key", srv->dir, name);
+	struct qpg_client *cl = qpg_loopback_client(srv, crt, key);
+	assert_non_null(cl);
+	int rc = qpg_loopback_echo_once(cl, why, sizeof(why));
+	assert_int_not_equal(rc, 1); /* never resumed: each a full handshake */
+	qpg_client_destroy(cl);
+	return rc;
+}
+
+static void a_server_keeps_its_clients_chains(void **state)
+{
+	(void)state;
+	struct qpg_loopback srv;
+	assert_int_equal(qpg_loopback_init(&srv), 0);
+	char ca[160], err[256];
+	snprintf(ca, sizeof(ca), "%s/ca.crt", srv.dir);
+	srv.o.client_ca = ca; /* verify_cache_s: its default */
+	assert_int_equal(qpg_loopback_start(&srv), 0);
+	struct qpg_server_stats st;
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(worker(&srv, "client"), 0);
+	qpg_server_stats(srv.srv, &st);
+	assert_int_equal(st.tls_chains_cached, 1);
+	assert_int_equal(st.tls_chain_hits, 2);
+	assert_int_equal(qpg_server_reload_tls(srv.srv, err, sizeof(err)), 0);
+	qpg_server_stats(srv.srv, &st);
+	assert_int_equal(st.tls_chains_cached, 0);
+	assert_int_equal(worker(&srv, "client"), 0);
+	qpg_server_stats(srv.srv, &st);
+	assert_int_equal(st.tls_chains_cached, 1);
+	assert_int_equal(st.tls_chain_hits, 0);
+	qpg_loopback_fini(&srv);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -154,4 +197,5 @@ static int teardown(void **state)
 
 QPG_UNIT_MAIN(setup, teardown, cmocka_unit_test(a_client_chain_verified_once_is_found_again),
 	      cmocka_unit_test(a_revoked_client_is_refused_and_not_kept),
-	      cmocka_unit_test(a_stale_crl_ends_every_entry))
+	      cmocka_unit_test(a_stale_crl_ends_every_entry),
+	      cmocka_unit_test(a_server_keeps_its_clients_chains))
