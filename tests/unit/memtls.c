@@ -3,6 +3,10 @@
 
 #include "unit.h"
 
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+
+#include "tls.h"
 #include "tls_tickets.h"
 
 void memtls_pair(SSL_CTX *sctx, SSL_CTX *cctx, SSL **s, SSL **c)
@@ -47,4 +51,45 @@ SSL_SESSION *memtls_handshake(SSL_CTX *sctx, SSL_CTX *cctx, SSL_SESSION *offer, 
 	SSL_free(c);
 	SSL_free(s);
 	return got;
+}
+
+long memtls_verify(SSL_CTX *sctx, SSL_CTX *cctx, const char *host, bool server_side, int *chain)
+{
+	SSL *s, *c;
+	memtls_pair(sctx, cctx, &s, &c);
+	if (host) {
+		assert_int_equal(SSL_set1_host(c, host), 1);
+		SSL_set_hostflags(c, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+		SSL_set_tlsext_host_name(c, host);
+	}
+	int rc = 0, rs = 0;
+	for (int i = 0; i < 50 && (rc != 1 || rs != 1); i++) {
+		rc = rc == 1 ? 1 : SSL_do_handshake(c);
+		if (rc != 1 && SSL_get_error(c, rc) != SSL_ERROR_WANT_READ)
+			break;
+		rs = rs == 1 ? 1 : SSL_do_handshake(s);
+		if (rs != 1 && SSL_get_error(s, rs) != SSL_ERROR_WANT_READ)
+			break;
+	}
+	SSL *checker = server_side ? s : c;
+	long v = rc == 1 && rs == 1 ? X509_V_OK : SSL_get_verify_result(checker);
+	if (v == X509_V_OK && (rc != 1 || rs != 1))
+		v = -1;
+	STACK_OF(X509) *vc = SSL_get0_verified_chain(checker);
+	if (chain)
+		*chain = vc ? sk_X509_num(vc) : 0;
+	ERR_clear_error();
+	SSL_free(c);
+	SSL_free(s);
+	return v;
+}
+
+void memtls_vcache_counts(SSL_CTX *ctx, uint64_t hits, uint64_t misses, unsigned entries)
+{
+	uint64_t h = 0, m = 0;
+	unsigned n = 0;
+	assert_int_equal(qpg__tls_vcache_counts(ctx, &h, &m, &n), 0);
+	assert_int_equal(h, hits);
+	assert_int_equal(m, misses);
+	assert_int_equal(n, entries);
 }

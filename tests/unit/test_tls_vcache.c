@@ -7,9 +7,7 @@
  * - a failure is never kept, and an entry lives its TTL;
  * - it holds at most QPG__TLS_VCACHE_MAX chains, the oldest replaced.
  * TLS handshakes in memory, through a BIO pair. */
-#include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -49,43 +47,14 @@ static SSL_CTX *client_ctx(void)
 	return client_ctx_ttl(QPG__TLS_VCACHE_TTL_S); /* the clients' default */
 }
 
-/* One handshake, the client checking HOST as qpg__tls_session has it
- * check: X509_V_OK, or the client's verification result (-1: it failed
- * otherwise). *CHAIN: the length of the client's verified chain. */
 static long handshake(SSL_CTX *sctx, SSL_CTX *cctx, const char *host, int *chain)
 {
-	SSL *s, *c;
-	memtls_pair(sctx, cctx, &s, &c);
-	assert_int_equal(SSL_set1_host(c, host), 1);
-	SSL_set_hostflags(c, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-	SSL_set_tlsext_host_name(c, host);
-	int rc = 0, rs = 0;
-	for (int i = 0; i < 50 && (rc != 1 || rs != 1); i++) {
-		rc = rc == 1 ? 1 : SSL_do_handshake(c);
-		if (rc != 1 && SSL_get_error(c, rc) != SSL_ERROR_WANT_READ)
-			break;
-		rs = rs == 1 ? 1 : SSL_do_handshake(s);
-	}
-	long v = rc == 1 && rs == 1 ? X509_V_OK : SSL_get_verify_result(c);
-	if (v == X509_V_OK && (rc != 1 || rs != 1))
-		v = -1;
-	STACK_OF(X509) *vc = SSL_get0_verified_chain(c);
-	if (chain)
-		*chain = vc ? sk_X509_num(vc) : 0;
-	ERR_clear_error();
-	SSL_free(c);
-	SSL_free(s);
-	return v;
+	return memtls_verify(sctx, cctx, host, false, chain);
 }
 
 static void counts(SSL_CTX *c, uint64_t hits, uint64_t misses, unsigned entries)
 {
-	uint64_t h = 0, m = 0;
-	unsigned n = 0;
-	assert_int_equal(qpg__tls_vcache_counts(c, &h, &m, &n), 0);
-	assert_int_equal(h, hits);
-	assert_int_equal(m, misses);
-	assert_int_equal(n, entries);
+	memtls_vcache_counts(c, hits, misses, entries);
 }
 
 static void a_chain_verified_once_is_found_again(void **state)

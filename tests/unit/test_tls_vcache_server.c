@@ -9,7 +9,6 @@
  *   in its stats, and a reload starts an empty cache.
  * TLS handshakes in memory, through a BIO pair; the last case over real
  * connections (the tcp transport on loopback). */
-#include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -36,7 +35,7 @@ static SSL_CTX *server_ctx(const char *crl)
 	SSL_CTX *c = qpg__tls_server_ctx(&f, NULL, err, sizeof(err));
 	assert_non_null(c);
 	assert_int_equal(
-		qpg__tls_vcache_attach(c, QPG__TLS_VCACHE_TTL_S, QPG__TLS_VCACHE_SERVER_MAX), 0);
+	    qpg__tls_vcache_attach(c, QPG__TLS_VCACHE_TTL_S, QPG__TLS_VCACHE_SERVER_MAX), 0);
 	return c;
 }
 
@@ -53,41 +52,14 @@ static SSL_CTX *client_ctx(const char *name)
 	return c;
 }
 
-/* One handshake: X509_V_OK, or the server's verification result (-1: it
- * failed otherwise). *CHAIN: the length of the server's verified chain. */
 static long handshake(SSL_CTX *sctx, SSL_CTX *cctx, int *chain)
 {
-	SSL *s, *c;
-	memtls_pair(sctx, cctx, &s, &c);
-	int rc = 0, rs = 0;
-	for (int i = 0; i < 50 && (rc != 1 || rs != 1); i++) {
-		rc = rc == 1 ? 1 : SSL_do_handshake(c);
-		if (rc != 1 && SSL_get_error(c, rc) != SSL_ERROR_WANT_READ)
-			break;
-		rs = rs == 1 ? 1 : SSL_do_handshake(s);
-		if (rs != 1 && SSL_get_error(s, rs) != SSL_ERROR_WANT_READ)
-			break;
-	}
-	long v = rc == 1 && rs == 1 ? X509_V_OK : SSL_get_verify_result(s);
-	if (v == X509_V_OK && (rc != 1 || rs != 1))
-		v = -1;
-	STACK_OF(X509) *vc = SSL_get0_verified_chain(s);
-	if (chain)
-		*chain = vc ? sk_X509_num(vc) : 0;
-	ERR_clear_error();
-	SSL_free(c);
-	SSL_free(s);
-	return v;
+	return memtls_verify(sctx, cctx, NULL, true, chain);
 }
 
 static void counts(SSL_CTX *c, uint64_t hits, uint64_t misses, unsigned entries)
 {
-	uint64_t h = 0, m = 0;
-	unsigned n = 0;
-	assert_int_equal(qpg__tls_vcache_counts(c, &h, &m, &n), 0);
-	assert_int_equal(h, hits);
-	assert_int_equal(m, misses);
-	assert_int_equal(n, entries);
+	memtls_vcache_counts(c, hits, misses, entries);
 }
 
 static void a_client_chain_verified_once_is_found_again(void **state)
