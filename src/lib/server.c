@@ -291,7 +291,7 @@ static SSL_CTX *server_tls_ctx(struct qpg_server *s, char *err, size_t err_len)
 	if (ctx && s->o.client_ca && s->o.verify_cache_s &&
 	    qpg__tls_vcache_attach(ctx, s->o.verify_cache_s, QPG__TLS_VCACHE_SERVER_MAX)) {
 		snprintf(err, err_len, "out of memory for the cache of verified chains");
-		SSL_CTX_free(ctx);
+		qpg__tls_ctx_free(ctx);
 		return NULL;
 	}
 	return ctx;
@@ -444,7 +444,7 @@ int qpg_server_reload_tls(struct qpg_server *s, char *err, size_t err_len)
 	 * Before the swap: a handshake still running on the old context gets
 	 * a ticket that never opens, not one under the new keys. */
 	if (s->tickets && qpg__tls_tickets_forget_all(s->tickets, ctx)) {
-		SSL_CTX_free(ctx);
+		qpg__tls_ctx_free(ctx);
 		snprintf(err, err_len, "cannot draw new ticket keys");
 		return -EIO;
 	}
@@ -549,10 +549,10 @@ void qpg_server_stats(struct qpg_server *s, struct qpg_server_stats *out)
 	out->peers_tracked = qpg__peers_count(&s->peers);
 	out->accept_backoffs = ld(&s->accept_backoffs);
 	out->tls_cache_sessions = s->tickets ? qpg__tls_tickets_cached(s->tickets) : 0;
-	uint64_t hits = 0, misses = 0;
-	unsigned chains = 0;
 	if (!s->tls_ready)
 		return;
+	uint64_t hits, misses;
+	unsigned chains;
 	pthread_mutex_lock(&s->tls.lock);
 	if (qpg__tls_vcache_counts(s->tls.ctx, &hits, &misses, &chains) == 0) {
 		out->tls_chains_cached = chains;
